@@ -1,0 +1,84 @@
+import createError from '@fastify/error'
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { ErrorRecord } from './schemas.js'
+
+// Named errors that carry their status. The service and the plugins throw these; routes never map statuses.
+export const InvalidJsonError = createError('PLANTS_INVALID_JSON', 'body is not valid JSON', 400)
+export const ForbiddenKeyError = createError('PLANTS_FORBIDDEN_KEY', 'body must not contain "__proto__" or "constructor.prototype" keys', 400)
+export const MissingTokenError = createError('PLANTS_MISSING_TOKEN', 'a bearer token is required: send "Authorization: Bearer <token>"', 401)
+export const InvalidTokenError = createError('PLANTS_INVALID_TOKEN', 'the bearer token is not valid', 401)
+export const PlantConflictError = createError('PLANTS_CONFLICT', 'a plant with id %s already exists with another name or tag', 409)
+export const StoreFullError = createError('PLANTS_STORE_FULL', 'the plant store is full', 507)
+export const StoreUnavailableError = createError('PLANTS_STORE_UNAVAILABLE', 'the plant store is unavailable, retry later', 503)
+export const NotReadyError = createError('PLANTS_NOT_READY', 'the service is not ready', 503)
+
+/** Messages for Fastify's own 4xx errors, written for the people who call this API. */
+const frameworkMessages: Record<string, (request: FastifyRequest) => string> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: (request) => `body must not be larger than ${request.routeOptions.bodyLimit} bytes`,
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: () => 'content-type must be application/json',
+  FST_ERR_CTP_EMPTY_JSON_BODY: () => 'body must be a JSON object, and it is empty',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => 'body length does not match the content-length header',
+  FST_ERR_BAD_URL: () => 'the URL is not valid',
+  FST_ERR_ASYNC_CONSTRAINT: () => 'the request cannot be routed'
+}
+
+/** What a 503 tells a client to wait before it retries, unless the error set its own. */
+const RETRY_AFTER_SECONDS = '1'
+
+function statusOf (error: FastifyError): number {
+  const status = error.statusCode
+  return status !== undefined && status >= 400 && status <= 599 ? status : 500
+}
+
+export function errorRecord (status: number, message: string): ErrorRecord {
+  return { error: status, message }
+}
+
+/** Turns any error into the Error record. 5xx details go to the log, never to the client. */
+export function sendError (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const status = statusOf(error)
+  let message: string
+  if (status >= 500) {
+    if (status === 500) request.log.error({ err: error }, 'request failed')
+    else request.log.warn({ err: error }, 'request refused')
+    message = status === 500 ? 'internal server error' : error.code?.startsWith('PLANTS_') === true ? error.message : STATUS_CODES[status] ?? 'server error'
+    if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', RETRY_AFTER_SECONDS)
+  } else {
+    message = frameworkMessages[error.code]?.(request) ?? error.message
+  }
+  if (status === 401) {
+    reply.header('www-authenticate', error instanceof InvalidTokenError
+      ? 'Bearer realm="plants", error="invalid_token"'
+      : 'Bearer realm="plants"')
+  }
+  reply.code(status).type('application/json; charset=utf-8').send(errorRecord(status, message))
+}
+
+/** Installs the one error shape on every path an error can take out of Fastify. */
+export function installErrorHandlers (app: FastifyInstance): void {
+  app.setErrorHandler(sendError)
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?', 1)[0] ?? ''
+    reply.code(404).send(errorRecord(404, `no route for ${request.method} ${path.slice(0, 200)}`))
+  })
+}
+
+/**
+ * Malformed HTTP never reaches Fastify's request path: Node hands the socket to this handler.
+ * Answers with an Error record where the socket can still take a reply.
+ */
+export function clientErrorHandler (error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy()
+    return
+  }
+  const status = error.code === 'HPE_HEADER_OVERFLOW'
+    ? 431
+    : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
+  const body = JSON.stringify(errorRecord(status, status === 431
+    ? 'request headers are too large'
+    : status === 408 ? 'the request took too long to arrive' : 'the request is not valid HTTP'))
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+}

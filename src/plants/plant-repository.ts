@@ -1,0 +1,22 @@
+import type { Plant, PlantId } from '../schemas.js'
+
+/** What an insert did: stored it, found the identical plant already stored, or found another one. */
+export type InsertOutcome = 'created' | 'same' | 'conflict'
+
+/**
+ * The port every store implements. A plant is never overwritten: an id is stored once, and a later
+ * insert of the same id reports whether it matched. Failures are the named errors of errors.ts
+ * (StoreFullError, StoreUnavailableError), never a driver's own error.
+ */
+export interface PlantRepository {
+  insert (id: PlantId, plant: Plant): Promise<InsertOutcome>
+  /** Resolves when the store can take inserts; rejects with the reason when it cannot. */
+  ready (): Promise<void>
+  /** Called once, after the last request in flight. */
+  close (): Promise<void>
+}
+
+/** The same plant: the same name and the same tag, or both without a tag. */
+export function samePlant (a: Plant, b: Plant): boolean {
+  return a.name === b.name && a.tag === b.tag
+}

@@ -1,0 +1,33 @@
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+
+/**
+ * The OpenAPI 3.1 document, generated from the routes' TypeBox schemas, at /openapi.json, and a
+ * reference page a person can try requests from at /docs (Swagger UI, served from the installed
+ * package: nothing is fetched at run time). Both are open, like the health routes.
+ */
+export const openapi = fp(async function openapi (app: FastifyInstance) {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Plant Store',
+        version: '1.0.0',
+        description: 'Keeps a store of plants. Every non-2xx reply is an Error record whose `error` is the HTTP status code of the reply.',
+        license: { name: 'MIT', identifier: 'MIT' }
+      },
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', description: 'One of the tokens in API_TOKENS or API_TOKENS_FILE' }
+        }
+      },
+      security: [{ bearerAuth: [] }]
+    },
+    // Shared schemas keep their own names ($id) under components.schemas.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}` }
+  })
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { tryItOutEnabled: true } })
+  app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger())
+}, { name: 'openapi' })

@@ -1,0 +1,26 @@
+import closeWithGrace from 'close-with-grace'
+import { buildApp } from './app.js'
+import { ConfigError, loadConfig } from './config.js'
+import { createTokenSet } from './plugins/auth.js'
+import { createRepository } from './storage.js'
+
+/** The process: configuration, store, app, listen, and signals turned into a graceful close. */
+async function main (): Promise<void> {
+  const config = loadConfig(process.env)
+  const repository = await createRepository(config)
+  const app = await buildApp({ config, tokens: createTokenSet(config.tokens), repository })
+
+  closeWithGrace({ delay: config.shutdownTimeoutMs, logger: app.log }, async ({ signal, err }) => {
+    if (err !== undefined) app.log.error({ err }, 'closing after an unexpected error')
+    else app.log.info({ signal }, 'closing')
+    await app.close()
+  })
+  await app.listen({ port: config.port, host: config.host })
+}
+
+main().catch((error: unknown) => {
+  // One clear line, naming the variable for configuration errors, then exit status 1.
+  const message = error instanceof ConfigError ? error.message : `cannot start: ${error instanceof Error ? error.message : String(error)}`
+  process.stderr.write(`plant-store: ${message}\n`)
+  process.exit(1)
+})
