@@ -1,0 +1,21 @@
+import js from '@eslint/js'
+import tseslint from 'typescript-eslint'
+
+export default tseslint.config(
+  { ignores: ['dist/', 'coverage/', 'bench/results/', 'node_modules/'] },
+  js.configs.recommended,
+  ...tseslint.configs.strict,
+  {
+    languageOptions: {
+      globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', URL: 'readonly', AbortController: 'readonly', fetch: 'readonly' }
+    },
+    rules: {
+      'no-console': 'error',
+      '@typescript-eslint/consistent-type-imports': 'error'
+    }
+  },
+  {
+    files: ['bench/**', 'test/**'],
+    rules: { 'no-console': 'off' }
+  }
+)

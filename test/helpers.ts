@@ -1,0 +1,48 @@
+import { Writable } from 'node:stream'
+import pino from 'pino'
+import { onTestFinished } from 'vitest'
+import { buildApp, type App } from '../src/app.js'
+import { createTokenSet } from '../src/plugins/auth.js'
+import { createMemoryPlantRepository } from '../src/plants/memory-plant-repository.js'
+import type { PlantRepository } from '../src/plants/plant-repository.js'
+
+export const TOKEN = 'test-token-0123456789'
+export const AUTH = { authorization: `Bearer ${TOKEN}` }
+export const JSON_AUTH = { ...AUTH, 'content-type': 'application/json' }
+
+export interface TestAppOptions {
+  repository?: PlantRepository
+  bodyLimit?: number
+  maxPlants?: number
+  /** Collect log lines (JSON strings) here instead of discarding them. */
+  logLines?: string[]
+}
+
+/** An app with a known token and a fresh memory store, closed when the test ends. */
+export async function buildTestApp (options: TestAppOptions = {}): Promise<App> {
+  const lines = options.logLines
+  const logger = pino({ level: lines === undefined ? 'silent' : 'trace' }, new Writable({
+    write (chunk, _encoding, done) {
+      lines?.push(...String(chunk).split('\n').filter((line) => line !== ''))
+      done()
+    }
+  }))
+  const app = await buildApp({
+    config: { bodyLimit: options.bodyLimit ?? 16384, logLevel: 'info' },
+    tokens: createTokenSet([TOKEN]),
+    repository: options.repository ?? createMemoryPlantRepository({ maxPlants: options.maxPlants ?? 1000 }),
+    logger
+  })
+  onTestFinished(() => app.close())
+  return app
+}
+
+/** POSTs a raw JSON text (so tests can send what JSON.stringify cannot write, like 2^53 + 1). */
+export function postPlant (app: App, payload: string | object, headers: Record<string, string> = JSON_AUTH) {
+  return app.inject({
+    method: 'POST',
+    url: '/plants',
+    headers,
+    payload: typeof payload === 'string' ? payload : JSON.stringify(payload)
+  })
+}
