@@ -1,0 +1,83 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { exactInteger, parseJsonExact } from '../../src/lib/exact-json.js'
+
+describe('exactInteger', () => {
+  it('gives numbers for safe integers and bigints beyond, exactly', () => {
+    expect(exactInteger('42')).toBe(42)
+    expect(exactInteger('-9007199254740991')).toBe(-9007199254740991)
+    expect(exactInteger('9007199254740992')).toBe(9007199254740992n)
+    expect(exactInteger('9223372036854775807')).toBe(9223372036854775807n)
+    expect(exactInteger('-9223372036854775808')).toBe(-9223372036854775808n)
+  })
+
+  it('reads fractions and exponents as the integers they are', () => {
+    expect(exactInteger('5.000')).toBe(5)
+    expect(exactInteger('12.5e1')).toBe(125)
+    expect(exactInteger('92233720368547758.07e2')).toBe(9223372036854775807n)
+    expect(exactInteger('0.0')).toBe(0)
+    expect(exactInteger('-0')).toBe(0)
+  })
+
+  it('gives NaN for non-integers and values beyond int64, however they are written', () => {
+    for (const literal of ['1.5', '1.0000000000000001', '1e-1', '9223372036854775808', '-9223372036854775809', '1e19', '1e400', '1e99999999999']) {
+      expect(exactInteger(literal), literal).toBeNaN()
+    }
+  })
+
+  it('agrees with BigInt for every int64 written as a plain integer', () => {
+    fc.assert(fc.property(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), (value) => {
+      const id = exactInteger(String(value))
+      expect(BigInt(id)).toBe(value)
+      expect(typeof id).toBe(value >= -(2n ** 53n) + 1n && value <= 2n ** 53n - 1n ? 'number' : 'bigint')
+    }))
+  })
+})
+
+describe('parseJsonExact', () => {
+  it('parses like JSON.parse when no id is involved', () => {
+    fc.assert(fc.property(fc.json(), (text) => {
+      const value: unknown = JSON.parse(text)
+      const hasId = typeof value === 'object' && value !== null && !Array.isArray(value) && 'id' in value
+      fc.pre(!hasId && !text.includes('__proto__') && !text.includes('constructor'))
+      expect(parseJsonExact(text)).toStrictEqual(value)
+    }))
+  })
+
+  it('keeps a top-level id exact wherever it stands among other members', () => {
+    fc.assert(fc.property(
+      fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }),
+      fc.dictionary(fc.string().filter((key) => !['id', '__proto__', 'constructor'].includes(key)), fc.jsonValue(), { maxKeys: 4 }),
+      fc.boolean(),
+      (id, others, idFirst) => {
+        const rest = JSON.stringify(others).slice(1, -1)
+        const members = idFirst ? [`"id":${id}`, rest] : [rest, `"id":${id}`]
+        const body = parseJsonExact(`{${members.filter((m) => m !== '').join(',')}}`) as { id: unknown }
+        expect(BigInt(body.id as bigint)).toBe(id)
+      }
+    ))
+  })
+
+  it('ignores an "id" inside nested objects, arrays and strings', () => {
+    const body = parseJsonExact('{"a":{"id":9007199254740993},"b":["\\"id\\":1.5"],"id":9007199254740995,"c":{"id":1.5}}') as Record<string, unknown>
+    expect(body.id).toBe(9007199254740995n)
+  })
+
+  it('reads an id whose key is written with escapes', () => {
+    expect((parseJsonExact('{"\\u0069d" : 9007199254740993}') as { id: unknown }).id).toBe(9007199254740993n)
+  })
+
+  it('keeps a non-number id as it is (the schema refuses it)', () => {
+    expect((parseJsonExact('{"id":"9007199254740993","x":1.5}') as { id: unknown }).id).toBe('9007199254740993')
+  })
+
+  it('refuses prototype-poisoning keys, also when escaped', () => {
+    expect(() => parseJsonExact('{"__proto__":{"x":1}}')).toThrow(/forbidden prototype property/)
+    expect(() => parseJsonExact('{"\\u005f_proto__":{"x":1}}')).toThrow(/forbidden prototype property/)
+    expect(() => parseJsonExact('{"constructor":{"prototype":{"x":1}}}')).toThrow(/forbidden prototype property/)
+  })
+
+  it('throws a SyntaxError for text that is not JSON', () => {
+    expect(() => parseJsonExact('{"id":1,')).toThrow(SyntaxError)
+  })
+})

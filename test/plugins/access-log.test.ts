@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest'
+import { TOKEN, buildTestApp, postPlant } from '../helpers.js'
+
+const parse = (lines: string[]) => lines.map((line) => JSON.parse(line) as Record<string, unknown>)
+
+describe('access log', () => {
+  it('writes one line per completed request with id, method, route, status and duration', async () => {
+    const lines: string[] = []
+    const app = await buildTestApp({ logLines: lines })
+    const res = await postPlant(app, { id: 1, name: 'fern' })
+    const entries = parse(lines)
+    expect(entries).toHaveLength(1)
+    expect(entries[0]).toMatchObject({ level: 30, reqId: res.headers['x-request-id'], method: 'POST', route: '/plants', status: 200, msg: 'request' })
+    expect(typeof entries[0]?.ms).toBe('number')
+  })
+
+  it('never logs the token or the Authorization header, on success, 401, 400 and 500', async () => {
+    const lines: string[] = []
+    const app = await buildTestApp({ logLines: lines })
+    await postPlant(app, { id: 1, name: 'fern' })
+    await postPlant(app, '{"id":', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' })
+    await postPlant(app, { id: 1, name: 'x' }, { authorization: `Bearer ${TOKEN}-wrong`, 'content-type': 'application/json' })
+    await app.inject({ method: 'GET', url: `/nope?access_token=${TOKEN}`, headers: { authorization: `Bearer ${TOKEN}` } })
+    expect(lines.length).toBeGreaterThanOrEqual(4)
+    for (const line of lines) {
+      expect(line).not.toContain(TOKEN)
+      expect(line.toLowerCase()).not.toContain('authorization')
+      expect(line).not.toContain('access_token')
+    }
+  })
+})

@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest'
+import { buildTestApp } from '../helpers.js'
+
+async function document () {
+  const app = await buildTestApp()
+  const res = await app.inject({ method: 'GET', url: '/openapi.json' })
+  expect(res.statusCode).toBe(200)
+  return res.json()
+}
+
+describe('GET /openapi.json', () => {
+  it('is an OpenAPI 3.1 document titled Plant Store, version 1.0.0, MIT', async () => {
+    const doc = await document()
+    expect(doc.openapi).toBe('3.1.0')
+    expect(doc.info).toMatchObject({ title: 'Plant Store', version: '1.0.0', license: { name: 'MIT', identifier: 'MIT' } })
+    expect(doc.info.description).toContain('`error` is the HTTP status code')
+  })
+
+  it('declares the bearer scheme globally and leaves health probes open', async () => {
+    const doc = await document()
+    expect(doc.components.securitySchemes).toEqual({ bearerAuth: expect.objectContaining({ type: 'http', scheme: 'bearer' }) })
+    expect(doc.security).toEqual([{ bearerAuth: [] }])
+    expect(doc.paths['/plants'].post.security).toBeUndefined()
+    expect(doc.paths['/livez'].get.security).toEqual([])
+    expect(doc.paths['/readyz'].get.security).toEqual([])
+  })
+
+  it('has the NewPlant, Plant and Error components of the spec', async () => {
+    const { schemas } = (await document()).components
+    expect(schemas.NewPlant.required).toEqual(['id', 'name'])
+    expect(schemas.NewPlant.properties.id).toMatchObject({ type: 'integer', format: 'int64' })
+    expect(schemas.NewPlant.properties.name.type).toBe('string')
+    expect(schemas.NewPlant.properties.tag.type).toBe('string')
+    expect(schemas.Plant.required).toEqual(['name'])
+    expect(Object.keys(schemas.Plant.properties)).toEqual(['name', 'tag'])
+    expect(schemas.Error.required).toEqual(['error', 'message'])
+    expect(schemas.Error.properties.error).toMatchObject({ type: 'integer', format: 'int32' })
+    expect(schemas.Error.properties.message.type).toBe('string')
+  })
+
+  it('documents every status POST /plants can answer, each error as an Error record', async () => {
+    const post = (await document()).paths['/plants'].post
+    expect(post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/NewPlant' })
+    expect(Object.keys(post.responses).sort()).toEqual(['200', '400', '401', '409', '413', '415', '500', '503', '507'])
+    expect(post.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Plant' })
+    for (const status of ['400', '401', '409', '413', '415', '500', '503', '507']) {
+      expect(post.responses[status].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' })
+    }
+  })
+
+  it('is served without a token, and /docs is a page for people', async () => {
+    const app = await buildTestApp()
+    const page = await app.inject({ method: 'GET', url: '/docs/' })
+    expect(page.statusCode).toBe(200)
+    expect(page.headers['content-type']).toContain('text/html')
+    const script = await app.inject({ method: 'GET', url: '/docs/static/swagger-ui-bundle.js' })
+    expect(script.statusCode).toBe(200)
+  })
+})

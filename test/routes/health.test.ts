@@ -1,0 +1,78 @@
+import Fastify from 'fastify'
+import { describe, expect, it } from 'vitest'
+import { installErrorHandlers } from '../../src/errors.js'
+import { createMemoryPlantRepository } from '../../src/plants/memory-plant-repository.js'
+import { healthRoutes } from '../../src/routes/health.js'
+import { sharedSchemas } from '../../src/schemas.js'
+import { validatorCompiler } from '../../src/validation.js'
+import type { PlantRepository } from '../../src/plants/plant-repository.js'
+import { buildTestApp } from '../helpers.js'
+
+describe('health routes', () => {
+  it('answers /livez 200 without a token', async () => {
+    const app = await buildTestApp()
+    const res = await app.inject({ method: 'GET', url: '/livez' })
+    expect(res.statusCode).toBe(200)
+    expect(res.json()).toEqual({ status: 'ok' })
+  })
+
+  it('answers /readyz 200 without a token when the store is ready', async () => {
+    const app = await buildTestApp()
+    const res = await app.inject({ method: 'GET', url: '/readyz' })
+    expect(res.statusCode).toBe(200)
+    expect(res.json()).toEqual({ status: 'ready' })
+  })
+
+  it('answers /readyz 503 Error with Retry-After while the store is unreachable', async () => {
+    const repository: PlantRepository = {
+      insert: async () => 'created',
+      ready: async () => { throw new Error('connect ECONNREFUSED 127.0.0.1:5432') },
+      close: async () => {}
+    }
+    const app = await buildTestApp({ repository })
+    const res = await app.inject({ method: 'GET', url: '/readyz' })
+    expect(res.statusCode).toBe(503)
+    expect(res.headers['retry-after']).toBe('1')
+    expect(res.json()).toEqual({ error: 503, message: 'the service is not ready' })
+  })
+})
+
+describe('readiness during shutdown', () => {
+  it('answers /readyz 503 Error once shutdown has begun, while the store is still fine', async () => {
+    // buildApp sets isClosing from a preClose hook; inject cannot run after close() starts, so the
+    // route is mounted alone here with the flag raised.
+    const app = Fastify().setValidatorCompiler(validatorCompiler)
+    for (const schema of sharedSchemas) app.addSchema(schema)
+    installErrorHandlers(app)
+    await app.register(healthRoutes, { repository: createMemoryPlantRepository({ maxPlants: 1 }), isClosing: () => true })
+    const res = await app.inject({ method: 'GET', url: '/readyz' })
+    await app.close()
+    expect(res.statusCode).toBe(503)
+    expect(res.json()).toEqual({ error: 503, message: 'the service is not ready' })
+  })
+})
+
+describe('request ids', () => {
+  it('returns the caller\'s x-request-id', async () => {
+    const app = await buildTestApp()
+    const res = await app.inject({ method: 'GET', url: '/livez', headers: { 'x-request-id': 'abc-123' } })
+    expect(res.headers['x-request-id']).toBe('abc-123')
+  })
+
+  it('replaces an x-request-id that is too long or not printable ASCII with a generated one', async () => {
+    const app = await buildTestApp()
+    for (const given of ['x'.repeat(129), 'has space', 'ünï']) {
+      const res = await app.inject({ method: 'GET', url: '/livez', headers: { 'x-request-id': given } })
+      expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
+    }
+  })
+
+  it('generates a different id for each request without one, on error replies too', async () => {
+    const app = await buildTestApp()
+    const a = await app.inject({ method: 'GET', url: '/nope' })
+    const b = await app.inject({ method: 'POST', url: '/plants' })
+    expect(a.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
+    expect(b.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
+    expect(a.headers['x-request-id']).not.toBe(b.headers['x-request-id'])
+  })
+})
