@@ -16,8 +16,8 @@ export interface ServerProcess {
 }
 
 /** Runs a command with the given environment and collects its output and exit. */
-export function run (command: string, args: string[], env: NodeJS.ProcessEnv) {
-  const child = spawn(command, args, { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+export function run (command: string, args: string[], env: NodeJS.ProcessEnv, options: { cwd?: string, uid?: number, gid?: number } = {}) {
+  const child = spawn(command, args, { ...options, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   const stdout: string[] = []
   let stderr = ''
   let partial = ''
