@@ -149,6 +149,20 @@ function call (port, method, path, body, timeoutMs = 2000) {
   })
 }
 
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100
+
+/** CPU time (user + system) used so far by a process, in seconds; null off Linux. */
+function cpuSeconds (pid) {
+  try {
+    // The fields after the command name, which is in parentheses and may contain spaces.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
+  } catch {
+    return null
+  }
+}
+
 function vmRssBytes (pid) {
   try {
     const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
@@ -388,9 +402,13 @@ async function measureHttp (name, round) {
       if (ready.status !== 200) return { skipped: `/readyz answered ${ready.status} ${ready.body.slice(0, 200)}` }
     }
     const warm = await load(port, connections, options.warmup)
+    const cpuBefore = cpuSeconds(child.pid)
     const measured = await load(port, connections, options.duration)
+    const cpuAfter = cpuSeconds(child.pid)
     const rss = vmRssBytes(child.pid)
-    return { ...measured, startMs, rss, connections, warmupNon2xx: warm.non2xx + warm.socketErrors, note: prepared.note }
+    // The server's CPU time per answered request: much steadier than req/s on a shared machine.
+    const cpuUs = cpuBefore === null || cpuAfter === null ? null : (cpuAfter - cpuBefore) * 1e6 / measured.requests
+    return { ...measured, startMs, rss, cpuUs, connections, warmupNon2xx: warm.non2xx + warm.socketErrors, note: prepared.note }
   } finally {
     await stop(child)
     await prepared.cleanup?.().catch(() => {})
@@ -448,7 +466,7 @@ try {
       rounds[name].push(result)
       const errors = result.non2xx + result.socketErrors + (result.warmupNon2xx ?? 0)
       console.log(`round ${round}/${options.rounds} ${name.padEnd(16)} ${fmt(result.rps).padStart(8)} req/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms` +
-        (result.startMs === undefined ? '' : `  start ${fmt(result.startMs)} ms  rss ${fmt(result.rss / 2 ** 20, 1)} MB`) +
+        (result.startMs === undefined ? '' : `  cpu ${fmt(result.cpuUs)} µs/req  start ${fmt(result.startMs)} ms  rss ${fmt(result.rss / 2 ** 20, 1)} MB`) +
         (errors > 0 ? `  !! ${errors} non-2xx or socket errors` : ''))
     }
   }
@@ -476,6 +494,7 @@ for (const name of loadTargets) {
     rps: median(rs.map((r) => r.rps)),
     p50: median(rs.map((r) => r.p50)),
     p99: median(rs.map((r) => r.p99)),
+    cpuUs: median(rs.map((r) => r.cpuUs)),
     rssMB: median(rs.map((r) => r.rss === undefined || r.rss === null ? null : r.rss / 2 ** 20)),
     startMs: median(rs.map((r) => r.startMs)),
     non2xx: sum(rs.map((r) => r.non2xx + (r.warmupNon2xx ?? 0))),
@@ -500,15 +519,20 @@ check('sqlite store req/s vs memory store', '≥ 0.50×', ratio(S.sqlite?.rps, S
 check(`postgres store req/s vs pgbench (${options.pgConnections} connections)`, '≥ 0.80×', ratio(S.postgres?.rps, S.pgbench?.rps), ratio(S.postgres?.rps, S.pgbench?.rps) >= 0.80, `${fmt(ratio(S.postgres?.rps, S.pgbench?.rps), 2)}×`)
 check('start to first answer vs baseline-fastify', '≤ 1.5×', ratio(S.memory?.startMs, S['baseline-fastify']?.startMs), ratio(S.memory?.startMs, S['baseline-fastify']?.startMs) <= 1.5, `${fmt(ratio(S.memory?.startMs, S['baseline-fastify']?.startMs), 2)}× (${fmt(S.memory?.startMs)} ms vs ${fmt(S['baseline-fastify']?.startMs)} ms)`)
 check(`memory per stored plant beyond the strings (${fmt(plantMemory?.plants)} plants)`, '≤ 200 bytes', plantMemory?.beyondStringsBytesPerPlant, plantMemory?.beyondStringsBytesPerPlant <= 200, plantMemory === undefined ? '–' : `${fmt(plantMemory.beyondStringsBytesPerPlant)} bytes`)
+{
+  // The same comparison in server CPU time per request, which other load on a shared machine disturbs less.
+  const r = ratio(S['baseline-fastify']?.cpuUs, S.memory?.cpuUs)
+  if (r !== null) checks.push({ measure: 'memory store CPU efficiency vs baseline-fastify (CPU µs/req of fastify ÷ memory)', target: 'info', value: `${fmt(r, 2)}×`, result: 'INFO' })
+}
 for (const [name, row] of Object.entries(summary)) {
   // A target that answers errors is broken, however fast it is.
   if (row.non2xx + row.socketErrors > 0) checks.push({ measure: `${name} answered only 2xx`, target: '0 errors', value: `${row.non2xx} non-2xx, ${row.socketErrors} socket errors`, result: 'FAIL' })
 }
 
-const header = ['target', 'req/s', 'p50 ms', 'p99 ms', '× fastify', '× raw', 'RSS MB', 'start ms', 'non-2xx']
+const header = ['target', 'req/s', 'p50 ms', 'p99 ms', '× fastify', '× raw', 'CPU µs/req', 'RSS MB', 'start ms', 'non-2xx']
 const rows = Object.entries(summary).map(([name, r]) => [
   name + (r.connections !== options.connections ? ` (${r.connections} conn)` : ''),
-  fmt(r.rps), fmt(r.p50, 2), fmt(r.p99, 2), fmt(r.xFastify, 2), fmt(r.xRaw, 2), fmt(r.rssMB, 0), fmt(r.startMs, 0),
+  fmt(r.rps), fmt(r.p50, 2), fmt(r.p99, 2), fmt(r.xFastify, 2), fmt(r.xRaw, 2), fmt(r.cpuUs, 0), fmt(r.rssMB, 0), fmt(r.startMs, 0),
   r.non2xx + r.socketErrors === 0 ? '0' : `${r.non2xx + r.socketErrors} !!`
 ])
 const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)))
