@@ -15,10 +15,10 @@ const byId = new Map(profile.nodes.map((node) => [node.id, node]))
 const parent = new Map()
 for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id)
 
-const shortUrl = (url) => url
-  .replace(/^file:\/\//, '')
-  .replace(/^.*\/node_modules\//, 'npm:')
-  .replace(/^.*\/(dist|bench)\//, '$1/')
+const shortUrl = (url) => {
+  const path = url.replace(/^file:\/\//, '')
+  return path.includes('/node_modules/') ? path.replace(/^.*\/node_modules\//, 'npm:') : path.replace(/^.*\/(dist|bench|src)\//, '$1/')
+}
 const where = (frame) => {
   const url = shortUrl(frame.url)
   if (url === '') return '(native/V8)'
