@@ -1,4 +1,5 @@
-import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { NotReadyError } from '../errors.js'
 import type { PlantRepository } from '../plants/plant-repository.js'
 import { ErrorRecord, Health } from '../schemas.js'

@@ -1,4 +1,5 @@
-import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { PlantService } from '../plants/plant-service.js'
 import { ErrorRecord, NewPlant, Plant } from '../schemas.js'
 
