@@ -1,16 +1,28 @@
+import { spawn, spawnSync } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
+import { createServer } from 'node:net'
 import { Redis } from 'ioredis'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import type { FastifyRequest } from 'fastify'
 import { rateLimitKey } from '../../src/plugins/rate-limit.js'
 import { postPlant } from '../helpers.js'
-import { buildHardenedApp } from './hardening-helpers.js'
+import { buildHardenedApp, until } from './hardening-helpers.js'
 
 const REDIS_URL = process.env.TEST_REDIS_URL
 const REDIS_SKIP = REDIS_URL === undefined ? ' (SKIPPED: set TEST_REDIS_URL, e.g. redis://127.0.0.1:6379)' : ''
 
 // Said once per run, so the skip cannot pass unnoticed (CI sets TEST_REDIS_URL).
 if (REDIS_URL === undefined) console.warn('rate-limit.test.ts: the Redis test is SKIPPED because TEST_REDIS_URL is not set')
+
+const HAS_REDIS_SERVER = spawnSync('redis-server', ['--version']).status === 0
+
+async function freePort (): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
 
 const json = (token: string) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' })
 
@@ -104,5 +116,33 @@ describe('per-token rate limit shared through Redis', () => {
     for (const key of keys) expect(key).not.toContain(token)
     const ours = `plant-store:rate-limit:${rateLimitKey({ headers: { authorization: `Bearer ${token}` } } as FastifyRequest)}`
     expect(await redis.get(ours)).toBe('4')
+  })
+})
+
+describe('per-token rate limit when Redis goes away', () => {
+  it.skipIf(!HAS_REDIS_SERVER)(`keeps serving (fail-open, no 5xx, no crash) when its Redis stops mid-run${HAS_REDIS_SERVER ? '' : ' (SKIPPED: no redis-server binary)'}`, async () => {
+    const port = await freePort()
+    // A Redis of this test's own, so that stopping it disturbs nobody else.
+    const redisServer = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
+    onTestFinished(() => { redisServer.kill('SIGKILL') })
+    const probe = new Redis(`redis://127.0.0.1:${port}`, { lazyConnect: true, retryStrategy: () => 50 })
+    probe.on('error', () => {})
+    onTestFinished(() => { probe.disconnect() })
+    await until(async () => probe.ping().then(() => true, () => false), 5000, 'test Redis up')
+
+    const lines: string[] = []
+    const app = await buildHardenedApp({ logLines: lines, config: { rateLimit: { perMinute: 100, redisUrl: `redis://127.0.0.1:${port}` } } })
+    const counted = await postPlant(app, { id: 1, name: 'fern' })
+    expect(counted.statusCode).toBe(200)
+    expect(counted.headers['ratelimit-remaining']).toBe('99')
+
+    const stopped = new Promise((resolve) => redisServer.once('exit', resolve))
+    redisServer.kill('SIGTERM')
+    await stopped
+    for (let id = 2; id <= 5; id++) {
+      const res = await postPlant(app, { id, name: 'fern' })
+      expect(res.statusCode).toBe(200)
+    }
+    await until(() => lines.some((line) => line.includes('rate limit store (Redis) unavailable')), 5000, 'warning logged')
   })
 })
