@@ -5,6 +5,7 @@ import { defaultHttpLimits, defaultOverloadLimits, type Config } from './config.
 import { clientErrorHandler, installErrorHandlers, sendError } from './errors.js'
 import { AccessLog, requestId } from './plugins/access-log.js'
 import { auth, type TokenSet } from './plugins/auth.js'
+import { drain } from './plugins/drain.js'
 import { jsonBody } from './plugins/json-body.js'
 import { openapi } from './plugins/openapi.js'
 import { tokenRateLimit } from './plugins/rate-limit.js'
@@ -25,6 +26,9 @@ export interface AppOptions {
   /** A pino logger to use (tests pass one that writes to memory); default: JSON on stdout at config.logLevel. */
   logger?: FastifyBaseLogger
 }
+
+/** Keep-alive connections may bring one more request this long after shutdown begins (plugins/drain.ts). */
+const DRAIN_GRACE_MS = 500
 
 /** The composition root: plugins in order. Never listens; server.ts does. */
 export async function buildApp ({ config, tokens, repository, logger }: AppOptions) {
@@ -75,6 +79,7 @@ export async function buildApp ({ config, tokens, repository, logger }: AppOptio
   })
   app.addHook('onClose', async () => { await repository.close() })
 
+  await app.register(drain, { graceMs: DRAIN_GRACE_MS })
   await app.register(securityHeaders)
   await app.register(overload, { limits: config.overload ?? defaultOverloadLimits() })
   await app.register(jsonBody)
