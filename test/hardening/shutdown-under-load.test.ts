@@ -47,7 +47,7 @@ describe('shutdown under load (built server)', () => {
     let nextId = 1
     let inFlight = 0
     let signalledAt = 0
-    let inFlightAtSignal = 0
+
     const loadDeadline = Date.now() + 15000
 
     // Each worker sends its next request when the last one is answered, until the server refuses
@@ -64,7 +64,7 @@ describe('shutdown under load (built server)', () => {
     const workers = Array.from({ length: CONNECTIONS }, worker)
 
     await until(() => outcomes.length >= 2000, 10000, '2000 requests answered before the signal')
-    inFlightAtSignal = inFlight
+    const inFlightAtSignal = inFlight
     signalledAt = Date.now()
     server.child.kill('SIGTERM')
     const exitCode = await server.exited
