@@ -47,7 +47,6 @@ describe('shutdown under load (built server)', () => {
     let nextId = 1
     let inFlight = 0
     let signalledAt = 0
-
     const loadDeadline = Date.now() + 15000
 
     // Each worker sends its next request when the last one is answered, until the server refuses
