@@ -45,7 +45,8 @@ export function sendError (error: FastifyError, request: FastifyRequest, reply: 
   let message: string
   if (status >= 500) {
     if (status === 500) request.log.error({ err: error }, 'request failed')
-    else request.log.warn({ err: error }, 'request refused')
+    // A shed request is logged by plugins/under-pressure.ts once per interval, not here each time.
+    else if (!(error instanceof OverloadedError)) request.log.warn({ err: error }, 'request refused')
     message = status === 500 ? 'internal server error' : error.code?.startsWith('PLANTS_') === true ? error.message : STATUS_CODES[status] ?? 'server error'
     if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', RETRY_AFTER_SECONDS)
   } else {
