@@ -8,6 +8,7 @@ import { auth, type TokenSet } from './plugins/auth.js'
 import { drain } from './plugins/drain.js'
 import { jsonBody } from './plugins/json-body.js'
 import { openapi } from './plugins/openapi.js'
+import { processHealth } from './plugins/process-health.js'
 import { tokenRateLimit } from './plugins/rate-limit.js'
 import { securityHeaders, setSecurityHeaders } from './plugins/security-headers.js'
 import { overload } from './plugins/under-pressure.js'
@@ -81,6 +82,7 @@ export async function buildApp ({ config, tokens, repository, logger }: AppOptio
 
   await app.register(drain, { graceMs: DRAIN_GRACE_MS })
   await app.register(securityHeaders)
+  if (app.log.level === 'debug' || app.log.level === 'trace') await app.register(processHealth, { intervalMs: 5000 })
   await app.register(overload, { limits: config.overload ?? defaultOverloadLimits() })
   await app.register(jsonBody)
   await app.register(openapi)
