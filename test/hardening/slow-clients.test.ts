@@ -27,9 +27,8 @@ function openSlow (port: number, kind: 'headers' | 'body', everyMs: number): Slo
   const socket = connect(port, '127.0.0.1')
   const slow: Slow = { socket, opened: Date.now(), received: '' }
   let at = kind === 'headers' ? 0 : text.indexOf('\r\n\r\n') + 4
-  socket.once('connect', () => {
-    if (kind === 'body') socket.write(text.slice(0, at))
-  })
+  // Written at once (queued until connected), so that no trickled byte can overtake the headers.
+  if (kind === 'body') socket.write(text.slice(0, at))
   const timer = setInterval(() => {
     if (!socket.writable || at >= text.length) return
     socket.write(text[at++] ?? '')
