@@ -18,9 +18,12 @@ export interface DrainOptions {
 export const drain = fp(async function drain (app: FastifyInstance, { graceMs }: DrainOptions) {
   app.addHook('preClose', (done) => {
     const server = app.server
-    const closeIdle = server.closeIdleConnections.bind(server)
-    server.closeIdleConnections = () => {
-      setTimeout(closeIdle, graceMs)
+    if (server.listening) {
+      const closeIdle = server.closeIdleConnections.bind(server)
+      server.closeIdleConnections = () => {
+        // Unref'd: open connections keep the process alive anyway, and without any there is nothing to close.
+        setTimeout(closeIdle, graceMs).unref()
+      }
     }
     done()
   })
