@@ -17,5 +17,11 @@ export default tseslint.config(
   {
     files: ['bench/**', 'test/**'],
     rules: { 'no-console': 'off' }
+  },
+  {
+    // Operator scripts (overload, soak) print their reports.
+    files: ['scripts/**'],
+    languageOptions: { globals: { performance: 'readonly' } },
+    rules: { 'no-console': 'off' }
   }
 )

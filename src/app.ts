@@ -1,11 +1,17 @@
-import Fastify, { type FastifyBaseLogger, type FastifyServerOptions } from 'fastify'
+import type { Server } from 'node:http'
+import Fastify, { type FastifyBaseLogger, type FastifyHttpOptions } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import type { Config } from './config.js'
+import { defaultHttpLimits, defaultOverloadLimits, type Config } from './config.js'
 import { clientErrorHandler, installErrorHandlers, sendError } from './errors.js'
 import { AccessLog, requestId } from './plugins/access-log.js'
 import { auth, type TokenSet } from './plugins/auth.js'
+import { drain } from './plugins/drain.js'
 import { jsonBody } from './plugins/json-body.js'
 import { openapi } from './plugins/openapi.js'
+import { processHealth } from './plugins/process-health.js'
+import { tokenRateLimit } from './plugins/rate-limit.js'
+import { securityHeaders, setSecurityHeaders } from './plugins/security-headers.js'
+import { overload } from './plugins/under-pressure.js'
 import type { PlantRepository } from './plants/plant-repository.js'
 import { createPlantService } from './plants/plant-service.js'
 import { healthRoutes } from './routes/health.js'
@@ -14,17 +20,32 @@ import { sharedSchemas } from './schemas.js'
 import { validatorCompiler } from './validation.js'
 
 export interface AppOptions {
-  config: Pick<Config, 'bodyLimit' | 'logLevel'>
+  /** http and overload default to config.ts's defaults; no rateLimit means none. */
+  config: Pick<Config, 'bodyLimit' | 'logLevel'> & Partial<Pick<Config, 'http' | 'overload' | 'rateLimit'>>
   tokens: TokenSet
   repository: PlantRepository
   /** A pino logger to use (tests pass one that writes to memory); default: JSON on stdout at config.logLevel. */
   logger?: FastifyBaseLogger
 }
 
+/** Keep-alive connections may bring one more request this long after shutdown begins (plugins/drain.ts). */
+const DRAIN_GRACE_MS = 500
+
 /** The composition root: plugins in order. Never listens; server.ts does. */
 export async function buildApp ({ config, tokens, repository, logger }: AppOptions) {
-  const options: FastifyServerOptions = {
+  const limits = config.http ?? defaultHttpLimits
+  const options: FastifyHttpOptions<Server> = {
     bodyLimit: config.bodyLimit,
+    // Slow or stalled clients are cut off instead of holding a connection (README, "Operating it").
+    connectionTimeout: limits.connectionTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    http: {
+      headersTimeout: limits.headersTimeoutMs,
+      maxHeaderSize: limits.maxHeaderBytes,
+      // Node enforces the two timeouts above only when it checks, every 30 s by default.
+      connectionsCheckingInterval: Math.min(1000, Math.ceil(limits.headersTimeoutMs / 4))
+    },
     genReqId: requestId,
     requestIdHeader: false,
     logController: new AccessLog(),
@@ -34,6 +55,7 @@ export async function buildApp ({ config, tokens, repository, logger }: AppOptio
     // Errors found before routing (a bad URL) skip the hooks: the request id is set here instead.
     frameworkErrors: (error, request, reply) => {
       reply.header('x-request-id', request.id)
+      setSecurityHeaders(reply)
       sendError(error, request, reply)
     },
     clientErrorHandler
@@ -61,11 +83,16 @@ export async function buildApp ({ config, tokens, repository, logger }: AppOptio
   })
   app.addHook('onClose', async () => { await repository.close() })
 
+  await app.register(drain, { graceMs: DRAIN_GRACE_MS })
+  await app.register(securityHeaders)
+  if (app.log.level === 'debug' || app.log.level === 'trace') await app.register(processHealth, { intervalMs: 5000 })
+  await app.register(overload, { limits: config.overload ?? defaultOverloadLimits() })
   await app.register(jsonBody)
   await app.register(openapi)
   await app.register(healthRoutes, { repository, isClosing: () => closing })
   await app.register(async function protectedRoutes (scope) {
     await scope.register(auth, { tokens })
+    if (config.rateLimit !== undefined) await scope.register(tokenRateLimit, { limit: config.rateLimit })
     await scope.register(plantRoutes, { plants: createPlantService(repository) })
   })
   return app

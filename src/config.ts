@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import { getHeapStatistics } from 'node:v8'
 import { Type, type Static } from '@sinclair/typebox'
 import envSchema from 'env-schema'
 
@@ -12,7 +13,20 @@ const Env = Type.Object({
   DATABASE_URL: Type.String({ default: 'memory:' }),
   BODY_LIMIT: Type.Integer({ minimum: 64, maximum: 1048576, default: 16384 }),
   MAX_PLANTS: Type.Integer({ minimum: 1, maximum: 16000000, default: 1000000 }),
-  SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 8000 })
+  SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 8000 }),
+  // Slow and broken clients (see HttpLimits).
+  HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 10000 }),
+  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 15000 }),
+  CONNECTION_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 30000 }),
+  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 72000 }),
+  MAX_HEADER_BYTES: Type.Integer({ minimum: 1024, maximum: 65536, default: 16384 }),
+  // Overload (see OverloadLimits); 0 turns a check off.
+  MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, maximum: 60000, default: 200 }),
+  MAX_HEAP_USED_BYTES: Type.Optional(Type.Integer({ minimum: 0 })),
+  MAX_RSS_BYTES: Type.Integer({ minimum: 0, default: 0 }),
+  // Per-token rate limit: off unless set.
+  RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 0, maximum: 100000000, default: 0 }),
+  REDIS_URL: Type.Optional(Type.String({ minLength: 1 }))
 })
 type Env = Static<typeof Env>
 
@@ -28,7 +42,60 @@ export interface Config {
   bodyLimit: number
   maxPlants: number
   shutdownTimeoutMs: number
+  http: HttpLimits
+  overload: OverloadLimits
+  /** Absent when RATE_LIMIT_PER_MINUTE is 0 (the default): no rate limit. */
+  rateLimit?: RateLimitConfig
 }
+
+/** How long a client may take; a slower one is cut off so that it cannot hold a connection. */
+export interface HttpLimits {
+  /** All request headers must arrive within this (Node's server.headersTimeout); else 408. */
+  headersTimeoutMs: number
+  /** The whole request, headers and body, must arrive within this (server.requestTimeout); else 408. */
+  requestTimeoutMs: number
+  /** A socket with no traffic at all for this long is closed (server.setTimeout). */
+  connectionTimeoutMs: number
+  /** An idle keep-alive connection is closed after this; keep it above a proxy's idle timeout. */
+  keepAliveTimeoutMs: number
+  /** Request line and headers together; larger ones are refused with 431. */
+  maxHeaderBytes: number
+}
+
+/** When to shed requests with 503 instead of queueing them; 0 turns a check off. */
+export interface OverloadLimits {
+  /** Mean event-loop delay over one sample interval. */
+  maxEventLoopDelayMs: number
+  maxHeapUsedBytes: number
+  maxRssBytes: number
+  /** How often the process is sampled; also the Retry-After of a shed request. */
+  sampleIntervalMs: number
+}
+
+export interface RateLimitConfig {
+  /** Requests per token per minute. */
+  perMinute: number
+  /** Shared counters in Redis (every replica sees the same count); absent: per process. */
+  redisUrl?: string
+}
+
+export const defaultHttpLimits: HttpLimits = {
+  headersTimeoutMs: 10000,
+  requestTimeoutMs: 15000,
+  connectionTimeoutMs: 30000,
+  keepAliveTimeoutMs: 72000,
+  maxHeaderBytes: 16384
+}
+
+/** 90 % of V8's heap limit: shedding before the process dies of an out-of-memory error. */
+export const defaultMaxHeapUsedBytes = (): number => Math.floor(getHeapStatistics().heap_size_limit * 0.9)
+
+export const defaultOverloadLimits = (): OverloadLimits => ({
+  maxEventLoopDelayMs: 200,
+  maxHeapUsedBytes: defaultMaxHeapUsedBytes(),
+  maxRssBytes: 0,
+  sampleIntervalMs: 1000
+})
 
 /** A bad setting: its message is the one line the process prints before it exits 1. */
 export class ConfigError extends Error {
@@ -74,6 +141,13 @@ export function loadConfig (env: NodeJS.ProcessEnv): Config {
   else if (fromList) tokens = parseTokens(values.API_TOKENS ?? '', ',', 'API_TOKENS')
   else throw new ConfigError('API_TOKENS: set API_TOKENS (comma-separated) or API_TOKENS_FILE; the service never runs open')
 
+  if (values.HEADERS_TIMEOUT_MS > values.REQUEST_TIMEOUT_MS) {
+    throw new ConfigError(`HEADERS_TIMEOUT_MS (${values.HEADERS_TIMEOUT_MS}) must not be larger than REQUEST_TIMEOUT_MS (${values.REQUEST_TIMEOUT_MS})`)
+  }
+  if (values.REDIS_URL !== undefined && !/^rediss?:\/\//.test(values.REDIS_URL)) {
+    throw new ConfigError('REDIS_URL: must start with redis:// or rediss://')
+  }
+
   return {
     port: values.PORT,
     host: values.HOST,
@@ -83,6 +157,22 @@ export function loadConfig (env: NodeJS.ProcessEnv): Config {
     databaseUrl: values.DATABASE_URL === '' ? 'memory:' : values.DATABASE_URL,
     bodyLimit: values.BODY_LIMIT,
     maxPlants: values.MAX_PLANTS,
-    shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS
+    shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS,
+    http: {
+      headersTimeoutMs: values.HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: values.REQUEST_TIMEOUT_MS,
+      connectionTimeoutMs: values.CONNECTION_TIMEOUT_MS,
+      keepAliveTimeoutMs: values.KEEP_ALIVE_TIMEOUT_MS,
+      maxHeaderBytes: values.MAX_HEADER_BYTES
+    },
+    overload: {
+      ...defaultOverloadLimits(),
+      maxEventLoopDelayMs: values.MAX_EVENT_LOOP_DELAY_MS,
+      ...(values.MAX_HEAP_USED_BYTES === undefined ? {} : { maxHeapUsedBytes: values.MAX_HEAP_USED_BYTES }),
+      maxRssBytes: values.MAX_RSS_BYTES
+    },
+    ...(values.RATE_LIMIT_PER_MINUTE === 0
+      ? {}
+      : { rateLimit: { perMinute: values.RATE_LIMIT_PER_MINUTE, ...(values.REDIS_URL === undefined ? {} : { redisUrl: values.REDIS_URL }) } })
   }
 }

@@ -6,6 +6,7 @@ import type { ErrorRecord } from './schemas.js'
 
 // Named errors that carry their status. The service and the plugins throw these; routes never map statuses.
 export const InvalidJsonError = createError('PLANTS_INVALID_JSON', 'body is not valid JSON', 400)
+export const InvalidUtf8Error = createError('PLANTS_INVALID_UTF8', 'body is not valid UTF-8', 400)
 export const ForbiddenKeyError = createError('PLANTS_FORBIDDEN_KEY', 'body must not contain "__proto__" or "constructor.prototype" keys', 400)
 export const MissingTokenError = createError('PLANTS_MISSING_TOKEN', 'a bearer token is required: send "Authorization: Bearer <token>"', 401)
 export const InvalidTokenError = createError('PLANTS_INVALID_TOKEN', 'the bearer token is not valid', 401)
@@ -13,6 +14,8 @@ export const PlantConflictError = createError('PLANTS_CONFLICT', 'a plant with i
 export const StoreFullError = createError('PLANTS_STORE_FULL', 'the plant store is full', 507)
 export const StoreUnavailableError = createError('PLANTS_STORE_UNAVAILABLE', 'the plant store is unavailable, retry later', 503)
 export const NotReadyError = createError('PLANTS_NOT_READY', 'the service is not ready', 503)
+export const OverloadedError = createError('PLANTS_OVERLOADED', 'the service is overloaded, retry later', 503)
+export const RateLimitedError = createError('PLANTS_RATE_LIMITED', 'too many requests with this token: at most %s per minute, retry in %s s', 429)
 
 /** Messages for Fastify's own 4xx errors, written for the people who call this API. */
 const frameworkMessages: Record<string, (request: FastifyRequest) => string> = {
@@ -42,7 +45,8 @@ export function sendError (error: FastifyError, request: FastifyRequest, reply: 
   let message: string
   if (status >= 500) {
     if (status === 500) request.log.error({ err: error }, 'request failed')
-    else request.log.warn({ err: error }, 'request refused')
+    // A shed request is logged by plugins/under-pressure.ts once per interval, not here each time.
+    else if (!(error instanceof OverloadedError)) request.log.warn({ err: error }, 'request refused')
     message = status === 500 ? 'internal server error' : error.code?.startsWith('PLANTS_') === true ? error.message : STATUS_CODES[status] ?? 'server error'
     if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', RETRY_AFTER_SECONDS)
   } else {
@@ -80,5 +84,5 @@ export function clientErrorHandler (error: Error & { code?: string }, socket: So
   const body = JSON.stringify(errorRecord(status, status === 431
     ? 'request headers are too large'
     : status === 408 ? 'the request took too long to arrive' : 'the request is not valid HTTP'))
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`)
 }

@@ -3,14 +3,23 @@ import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
 import { createTokenSet } from './plugins/auth.js'
 import { createRepository } from './storage.js'
+import { watchTokens } from './token-reload.js'
 
 /** The process: configuration, store, app, listen, and signals turned into a graceful close. */
 async function main (): Promise<void> {
   const config = loadConfig(process.env)
   const repository = await createRepository(config)
-  const app = await buildApp({ config, tokens: createTokenSet(config.tokens), repository })
+  const tokens = createTokenSet(config.tokens)
+  const app = await buildApp({ config, tokens, repository })
 
-  closeWithGrace({ delay: config.shutdownTimeoutMs, logger: app.log }, async ({ signal, err }) => {
+  // SIGHUP reloads the tokens file (rotation); it must never start a shutdown.
+  if (config.tokensFile === undefined) {
+    process.on('SIGHUP', () => app.log.info('SIGHUP: nothing to reload, the tokens come from API_TOKENS'))
+  } else {
+    const stopWatching = watchTokens({ file: config.tokensFile, tokens, log: app.log })
+    app.addHook('onClose', async () => stopWatching())
+  }
+  closeWithGrace({ delay: config.shutdownTimeoutMs, logger: app.log, skip: ['SIGHUP'] }, async ({ signal, err }) => {
     if (err !== undefined) app.log.error({ err }, 'closing after an unexpected error')
     else app.log.info({ signal }, 'closing')
     await app.close()

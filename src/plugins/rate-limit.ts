@@ -1,0 +1,81 @@
+import { createHash } from 'node:crypto'
+import rateLimit from '@fastify/rate-limit'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { Redis } from 'ioredis'
+import type { RateLimitConfig } from '../config.js'
+import { RateLimitedError } from '../errors.js'
+
+export interface TokenRateLimitOptions {
+  limit: RateLimitConfig
+  /** How long the start waits for Redis before it goes on without it (fail-open). */
+  redisConnectTimeoutMs?: number
+}
+
+const BEARER = 'bearer '
+
+/**
+ * The counter's key: a digest of the bearer token, never the token, so neither Redis nor a memory
+ * dump holds a credential. A fixed prefix keeps it apart from the auth digests, and it is the same
+ * on every replica, so they share one count. Auth has already accepted the header, and reads the
+ * token the same way (@fastify/bearer-auth: after the scheme word, trimmed).
+ */
+export function rateLimitKey (request: FastifyRequest): string {
+  const token = (request.headers.authorization ?? '').slice(BEARER.length).trim()
+  return createHash('sha256').update('plant-store/rate-limit\0').update(token).digest('base64url')
+}
+
+/**
+ * A per-token limit on every route of the scope it is registered in, after auth (its onRequest
+ * hook is a route hook, which runs after the scope's auth hook): 429 Error record with Retry-After
+ * and the RateLimit-Limit/-Remaining/-Reset headers of the IETF draft.
+ *
+ * With a Redis URL the count is shared by every replica. When Redis is unreachable the limit fails
+ * open (skipOnError): requests are served uncounted and a warning is logged, because the limit is
+ * about fairness between callers, and authentication still applies; an outage of a helper must not
+ * become an outage of the service.
+ */
+export const tokenRateLimit = fp(async function tokenRateLimit (app: FastifyInstance, { limit, redisConnectTimeoutMs = 2000 }: TokenRateLimitOptions) {
+  let redis: Redis | undefined
+  if (limit.redisUrl !== undefined) {
+    redis = await connectRedis(app, limit.redisUrl, redisConnectTimeoutMs)
+    const client = redis
+    app.addHook('onClose', async () => {
+      await client.quit().catch(() => client.disconnect())
+    })
+  }
+  await app.register(rateLimit, {
+    max: limit.perMinute,
+    timeWindow: 60000,
+    keyGenerator: rateLimitKey,
+    enableDraftSpec: true,
+    skipOnError: true,
+    ...(redis === undefined ? {} : { redis, nameSpace: 'plant-store:rate-limit:' }),
+    errorResponseBuilder: (_request, context) => new RateLimitedError(context.max, Math.ceil(context.ttl / 1000))
+  })
+}, { name: 'token-rate-limit' })
+
+async function connectRedis (app: FastifyInstance, url: string, timeoutMs: number): Promise<Redis> {
+  const redis = new Redis(url, {
+    // Fail fast while Redis is away instead of queueing commands (and requests) behind it.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: timeoutMs,
+    lazyConnect: true
+  })
+  let lastLogged = 0
+  // Without a listener, an 'error' event would crash the process. ioredis keeps reconnecting (at
+  // most every 2 s), so at most one line every 10 s.
+  redis.on('error', (err: Error) => {
+    const now = Date.now()
+    if (now - lastLogged < 10000) return
+    lastLogged = now
+    app.log.warn({ err: { message: err.message } }, 'rate limit store (Redis) unavailable; requests are served without a limit')
+  })
+  const connected = redis.connect().then(() => true, () => false)
+  const timedOut = new Promise<false>((resolve) => setTimeout(resolve, timeoutMs, false).unref())
+  if (!await Promise.race([connected, timedOut])) {
+    app.log.warn('rate limit store (Redis) not reachable at start; starting without it, requests are served without a limit until it is')
+  }
+  return redis
+}

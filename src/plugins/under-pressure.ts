@@ -1,0 +1,46 @@
+import underPressure from '@fastify/under-pressure'
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import type { OverloadLimits } from '../config.js'
+import { OverloadedError } from '../errors.js'
+
+export interface OverloadOptions {
+  limits: OverloadLimits
+}
+
+/** Routes that answer under pressure: a liveness probe that failed would get a busy process killed. */
+const EXEMPT = new Set(['/livez'])
+
+/**
+ * Sheds requests early, in onRequest (before auth, body or store), with a 503 Error record and
+ * Retry-After while the event loop or memory is over its limit: a saturated process answers
+ * quickly that it is busy instead of queueing work it cannot finish. /readyz is shed too, which
+ * is how it reports the pressure: the load balancer stops sending traffic until it passes.
+ */
+export const overload = fp(async function overload (app: FastifyInstance, { limits }: OverloadOptions) {
+  // The pressure is measured again only after one sample interval: retrying sooner is pointless.
+  const retryAfter = String(Math.max(1, Math.ceil(limits.sampleIntervalMs / 1000)))
+  // One error for every shed request, as under-pressure does: no stack captured per request, since
+  // a shed request must cost far less than a served one.
+  const overloaded = new OverloadedError()
+  let lastLogged = 0
+  await app.register(underPressure, {
+    maxEventLoopDelay: limits.maxEventLoopDelayMs,
+    maxHeapUsedBytes: limits.maxHeapUsedBytes,
+    maxRssBytes: limits.maxRssBytes,
+    sampleInterval: limits.sampleIntervalMs,
+    pressureHandler: (request, reply, type, value) => {
+      if (EXEMPT.has(request.routeOptions.url ?? '')) return undefined
+      // What the pressure is, once per sample interval rather than once per request: logging is
+      // the most expensive thing a shed request would do. (The access log still has each 503.)
+      const now = Date.now()
+      if (now - lastLogged >= limits.sampleIntervalMs) {
+        lastLogged = now
+        request.log.warn({ pressure: type, value }, 'overloaded: shedding requests with 503')
+      }
+      reply.header('retry-after', retryAfter)
+      // A rejected promise is how under-pressure hands an error to Fastify's error handler.
+      return Promise.reject(overloaded)
+    }
+  })
+}, { name: 'overload' })

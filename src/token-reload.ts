@@ -1,0 +1,52 @@
+import { unwatchFile, watchFile, type Stats } from 'node:fs'
+import type { FastifyBaseLogger } from 'fastify'
+import { readTokensFile } from './config.js'
+import type { TokenSet } from './plugins/auth.js'
+
+export interface TokenReloadOptions {
+  /** API_TOKENS_FILE */
+  file: string
+  tokens: TokenSet
+  log: FastifyBaseLogger
+  /** How often the file is checked for a change, in ms. */
+  pollIntervalMs?: number
+}
+
+/**
+ * Reads the tokens file again and swaps the accepted set at once; requests in flight are not
+ * disturbed (each checks its token against whichever set is current). A file that cannot be read
+ * or holds no valid token is refused, and the previous set stays: a half-written file or a
+ * missing mount must not lock every client out. Returns whether the new set was taken.
+ */
+export function reloadTokens ({ file, tokens, log }: TokenReloadOptions): boolean {
+  let next: string[]
+  try {
+    next = readTokensFile(file)
+  } catch (error) {
+    // The message names the variable and the reason; it never contains a token.
+    log.warn({ reason: (error as Error).message }, 'tokens not reloaded; the previous tokens stay accepted')
+    return false
+  }
+  tokens.replace(next)
+  log.info({ tokens: next.length }, 'tokens reloaded')
+  return true
+}
+
+/**
+ * Reloads on SIGHUP and when the file changes. The file is polled by path (fs.watchFile), not
+ * watched by inode, so the symlink swap Kubernetes uses to update a mounted secret is seen too.
+ * Returns a function that stops both.
+ */
+export function watchTokens (options: TokenReloadOptions): () => void {
+  const onSignal = (): void => { reloadTokens(options) }
+  const onChange = (current: Stats, previous: Stats): void => {
+    if (current.mtimeMs !== previous.mtimeMs || current.ino !== previous.ino || current.size !== previous.size) reloadTokens(options)
+  }
+  process.on('SIGHUP', onSignal)
+  // Not persistent: the watcher must not keep the process alive after close.
+  watchFile(options.file, { interval: options.pollIntervalMs ?? 2000, persistent: false }, onChange)
+  return () => {
+    process.removeListener('SIGHUP', onSignal)
+    unwatchFile(options.file, onChange)
+  }
+}

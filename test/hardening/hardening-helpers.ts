@@ -1,0 +1,151 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { connect } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import { Writable } from 'node:stream'
+import pino from 'pino'
+import { onTestFinished } from 'vitest'
+import { buildApp, type App, type AppOptions } from '../../src/app.js'
+import { createTokenSet } from '../../src/plugins/auth.js'
+import { createMemoryPlantRepository } from '../../src/plants/memory-plant-repository.js'
+import type { PlantRepository } from '../../src/plants/plant-repository.js'
+import { TOKEN } from '../helpers.js'
+
+export interface HardenedAppOptions {
+  config?: Partial<AppOptions['config']>
+  tokens?: string[]
+  repository?: PlantRepository
+  logLines?: string[]
+}
+
+/** Like buildTestApp, with the hardening settings (timeouts, overload, rate limit) open to the test. */
+export async function buildHardenedApp (options: HardenedAppOptions = {}): Promise<App> {
+  const lines = options.logLines
+  const logger = pino({ level: lines === undefined ? 'silent' : 'trace' }, new Writable({
+    write (chunk, _encoding, done) {
+      lines?.push(...String(chunk).split('\n').filter((line) => line !== ''))
+      done()
+    }
+  }))
+  const app = await buildApp({
+    config: { bodyLimit: 16384, logLevel: 'info', ...options.config },
+    tokens: createTokenSet(options.tokens ?? [TOKEN]),
+    repository: options.repository ?? createMemoryPlantRepository({ maxPlants: 100000 }),
+    logger
+  })
+  onTestFinished(() => app.close())
+  return app
+}
+
+/** A repository that counts inserts: proves that a request never reached the route. */
+export function countingRepository (): PlantRepository & { inserts: number } {
+  const inner = createMemoryPlantRepository({ maxPlants: 1000 })
+  const repository = {
+    inserts: 0,
+    async insert (...args: Parameters<PlantRepository['insert']>) {
+      repository.inserts++
+      return inner.insert(...args)
+    },
+    ready: () => inner.ready(),
+    close: () => inner.close()
+  }
+  return repository
+}
+
+/** Writes raw bytes on a fresh TCP connection and collects everything until the server closes it. */
+export function rawExchange (port: number, request: string | Buffer, timeoutMs = 5000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1')
+    const chunks: Buffer[] = []
+    const timer = setTimeout(() => {
+      socket.destroy()
+      reject(new Error(`no close within ${timeoutMs} ms; received: ${Buffer.concat(chunks).toString('latin1').slice(0, 300)}`))
+    }, timeoutMs)
+    socket.on('data', (chunk) => chunks.push(chunk))
+    socket.on('error', () => {}) // a reset after the reply still leaves the reply to check
+    socket.on('close', () => {
+      clearTimeout(timer)
+      resolve(Buffer.concat(chunks).toString('latin1'))
+    })
+    socket.write(request)
+  })
+}
+
+/** Splits a raw HTTP/1.1 reply into status, lower-cased headers and body. */
+export function parseRawReply (text: string): { status: number, headers: Record<string, string>, body: string } {
+  const end = text.indexOf('\r\n\r\n')
+  const head = text.slice(0, end === -1 ? text.length : end).split('\r\n')
+  const status = Number(/^HTTP\/1\.1 (\d{3}) /.exec(head[0] ?? '')?.[1] ?? 0)
+  const headers: Record<string, string> = {}
+  for (const line of head.slice(1)) {
+    const colon = line.indexOf(':')
+    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim()
+  }
+  return { status, headers, body: end === -1 ? '' : text.slice(end + 4) }
+}
+
+export const SERVER_JS = fileURLToPath(new URL('../../dist/server.js', import.meta.url))
+
+export interface RunningServer {
+  child: ChildProcess
+  port: number
+  /** Every stdout line so far (pino JSON). */
+  lines: string[]
+  stderr: () => string
+  /** Resolves with the exit code (or the signal's name). */
+  exited: Promise<number | string>
+  /** Resolves with the first line, existing or future, that matches. */
+  waitForLine: (test: (line: string) => boolean, timeoutMs?: number) => Promise<string>
+}
+
+/** Starts the built server (`node dist/server.js`) on a free port, and kills it when the test ends. */
+export async function startBuiltServer (env: Record<string, string>): Promise<RunningServer> {
+  const child = spawn(process.execPath, [SERVER_JS], {
+    env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  onTestFinished(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  const lines: string[] = []
+  const waiters: { test: (line: string) => boolean, resolve: (line: string) => void }[] = []
+  let partial = ''
+  child.stdout.on('data', (chunk: Buffer) => {
+    const parts = (partial + chunk.toString('utf8')).split('\n')
+    partial = parts.pop() ?? ''
+    for (const line of parts) {
+      lines.push(line)
+      for (const waiter of [...waiters]) {
+        if (waiter.test(line)) {
+          waiters.splice(waiters.indexOf(waiter), 1)
+          waiter.resolve(line)
+        }
+      }
+    }
+  })
+  let stderr = ''
+  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString('utf8') })
+  const exited = new Promise<number | string>((resolve) => {
+    child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'))
+  })
+  const waitForLine = (test: (line: string) => boolean, timeoutMs = 10000): Promise<string> => {
+    const found = lines.find(test)
+    if (found !== undefined) return Promise.resolve(found)
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no matching log line within ${timeoutMs} ms; stderr: ${stderr}`)), timeoutMs)
+      waiters.push({ test, resolve: (line) => { clearTimeout(timer); resolve(line) } })
+    })
+  }
+  const listening = await Promise.race([
+    waitForLine((line) => line.includes('Server listening at http://127.0.0.1:')),
+    exited.then((code) => { throw new Error(`server exited ${code} before listening: ${stderr}`) })
+  ])
+  const port = Number(/127\.0\.0\.1:(\d+)/.exec(listening)?.[1])
+  return { child, port, lines, stderr: () => stderr, exited, waitForLine }
+}
+
+/** Polls until `condition` holds (or throws after `timeoutMs`): waits on a state, never a fixed sleep. */
+export async function until (condition: () => boolean | Promise<boolean>, timeoutMs = 10000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!await condition()) {
+    if (Date.now() > deadline) throw new Error(`${what} did not hold within ${timeoutMs} ms`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
