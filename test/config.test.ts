@@ -2,13 +2,15 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { loadConfig } from '../src/config.js'
+import { defaultMaxHeapUsedBytes, loadConfig } from '../src/config.js'
 
 describe('loadConfig', () => {
   it('uses the documented defaults', () => {
     expect(loadConfig({ API_TOKENS: 'a' })).toEqual({
       port: 3000, host: '127.0.0.1', logLevel: 'info', tokens: ['a'], databaseUrl: 'memory:',
-      bodyLimit: 16384, maxPlants: 1000000, shutdownTimeoutMs: 8000
+      bodyLimit: 16384, maxPlants: 1000000, shutdownTimeoutMs: 8000,
+      http: { headersTimeoutMs: 10000, requestTimeoutMs: 15000, connectionTimeoutMs: 30000, keepAliveTimeoutMs: 72000, maxHeaderBytes: 16384 },
+      overload: { maxEventLoopDelayMs: 200, maxHeapUsedBytes: defaultMaxHeapUsedBytes(), maxRssBytes: 0, sampleIntervalMs: 1000 }
     })
   })
 
