@@ -130,6 +130,10 @@ export function createSqlitePlantRepository ({ path, busyTimeoutMs = 1000, maxPa
 function open (path: string): Database.Database {
   try {
     mkdirSync(dirname(path), { recursive: true })
+  } catch (error) {
+    throw new ConfigError(`DATABASE_URL: cannot create the folder of the SQLite database ${path}: ${messageOf(error)}`)
+  }
+  try {
     return new Database(path)
   } catch (error) {
     throw new ConfigError(`DATABASE_URL: cannot open the SQLite database ${path}: ${messageOf(error)}`)
