@@ -134,6 +134,15 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     }
   }
 
+  function enqueue (id: PlantId, plant: Plant): Promise<InsertOutcome> {
+    if (closed) return Promise.reject(new StoreUnavailableError())
+    const big = BigInt(id)
+    return new Promise<InsertOutcome>((resolve, reject) => {
+      queue.push({ key: big.toString(), id: big, plant, resolve, reject })
+      schedule()
+    })
+  }
+
   /** Inserts a batch as if its inserts ran one after another in arrival order. Never rejects. */
   async function run (batch: Pending[]): Promise<void> {
     // The first insert of an id is the one that can create it; later ones compare with what is stored.
@@ -178,13 +187,9 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   }
 
   return {
-    async insert (id: PlantId, plant: Plant) {
-      await whenMigrated()
-      const big = BigInt(id)
-      return new Promise<InsertOutcome>((resolve, reject) => {
-        queue.push({ key: big.toString(), id: big, plant, resolve, reject })
-        schedule()
-      })
+    insert (id: PlantId, plant: Plant) {
+      // Queued at once when the schema is in place, so an insert made before close() is in the batch that close() waits for.
+      return migrated && !closed ? enqueue(id, plant) : whenMigrated().then(() => enqueue(id, plant))
     },
     async ready () {
       await whenMigrated()
