@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
@@ -26,6 +26,21 @@ describe('SQLite store', () => {
     expect(await second.insert(2n ** 63n - 1n, { name: 'max' })).toBe('same')
     expect(await second.insert(1, { name: 'one', tag: 't' })).toBe('same')
     expect(await second.insert(1, { name: 'one' })).toBe('conflict')
+  })
+
+  it('commits inserts that arrive together in one transaction, and awaited inserts one by one', async () => {
+    const path = newPath()
+    const store = createSqlitePlantRepository({ path })
+    onTestFinished(() => store.close())
+    // Every commit appends at least one page-sized frame to the write-ahead log.
+    const walFrames = (): number => statSync(`${path}-wal`).size / (4096 + 24)
+    const start = walFrames()
+    const ids = Array.from({ length: 200 }, (_, i) => i)
+    expect(await Promise.all(ids.map((id) => store.insert(id, { name: 'fern' })))).toEqual(ids.map(() => 'created'))
+    const afterBatch = walFrames()
+    expect(afterBatch - start).toBeLessThan(10)
+    for (let id = 1000; id < 1020; id++) await store.insert(id, { name: 'fern' })
+    expect(walFrames() - afterBatch).toBeGreaterThanOrEqual(20)
   })
 
   it('creates the folder, uses WAL and a STRICT table, and records schema version 1 once however often it starts', async () => {
