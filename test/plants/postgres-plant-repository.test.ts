@@ -114,6 +114,20 @@ describe.skipIf(url === undefined)(url === undefined ? 'PostgreSQL tests skipped
     expect(await store.insert(1, { name: 'fern' })).toBe('same')
   })
 
+  it('survives the server terminating its connections (57P01): no unhandled error, the next inserts succeed', async () => {
+    const connectionString = new URL(await schemas.create())
+    const name = `plants-test-terminate-${process.pid}`
+    connectionString.searchParams.set('application_name', name)
+    const store = open(connectionString.toString())
+    await Promise.all(Array.from({ length: 20 }, (_, i) => store.insert(i, { name: 'fern' })))
+    const terminated = await schemas.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [name])
+    expect(terminated.rowCount).toBeGreaterThan(0)
+    // A connection the pool has not yet seen die may fail one attempt with 503; then the pool has a new one.
+    await vi.waitFor(async () => expect(await store.insert(100, { name: 'moss' })).toBe('created'), { timeout: 10000, interval: 50 })
+    expect(await store.insert(1, { name: 'fern' })).toBe('same')
+    await store.ready()
+  })
+
   it('rejects inserts after close with StoreUnavailableError', async () => {
     const store = createPostgresPlantRepository({ connectionString: await schemas.create() })
     await store.ready()
