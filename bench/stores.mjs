@@ -135,3 +135,9 @@ if (m.memory !== undefined) console.log(`memory   ${Math.round(m.memory)} req/s`
 if (m.sqlite !== undefined) console.log(`sqlite   ${Math.round(m.sqlite)} req/s${m.memory === undefined ? '' : `  = ${(m.sqlite / m.memory).toFixed(2)}x memory (target >= 0.5)`}`)
 if (m.postgres !== undefined) console.log(`postgres ${Math.round(m.postgres)} req/s${m.pgbench === undefined ? '' : `  = ${(m.postgres / m.pgbench).toFixed(2)}x pgbench (target >= 0.8)`}`)
 if (m.pgbench !== undefined) console.log(`pgbench  ${Math.round(m.pgbench)} tps`)
+
+// Other work on the machine changes from minute to minute: a ratio taken within one round, where
+// the runs are seconds apart, is steadier than a ratio of medians.
+const ratios = (a, b) => results[a].map((value, i) => value / results[b][i])
+if (m.sqlite !== undefined && m.memory !== undefined) console.log(`sqlite/memory per round:    ${ratios('sqlite', 'memory').map((r) => r.toFixed(2)).join(' ')}  median ${median(ratios('sqlite', 'memory')).toFixed(2)}`)
+if (m.postgres !== undefined && m.pgbench !== undefined) console.log(`postgres/pgbench per round: ${ratios('postgres', 'pgbench').map((r) => r.toFixed(2)).join(' ')}  median ${median(ratios('postgres', 'pgbench')).toFixed(2)}`)
