@@ -8,12 +8,26 @@ export interface StorageOptions {
 
 /**
  * The one place that picks a store. Each adapter is imported only when chosen, so the memory
- * store never loads a database driver.
+ * store never loads a database driver (better-sqlite3 is a native module).
  */
 export async function createRepository ({ databaseUrl, maxPlants }: StorageOptions): Promise<PlantRepository> {
   if (databaseUrl === 'memory:') {
     const { createMemoryPlantRepository } = await import('./plants/memory-plant-repository.js')
     return createMemoryPlantRepository({ maxPlants })
   }
-  throw new ConfigError(`DATABASE_URL: unsupported store "${databaseUrl.split(':', 1)[0]}:"; use memory:`)
+  if (databaseUrl.startsWith('sqlite:')) {
+    const path = databaseUrl.slice('sqlite:'.length)
+    if (path === '' || path === ':memory:') {
+      throw new ConfigError('DATABASE_URL: sqlite: needs a file path, e.g. sqlite:./data/plants.db (for a store in memory, use memory:)')
+    }
+    const { createSqlitePlantRepository } = await import('./plants/sqlite-plant-repository.js')
+    return createSqlitePlantRepository({ path })
+  }
+  if (/^postgres(?:ql)?:\/\//.test(databaseUrl)) {
+    const { createPostgresPlantRepository } = await import('./plants/postgres-plant-repository.js')
+    return createPostgresPlantRepository({ connectionString: databaseUrl })
+  }
+  // Only the scheme is named: the rest of a URL may carry a password.
+  const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:/.exec(databaseUrl)?.[0]
+  throw new ConfigError(`DATABASE_URL: ${scheme === undefined ? 'no store scheme given' : `unsupported store "${scheme}"`}; use memory:, sqlite:<path> or postgres://…`)
 }

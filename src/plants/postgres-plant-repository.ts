@@ -1,0 +1,249 @@
+import pg from 'pg'
+import { StoreFullError, StoreUnavailableError } from '../errors.js'
+import type { Plant, PlantId } from '../schemas.js'
+import { samePlant, type InsertOutcome, type PlantRepository } from './plant-repository.js'
+
+export interface PostgresPlantRepositoryOptions {
+  /** `postgres://…`; `?options=-c search_path=<schema>` picks a schema other than `public`. */
+  connectionString: string
+  /** Connections of this process. Budget them across replicas against the server's max_connections. Default 10. */
+  maxConnections?: number
+  /** How long to wait for a connection, and for a statement, before answering 503. Default 3000 / 5000 ms. */
+  connectionTimeoutMs?: number
+  statementTimeoutMs?: number
+}
+
+/**
+ * Versioned schema steps, applied in order under an advisory lock. A step is never edited once
+ * released: a change is a new step.
+ */
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE plants (
+     id bigint PRIMARY KEY,
+     name text NOT NULL,
+     tag text,
+     created_at timestamptz NOT NULL DEFAULT now()
+   )`
+]
+
+/** Any constant shared by every replica; serializes their migrations. */
+const MIGRATION_LOCK = '7165617846240257'
+
+/** Batches larger than this are split, to bound one statement's size and time. */
+const MAX_BATCH = 1000
+
+/**
+ * Batches in flight at once. While they run, new inserts queue up and leave together as the next
+ * batch: fewer, larger statements cost the server less per row than one statement per request.
+ */
+const MAX_BATCHES_IN_FLIGHT = 4
+
+// One statement per batch. Ids travel as text and are cast to int8 by the server: never a JS number.
+// `id::text` on the way back, so no int8 type parser (global or per pool) can round it.
+const INSERT_BATCH = `INSERT INTO plants (id, name, tag)
+  SELECT id, name, tag FROM unnest($1::int8[], $2::text[], $3::text[]) AS batch (id, name, tag)
+  ON CONFLICT (id) DO NOTHING
+  RETURNING id::text AS id`
+const SELECT_STORED = 'SELECT id::text AS id, name, tag FROM plants WHERE id = ANY ($1::int8[])'
+
+interface Pending {
+  key: string
+  id: bigint
+  plant: Plant
+  resolve: (outcome: InsertOutcome) => void
+  reject: (error: unknown) => void
+}
+
+interface StoredRow {
+  id: string
+  name: string
+  tag: string | null
+}
+
+/**
+ * Plants in PostgreSQL, shared by every replica. A 200 means committed with the server's default
+ * synchronous commit. Starts even when the server is down: the schema step retries with backoff,
+ * `ready()` rejects and inserts answer 503 until it is reachable.
+ */
+export function createPostgresPlantRepository (options: PostgresPlantRepositoryOptions): PlantRepository {
+  const statementTimeout = options.statementTimeoutMs ?? 5000
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.maxConnections ?? 10,
+    connectionTimeoutMillis: options.connectionTimeoutMs ?? 3000,
+    statement_timeout: statementTimeout,
+    // The client gives up a little after the server should have: covers a black-holed connection.
+    query_timeout: statementTimeout + 1000,
+    idle_in_transaction_session_timeout: statementTimeout,
+    keepAlive: true,
+    application_name: 'plant-store'
+  })
+  // An idle client's error (server restart, failover, network cut) is emitted on the pool; without a
+  // listener it would kill the process. The pool drops that client; the next query opens a new one.
+  pool.on('error', () => {})
+
+  let migrated = false
+  let closed = false
+  let lastError: unknown
+  let attempt: Promise<void> | undefined
+  let retryTimer: NodeJS.Timeout | undefined
+  let retryDelay = 250
+
+  function connect (): void {
+    attempt = migrate(pool).then(() => {
+      migrated = true
+      attempt = undefined
+    }, (error: unknown) => {
+      lastError = error
+      attempt = undefined
+      if (closed) return
+      retryTimer = setTimeout(connect, retryDelay * (0.5 + Math.random()))
+      retryDelay = Math.min(retryDelay * 2, 10000)
+    })
+  }
+  connect()
+
+  /** Waits for a schema attempt in progress; rejects while the database has not been reached. */
+  async function whenMigrated (): Promise<void> {
+    if (closed) throw new StoreUnavailableError()
+    if (!migrated && attempt !== undefined) await attempt
+    if (!migrated) throw new StoreUnavailableError({ cause: lastError })
+  }
+
+  let queue: Pending[] = []
+  let scheduled = false
+  const inFlight = new Set<Promise<void>>()
+
+  function schedule (): void {
+    if (scheduled || queue.length === 0 || inFlight.size >= MAX_BATCHES_IN_FLIGHT) return
+    scheduled = true
+    // setImmediate runs after the poll phase: every request read in this turn joins the batch.
+    setImmediate(dispatch)
+  }
+
+  function dispatch (): void {
+    scheduled = false
+    while (queue.length > 0 && inFlight.size < MAX_BATCHES_IN_FLIGHT) {
+      const batch = queue.slice(0, MAX_BATCH)
+      queue = queue.slice(MAX_BATCH)
+      const running: Promise<void> = run(batch).finally(() => {
+        inFlight.delete(running)
+        schedule()
+      })
+      inFlight.add(running)
+    }
+  }
+
+  function enqueue (id: PlantId, plant: Plant): Promise<InsertOutcome> {
+    if (closed) return Promise.reject(new StoreUnavailableError())
+    const big = BigInt(id)
+    return new Promise<InsertOutcome>((resolve, reject) => {
+      queue.push({ key: big.toString(), id: big, plant, resolve, reject })
+      schedule()
+    })
+  }
+
+  /** Inserts a batch as if its inserts ran one after another in arrival order. Never rejects. */
+  async function run (batch: Pending[]): Promise<void> {
+    // The first insert of an id is the one that can create it; later ones compare with what is stored.
+    const firsts = new Map<string, Pending>()
+    for (const pending of batch) if (!firsts.has(pending.key)) firsts.set(pending.key, pending)
+    // Rows in id order, so concurrent batches (other replicas) take row locks in one order: no deadlock.
+    const rows = [...firsts.values()].sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+    let created: Set<string>
+    try {
+      const result = await pool.query<{ id: string }>({
+        name: 'plants-insert-batch',
+        text: INSERT_BATCH,
+        values: [rows.map((row) => row.key), rows.map((row) => row.plant.name), rows.map((row) => row.plant.tag ?? null)]
+      })
+      created = new Set(result.rows.map((row) => row.id))
+    } catch (error) {
+      const failure = storeError(error)
+      for (const pending of batch) pending.reject(failure)
+      return
+    }
+
+    const stored = new Map<string, Plant>()
+    for (const key of created) stored.set(key, (firsts.get(key) as Pending).plant)
+    const others = [...firsts.keys()].filter((key) => !created.has(key))
+    let failure: Error | undefined
+    if (others.length > 0) {
+      try {
+        // A separate statement: its snapshot sees the rows other transactions committed meanwhile,
+        // which is what made ON CONFLICT skip these ids.
+        const result = await pool.query<StoredRow>({ name: 'plants-select-stored', text: SELECT_STORED, values: [others] })
+        for (const row of result.rows) stored.set(row.id, row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag })
+      } catch (error) {
+        failure = storeError(error)
+      }
+    }
+    for (const pending of batch) {
+      const plant = stored.get(pending.key)
+      if (created.has(pending.key) && firsts.get(pending.key) === pending) pending.resolve('created')
+      else if (plant !== undefined) pending.resolve(samePlant(plant, pending.plant) ? 'same' : 'conflict')
+      else pending.reject(failure ?? new StoreUnavailableError({ cause: new Error(`plant ${pending.key} neither inserted nor found`) }))
+    }
+  }
+
+  return {
+    insert (id: PlantId, plant: Plant) {
+      // Queued at once when the schema is in place, so an insert made before close() is in the batch that close() waits for.
+      return migrated && !closed ? enqueue(id, plant) : whenMigrated().then(() => enqueue(id, plant))
+    },
+    async ready () {
+      await whenMigrated()
+      try {
+        await pool.query('SELECT 1')
+      } catch (error) {
+        throw storeError(error)
+      }
+    },
+    async close () {
+      if (closed) return
+      closed = true
+      clearTimeout(retryTimer)
+      await attempt
+      while (queue.length > 0 || inFlight.size > 0) {
+        dispatch()
+        await Promise.allSettled([...inFlight])
+      }
+      await pool.end()
+    }
+  }
+}
+
+/** Brings the schema to the newest version. The advisory lock makes replicas starting together take turns. */
+async function migrate (pool: pg.Pool): Promise<void> {
+  const client = await pool.connect()
+  // A checked-out client reports a lost connection as an event too; the query's rejection carries it.
+  const ignore = (): void => {}
+  client.on('error', ignore)
+  let broken = false
+  try {
+    await client.query('BEGIN')
+    await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [MIGRATION_LOCK])
+    await client.query('CREATE TABLE IF NOT EXISTS plant_store_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())')
+    const { rows } = await client.query<{ version: number }>('SELECT coalesce(max(version), 0)::int AS version FROM plant_store_migrations')
+    const current = rows[0]?.version ?? 0
+    if (current > MIGRATIONS.length) throw new Error(`schema version ${current} is newer than this release knows (${MIGRATIONS.length})`)
+    for (let version = current + 1; version <= MIGRATIONS.length; version++) {
+      await client.query(MIGRATIONS[version - 1] as string)
+      await client.query('INSERT INTO plant_store_migrations (version) VALUES ($1)', [version])
+    }
+    await client.query('COMMIT')
+  } catch (error) {
+    broken = true
+    await client.query('ROLLBACK').catch(() => {})
+    throw error
+  } finally {
+    client.removeListener('error', ignore)
+    client.release(broken)
+  }
+}
+
+/** disk_full is a 507; every other failure (down, timeout, restart) is a 503 the client may retry. */
+function storeError (error: unknown): Error {
+  if (typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '53100') return new StoreFullError({ cause: error })
+  return new StoreUnavailableError({ cause: error })
+}

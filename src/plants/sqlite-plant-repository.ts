@@ -1,0 +1,172 @@
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import Database from 'better-sqlite3'
+import { ConfigError } from '../config.js'
+import { StoreFullError, StoreUnavailableError } from '../errors.js'
+import type { Plant, PlantId } from '../schemas.js'
+import { samePlant, type InsertOutcome, type PlantRepository } from './plant-repository.js'
+
+export interface SqlitePlantRepositoryOptions {
+  /** The database file; its folder is created when missing. */
+  path: string
+  /**
+   * How long a write waits for another process's lock, in ms. better-sqlite3 waits synchronously,
+   * so this blocks the event loop: keep it short. Default 1000.
+   */
+  busyTimeoutMs?: number
+  /** A cap on the file's size in pages, like a full disk (tests use it to reach SQLITE_FULL). */
+  maxPageCount?: number
+}
+
+/**
+ * Versioned schema steps. A step is never edited once released: a change is a new step. `STRICT`
+ * keeps a REAL or TEXT from slipping into `id`; `INTEGER PRIMARY KEY` is the rowid, a signed 64-bit
+ * integer over the whole int64 range.
+ */
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE plants (
+     id INTEGER PRIMARY KEY,
+     name TEXT NOT NULL,
+     tag TEXT,
+     created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+   ) STRICT`
+]
+
+interface Pending {
+  id: bigint
+  plant: Plant
+  resolve: (outcome: InsertOutcome) => void
+  reject: (error: unknown) => void
+}
+
+/**
+ * Plants in one SQLite file, durable on 200: WAL with `synchronous=FULL` syncs the log at every
+ * commit. An fsync per request would cap throughput at the disk's sync rate, so inserts that arrive
+ * in the same turn of the event loop share one transaction (group commit): each promise settles
+ * only after the commit that holds its row.
+ */
+export function createSqlitePlantRepository ({ path, busyTimeoutMs = 1000, maxPageCount }: SqlitePlantRepositoryOptions): PlantRepository {
+  const db = open(path)
+  try {
+    db.pragma(`busy_timeout = ${Math.trunc(busyTimeoutMs)}`)
+    const mode = db.pragma('journal_mode = WAL', { simple: true })
+    if (mode !== 'wal') throw new Error(`the file cannot use write-ahead logging (journal_mode is ${String(mode)})`)
+    // better-sqlite3 builds with SQLITE_DEFAULT_WAL_SYNCHRONOUS=1 (NORMAL): a commit could be lost
+    // on power failure. FULL makes "200" mean "on disk".
+    db.pragma('synchronous = FULL')
+    if (maxPageCount !== undefined) db.pragma(`max_page_count = ${Math.trunc(maxPageCount)}`)
+    // Integers come back as bigints: a JS number would round ids beyond 2^53.
+    db.defaultSafeIntegers(true)
+    migrate(db)
+  } catch (error) {
+    db.close()
+    throw new Error(`SQLite database ${path}: ${messageOf(error)}`, { cause: error })
+  }
+
+  const insertRow = db.prepare<[bigint, string, string | null]>('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING')
+  const selectRow = db.prepare<[bigint], { name: string, tag: string | null }>('SELECT name, tag FROM plants WHERE id = ?')
+  const begin = db.prepare('BEGIN IMMEDIATE')
+  const commit = db.prepare('COMMIT')
+
+  let queue: Pending[] = []
+  let scheduled = false
+  let closed = false
+
+  /** One transaction for every insert queued so far, in arrival order, so a batch acts as if sequential. */
+  function flush (): void {
+    scheduled = false
+    const batch = queue
+    queue = []
+    if (batch.length === 0) return
+    const outcomes: InsertOutcome[] = []
+    try {
+      begin.run()
+      for (const { id, plant } of batch) {
+        if (insertRow.run(id, plant.name, plant.tag ?? null).changes === 1) {
+          outcomes.push('created')
+        } else {
+          const row = selectRow.get(id)
+          if (row === undefined) throw new Error(`plant ${id} neither inserted nor found`)
+          outcomes.push(samePlant(row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag }, plant) ? 'same' : 'conflict')
+        }
+      }
+      commit.run()
+    } catch (error) {
+      // SQLite may already have rolled back (e.g. on SQLITE_FULL); nothing of the batch is stored.
+      if (db.inTransaction) {
+        try { db.exec('ROLLBACK') } catch { /* the connection is gone; the file stays consistent */ }
+      }
+      const failure = storeError(error)
+      for (const pending of batch) pending.reject(failure)
+      return
+    }
+    batch.forEach((pending, index) => pending.resolve(outcomes[index] as InsertOutcome))
+  }
+
+  return {
+    insert (id: PlantId, plant: Plant) {
+      if (closed) return Promise.reject(new StoreUnavailableError())
+      return new Promise<InsertOutcome>((resolve, reject) => {
+        queue.push({ id: BigInt(id), plant, resolve, reject })
+        if (!scheduled) {
+          scheduled = true
+          // setImmediate runs after the poll phase: every request read in this turn joins the batch.
+          setImmediate(flush)
+        }
+      })
+    },
+    async ready () {
+      if (closed) throw new StoreUnavailableError()
+    },
+    async close () {
+      if (closed) return
+      closed = true
+      flush()
+      db.close()
+    }
+  }
+}
+
+function open (path: string): Database.Database {
+  try {
+    mkdirSync(dirname(path), { recursive: true })
+  } catch (error) {
+    throw new ConfigError(`DATABASE_URL: cannot create the folder of the SQLite database ${path}: ${messageOf(error)}`)
+  }
+  try {
+    return new Database(path)
+  } catch (error) {
+    throw new ConfigError(`DATABASE_URL: cannot open the SQLite database ${path}: ${messageOf(error)}`)
+  }
+}
+
+/** Applies the steps the file does not have yet. BEGIN IMMEDIATE: one process at a time migrates. */
+function migrate (db: Database.Database): void {
+  db.exec('BEGIN IMMEDIATE')
+  try {
+    db.exec('CREATE TABLE IF NOT EXISTS plant_store_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL) STRICT')
+    const current = Number(db.prepare('SELECT coalesce(max(version), 0) FROM plant_store_migrations').pluck().get())
+    if (current > MIGRATIONS.length) {
+      throw new Error(`schema version ${current} is newer than this release knows (${MIGRATIONS.length})`)
+    }
+    const record = db.prepare('INSERT INTO plant_store_migrations (version, applied_at) VALUES (?, ?)')
+    for (let version = current + 1; version <= MIGRATIONS.length; version++) {
+      db.exec(MIGRATIONS[version - 1] as string)
+      record.run(version, new Date().toISOString())
+    }
+    db.exec('COMMIT')
+  } catch (error) {
+    if (db.inTransaction) db.exec('ROLLBACK')
+    throw error
+  }
+}
+
+/** SQLITE_FULL is a full disk (507); every other failure of the file is a 503 the client may retry. */
+function storeError (error: unknown): Error {
+  if (error instanceof Database.SqliteError && error.code === 'SQLITE_FULL') return new StoreFullError({ cause: error })
+  return new StoreUnavailableError({ cause: error })
+}
+
+function messageOf (error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}

@@ -1,0 +1,124 @@
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import { afterAll, describe, expect, it, onTestFinished } from 'vitest'
+import { ConfigError } from '../../src/config.js'
+import { StoreFullError, StoreUnavailableError } from '../../src/errors.js'
+import { createSqlitePlantRepository } from '../../src/plants/sqlite-plant-repository.js'
+import { repositoryContract } from './repository-contract.js'
+
+const dir = mkdtempSync(join(tmpdir(), 'plant-store-sqlite-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+let files = 0
+const newPath = (): string => join(dir, `plants-${++files}.db`)
+
+repositoryContract('sqlite', async () => createSqlitePlantRepository({ path: newPath() }))
+
+describe('SQLite store', () => {
+  it('keeps every plant across close and reopen', async () => {
+    const path = newPath()
+    const first = createSqlitePlantRepository({ path })
+    expect(await Promise.all([first.insert(2n ** 63n - 1n, { name: 'max' }), first.insert(1, { name: 'one', tag: 't' })])).toEqual(['created', 'created'])
+    await first.close()
+    const second = createSqlitePlantRepository({ path })
+    onTestFinished(() => second.close())
+    expect(await second.insert(2n ** 63n - 1n, { name: 'max' })).toBe('same')
+    expect(await second.insert(1, { name: 'one', tag: 't' })).toBe('same')
+    expect(await second.insert(1, { name: 'one' })).toBe('conflict')
+  })
+
+  it('commits inserts that arrive together in one transaction, and awaited inserts one by one', async () => {
+    const path = newPath()
+    const store = createSqlitePlantRepository({ path })
+    onTestFinished(() => store.close())
+    // Every commit appends at least one page-sized frame to the write-ahead log.
+    const walFrames = (): number => statSync(`${path}-wal`).size / (4096 + 24)
+    const start = walFrames()
+    const ids = Array.from({ length: 200 }, (_, i) => i)
+    expect(await Promise.all(ids.map((id) => store.insert(id, { name: 'fern' })))).toEqual(ids.map(() => 'created'))
+    const afterBatch = walFrames()
+    expect(afterBatch - start).toBeLessThan(10)
+    for (let id = 1000; id < 1020; id++) await store.insert(id, { name: 'fern' })
+    expect(walFrames() - afterBatch).toBeGreaterThanOrEqual(20)
+  })
+
+  it('creates the folder, uses WAL and a STRICT table, and records schema version 1 once however often it starts', async () => {
+    const path = join(dir, 'nested', 'deeper', 'plants.db')
+    await createSqlitePlantRepository({ path }).close()
+    await createSqlitePlantRepository({ path }).close()
+    const db = new Database(path, { readonly: true })
+    onTestFinished(() => { db.close() })
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal')
+    expect(db.prepare('SELECT version FROM plant_store_migrations').all()).toEqual([{ version: 1 }])
+    expect(db.prepare("SELECT sql FROM sqlite_schema WHERE name = 'plants'").pluck().get()).toMatch(/STRICT$/)
+    expect(db.prepare("SELECT type, pk FROM pragma_table_info('plants') WHERE name = 'id'").get()).toEqual({ type: 'INTEGER', pk: 1 })
+  })
+
+  it('fails to start with a ConfigError naming DATABASE_URL when the path cannot be opened', () => {
+    const file = join(dir, 'a-file')
+    writeFileSync(file, 'not a folder')
+    expect(() => createSqlitePlantRepository({ path: join(file, 'plants.db') })).toThrow(ConfigError)
+    expect(() => createSqlitePlantRepository({ path: join(file, 'plants.db') })).toThrow(/^DATABASE_URL: cannot create the folder of the SQLite database .*a-file\/plants\.db: /)
+  })
+
+  it('fails to start with a ConfigError naming DATABASE_URL when the path is a folder', () => {
+    expect(() => createSqlitePlantRepository({ path: dir })).toThrow(/^DATABASE_URL: cannot open the SQLite database .*: /)
+  })
+
+  it('fails to start with a clear message when the file is not a database', () => {
+    const file = join(dir, 'garbage.db')
+    writeFileSync(file, 'x'.repeat(4096))
+    expect(() => createSqlitePlantRepository({ path: file })).toThrow(/^SQLite database .*garbage\.db: file is not a database$/)
+  })
+
+  it('refuses to start on a schema newer than it knows', () => {
+    const path = newPath()
+    const db = new Database(path)
+    db.exec('CREATE TABLE plant_store_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL) STRICT; INSERT INTO plant_store_migrations VALUES (99, \'\')')
+    db.close()
+    expect(() => createSqlitePlantRepository({ path })).toThrow(/schema version 99 is newer than this release knows \(1\)/)
+  })
+
+  it('answers StoreFullError when the file cannot grow, keeps what it stored, and stays consistent', async () => {
+    const path = newPath()
+    const store = createSqlitePlantRepository({ path, maxPageCount: 12 })
+    const stored: number[] = []
+    let full: unknown
+    for (let id = 1; id < 10000 && full === undefined; id++) {
+      try {
+        await store.insert(id, { name: 'a fairly long plant name '.repeat(20) })
+        stored.push(id)
+      } catch (error) {
+        full = error
+      }
+    }
+    expect(full).toBeInstanceOf(StoreFullError)
+    expect(stored.length).toBeGreaterThan(0)
+    for (const id of stored) expect(await store.insert(id, { name: 'a fairly long plant name '.repeat(20) })).toBe('same')
+    await store.close()
+    const db = new Database(path)
+    onTestFinished(() => { db.close() })
+    expect(db.pragma('integrity_check', { simple: true })).toBe('ok')
+    expect(db.prepare('SELECT count(*) FROM plants').pluck().get()).toBe(stored.length)
+  })
+
+  it('answers StoreUnavailableError while another process holds the write lock, then recovers', async () => {
+    const path = newPath()
+    const store = createSqlitePlantRepository({ path, busyTimeoutMs: 20 })
+    onTestFinished(() => store.close())
+    const other = new Database(path)
+    onTestFinished(() => { other.close() })
+    other.exec('BEGIN IMMEDIATE')
+    await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
+    other.exec('COMMIT')
+    expect(await store.insert(1, { name: 'fern' })).toBe('created')
+  })
+
+  it('rejects inserts after close with StoreUnavailableError, and ready() too', async () => {
+    const store = createSqlitePlantRepository({ path: newPath() })
+    await store.close()
+    await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
+    await expect(store.ready()).rejects.toBeInstanceOf(StoreUnavailableError)
+  })
+})

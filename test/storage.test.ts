@@ -1,0 +1,70 @@
+import { execFile } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { afterAll, describe, expect, it, onTestFinished } from 'vitest'
+import { ConfigError } from '../src/config.js'
+import { StoreUnavailableError } from '../src/errors.js'
+import { createRepository } from '../src/storage.js'
+
+const dir = mkdtempSync(join(tmpdir(), 'plant-store-storage-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+/**
+ * In a fresh node process (the built code: vitest's own workers load other modules), picks the store
+ * for `databaseUrl`, uses it, and reports the native addons loaded (.node files, from the process
+ * report) and the driver modules in the CommonJS cache.
+ */
+async function loadedBy (databaseUrl: string): Promise<{ addons: string[], drivers: string[] }> {
+  const script = `
+    import { createRequire } from 'node:module'
+    const { createRepository } = await import(${JSON.stringify(new URL('../dist/storage.js', import.meta.url).href)})
+    const repository = await createRepository({ databaseUrl: process.argv[1], maxPlants: 10 })
+    await repository.insert(1, { name: 'fern' }).catch(() => {})
+    const addons = process.report.getReport().sharedObjects.filter((file) => file.endsWith('.node'))
+    const drivers = [...new Set(Object.keys(createRequire(import.meta.url).cache)
+      .map((file) => /node_modules[\\\\/](pg|better-sqlite3)[\\\\/]/.exec(file)?.[1]).filter(Boolean))]
+    await repository.close()
+    process.stdout.write(JSON.stringify({ addons, drivers }))
+  `
+  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script, databaseUrl])
+  return JSON.parse(stdout)
+}
+
+describe('createRepository', () => {
+  it('loads no native module and no database driver for the memory store', async () => {
+    expect(await loadedBy('memory:')).toEqual({ addons: [], drivers: [] })
+  })
+
+  it('loads better-sqlite3 and its native addon only for a sqlite: URL (the check can see it)', async () => {
+    const loaded = await loadedBy(`sqlite:${join(dir, 'plants.db')}`)
+    expect(loaded.drivers).toEqual(['better-sqlite3'])
+    expect(loaded.addons).toEqual([expect.stringMatching(/better_sqlite3\.node$/)])
+  })
+
+  it('loads pg and no native module for a postgres:// URL', async () => {
+    expect(await loadedBy('postgres://postgres@127.0.0.1:1/test')).toEqual({ addons: [], drivers: ['pg'] })
+  })
+
+  it.each(['postgres://u@127.0.0.1:1/db', 'postgresql://u@127.0.0.1:1/db'])('takes %s as PostgreSQL: it tries that server, so ready() rejects', async (databaseUrl) => {
+    const repository = await createRepository({ databaseUrl, maxPlants: 1 })
+    onTestFinished(() => repository.close())
+    await expect(repository.ready()).rejects.toBeInstanceOf(StoreUnavailableError)
+    await expect(repository.ready()).rejects.toHaveProperty('cause.code', 'ECONNREFUSED')
+  })
+
+  it('throws a ConfigError naming DATABASE_URL and only the scheme for an unknown store', async () => {
+    const attempt = createRepository({ databaseUrl: 'mysql://user:secret@db/plants', maxPlants: 1 })
+    await expect(attempt).rejects.toBeInstanceOf(ConfigError)
+    await expect(attempt).rejects.toThrow('DATABASE_URL: unsupported store "mysql:"; use memory:, sqlite:<path> or postgres://…')
+  })
+
+  it('throws a ConfigError for a value without a scheme', async () => {
+    await expect(createRepository({ databaseUrl: './plants.db', maxPlants: 1 })).rejects.toThrow('DATABASE_URL: no store scheme given; use memory:, sqlite:<path> or postgres://…')
+  })
+
+  it.each(['sqlite:', 'sqlite::memory:'])('throws a ConfigError for %s, which names no file', async (databaseUrl) => {
+    await expect(createRepository({ databaseUrl, maxPlants: 1 })).rejects.toThrow(/^DATABASE_URL: sqlite: needs a file path/)
+  })
+})
