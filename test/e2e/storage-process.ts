@@ -107,8 +107,11 @@ export async function createUntilKilled (server: ServerProcess, count: number, c
   let unanswered = 0
   let n = 0
   let killed = false
+  // Writers keep sending until the process is seen dead, so the kill always lands mid-traffic.
+  let dead = false
+  void server.exited.then(() => { dead = true })
   await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (!killed) {
+    while (!dead) {
       const id = idOf(n++)
       try {
         const reply = await postPlant(server.url, id, `plant ${id}`)
