@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream'
 import pino from 'pino'
 import { onTestFinished } from 'vitest'
-import { buildApp, type App } from '../src/app.js'
+import { buildApp, type App, type AppOptions } from '../src/app.js'
 import { createTokenSet } from '../src/plugins/auth.js'
 import { createMemoryPlantRepository } from '../src/plants/memory-plant-repository.js'
 import type { PlantRepository } from '../src/plants/plant-repository.js'
@@ -12,7 +12,12 @@ export const JSON_AUTH = { ...AUTH, 'content-type': 'application/json' }
 
 export interface TestAppOptions {
   repository?: PlantRepository
+  /** Settings beyond the defaults (timeouts, overload, rate limit, body limit). */
+  config?: Partial<AppOptions['config']>
+  /** Accepted tokens; default [TOKEN]. */
+  tokens?: string[]
   bodyLimit?: number
+  /** Capacity of the default memory store. */
   maxPlants?: number
   /** Collect log lines (JSON strings) here instead of discarding them. */
   logLines?: string[]
@@ -28,9 +33,9 @@ export async function buildTestApp (options: TestAppOptions = {}): Promise<App> 
     }
   }))
   const app = await buildApp({
-    config: { bodyLimit: options.bodyLimit ?? 16384, logLevel: 'info' },
-    tokens: createTokenSet([TOKEN]),
-    repository: options.repository ?? createMemoryPlantRepository({ maxPlants: options.maxPlants ?? 1000 }),
+    config: { bodyLimit: options.bodyLimit ?? 16384, logLevel: 'info', ...options.config },
+    tokens: createTokenSet(options.tokens ?? [TOKEN]),
+    repository: options.repository ?? createMemoryPlantRepository({ maxPlants: options.maxPlants ?? 100000 }),
     logger
   })
   onTestFinished(() => app.close())

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { TOKEN } from '../helpers.js'
-import { buildHardenedApp, countingRepository, parseRawReply, rawExchange } from './hardening-helpers.js'
+import { TOKEN, buildTestApp } from '../helpers.js'
+import { countingRepository, parseRawReply, rawExchange } from './hardening-helpers.js'
 
 const BODY = '{"id":1,"name":"fern"}'
 const post = (head: string): string =>
@@ -23,7 +23,7 @@ describe('malformed HTTP on a real socket', () => {
   for (const { name, request, status, message } of cases) {
     it(`answers ${status} Error for ${name}, and never reaches the route`, async () => {
       const repository = countingRepository()
-      const app = await buildHardenedApp({ repository })
+      const app = await buildTestApp({ repository })
       await app.listen({ port: 0, host: '127.0.0.1' })
       const { port } = app.server.address() as AddressInfo
 
@@ -39,7 +39,7 @@ describe('malformed HTTP on a real socket', () => {
 
   it('answers 400 Error for a URL with bad percent-encoding, and never reaches the route', async () => {
     const repository = countingRepository()
-    const app = await buildHardenedApp({ repository })
+    const app = await buildTestApp({ repository })
     await app.listen({ port: 0, host: '127.0.0.1' })
     const { port } = app.server.address() as AddressInfo
 
@@ -52,7 +52,7 @@ describe('malformed HTTP on a real socket', () => {
 
   it('still serves a well-formed request on the same server afterwards', async () => {
     const repository = countingRepository()
-    const app = await buildHardenedApp({ repository })
+    const app = await buildTestApp({ repository })
     await app.listen({ port: 0, host: '127.0.0.1' })
     const { port } = app.server.address() as AddressInfo
     await rawExchange(port, 'GARBAGE\r\n\r\n')

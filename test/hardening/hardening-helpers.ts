@@ -1,40 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
-import { Writable } from 'node:stream'
-import pino from 'pino'
 import { onTestFinished } from 'vitest'
-import { buildApp, type App, type AppOptions } from '../../src/app.js'
-import { createTokenSet } from '../../src/plugins/auth.js'
 import { createMemoryPlantRepository } from '../../src/plants/memory-plant-repository.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
-import { TOKEN } from '../helpers.js'
-
-export interface HardenedAppOptions {
-  config?: Partial<AppOptions['config']>
-  tokens?: string[]
-  repository?: PlantRepository
-  logLines?: string[]
-}
-
-/** Like buildTestApp, with the hardening settings (timeouts, overload, rate limit) open to the test. */
-export async function buildHardenedApp (options: HardenedAppOptions = {}): Promise<App> {
-  const lines = options.logLines
-  const logger = pino({ level: lines === undefined ? 'silent' : 'trace' }, new Writable({
-    write (chunk, _encoding, done) {
-      lines?.push(...String(chunk).split('\n').filter((line) => line !== ''))
-      done()
-    }
-  }))
-  const app = await buildApp({
-    config: { bodyLimit: 16384, logLevel: 'info', ...options.config },
-    tokens: createTokenSet(options.tokens ?? [TOKEN]),
-    repository: options.repository ?? createMemoryPlantRepository({ maxPlants: 100000 }),
-    logger
-  })
-  onTestFinished(() => app.close())
-  return app
-}
 
 /** A repository that counts inserts: proves that a request never reached the route. */
 export function countingRepository (): PlantRepository & { inserts: number } {

@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { postPlant, AUTH, JSON_AUTH } from '../helpers.js'
-import { buildHardenedApp } from './hardening-helpers.js'
+import { AUTH, JSON_AUTH, buildTestApp, postPlant } from '../helpers.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 
 describe('reply headers and exposure', () => {
   it('sends cache-control: no-store and nosniff on /plants replies of every status', async () => {
-    const app = await buildHardenedApp({ config: { bodyLimit: 64 } })
+    const app = await buildTestApp({ config: { bodyLimit: 64 } })
     const replies = [
       await postPlant(app, { id: 1, name: 'fern' }), // 200
       await postPlant(app, { id: 1, name: 'moss' }), // 409
@@ -24,7 +23,7 @@ describe('reply headers and exposure', () => {
   })
 
   it('sends nosniff and no framework banner on the open routes', async () => {
-    const app = await buildHardenedApp()
+    const app = await buildTestApp()
     for (const url of ['/livez', '/readyz', '/openapi.json', '/docs/']) {
       const res = await app.inject({ method: 'GET', url })
       expect(res.statusCode, url).toBeLessThan(400)
@@ -40,7 +39,7 @@ describe('reply headers and exposure', () => {
       ready: async () => {},
       close: async () => {}
     }
-    const app = await buildHardenedApp({ repository: failing })
+    const app = await buildTestApp({ repository: failing })
     const res = await postPlant(app, { id: 1, name: 'fern' }, JSON_AUTH)
     expect(res.statusCode).toBe(500)
     expect(res.json()).toEqual({ error: 500, message: 'internal server error' })

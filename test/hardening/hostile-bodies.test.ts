@@ -2,8 +2,7 @@ import fc from 'fast-check'
 import type { LightMyRequestResponse } from 'fastify'
 import { describe, expect, it } from 'vitest'
 import { INT64_MAX, INT64_MIN } from '../../src/schemas.js'
-import { JSON_AUTH, TOKEN } from '../helpers.js'
-import { buildHardenedApp } from './hardening-helpers.js'
+import { JSON_AUTH, TOKEN, buildTestApp } from '../helpers.js'
 import type { App } from '../../src/app.js'
 
 /**
@@ -195,7 +194,7 @@ const anyDoc: fc.Arbitrary<Doc> = fc.oneof(
 
 describe('hostile bodies (property tests)', () => {
   it('answers every JSON document with the status the model expects, stores exactly the valid NewPlants, and replays them', async () => {
-    const app = await buildHardenedApp({ config: { bodyLimit: BODY_LIMIT } })
+    const app = await buildTestApp({ config: { bodyLimit: BODY_LIMIT } })
     const store = new Map<bigint, Stored>()
     await fc.assert(fc.asyncProperty(anyDoc, async (doc) => {
       const text = serialize(doc)
@@ -216,7 +215,7 @@ describe('hostile bodies (property tests)', () => {
   }, 60000)
 
   it('never answers arbitrary bytes with a 5xx or an undocumented status', async () => {
-    const app = await buildHardenedApp({ config: { bodyLimit: BODY_LIMIT } })
+    const app = await buildTestApp({ config: { bodyLimit: BODY_LIMIT } })
     await fc.assert(fc.asyncProperty(fc.uint8Array({ maxLength: 3000 }), async (bytes) => {
       const res = await post(app, Buffer.from(bytes))
       expectWellFormed(res)
@@ -225,7 +224,7 @@ describe('hostile bodies (property tests)', () => {
   }, 60000)
 
   it('refuses a body that is not valid UTF-8 with 400 "body is not valid UTF-8", and stores nothing', async () => {
-    const app = await buildHardenedApp()
+    const app = await buildTestApp()
     const strict = new TextDecoder('utf-8', { fatal: true })
     let id = 0
     await fc.assert(fc.asyncProperty(fc.uint8Array({ minLength: 1, maxLength: 4 }), fc.nat(4), async (junk, at) => {
@@ -246,7 +245,7 @@ describe('hostile bodies (property tests)', () => {
   }, 60000)
 
   it('answers arbitrary Authorization values with 401 and a challenge, unless they carry the token', async () => {
-    const app = await buildHardenedApp()
+    const app = await buildTestApp()
     const headerChar = fc.oneof(fc.integer({ min: 0x20, max: 0x7e }), fc.constant(0x09), fc.integer({ min: 0x80, max: 0xff })).map((code) => String.fromCharCode(code))
     const authorization = fc.oneof(
       fc.string({ unit: headerChar, maxLength: 60 }),
@@ -267,7 +266,7 @@ describe('hostile bodies (property tests)', () => {
 
 describe('hostile bodies (chosen cases)', () => {
   it('lets the last of duplicate keys win, as JSON.parse does', async () => {
-    const app = await buildHardenedApp()
+    const app = await buildTestApp()
     const res = await post(app, '{"id":1,"name":"first","name":"last","id":2}')
     expect(res.statusCode).toBe(200)
     expect(res.json()).toEqual({ name: 'last' })
@@ -283,33 +282,33 @@ describe('hostile bodies (chosen cases)', () => {
     ['an escaped "__proto__" key', '{"id":1,"name":"a","\\u005f_proto__":{}}'],
     ['a "constructor.prototype" pair', '{"id":1,"name":"a","constructor":{"prototype":{"x":1}}}']
   ])('refuses %s with 400', async (_what, body) => {
-    const app = await buildHardenedApp()
+    const app = await buildTestApp()
     const res = await post(app, body)
     expect(res.statusCode).toBe(400)
     expect(res.json()).toEqual({ error: 400, message: 'body must not contain "__proto__" or "constructor.prototype" keys' })
   })
 
   it('accepts "constructor" and "prototype" keys that poison nothing (ignored extras)', async () => {
-    const app = await buildHardenedApp()
+    const app = await buildTestApp()
     const res = await post(app, '{"id":1,"name":"a","constructor":1,"prototype":{"x":1}}')
     expect(res.statusCode).toBe(200)
     expect(res.json()).toEqual({ name: 'a' })
   })
 
   it('accepts a valid plant with 8000 levels of nesting in an extra property', async () => {
-    const app = await buildHardenedApp()
+    const app = await buildTestApp()
     const res = await post(app, `{"id":1,"name":"deep","x":${'['.repeat(8000)}${']'.repeat(8000)}}`)
     expect(res.statusCode).toBe(200)
   })
 
   it('refuses nesting where the id should be with 400', async () => {
-    const app = await buildHardenedApp()
+    const app = await buildTestApp()
     const res = await post(app, `{"id":${'['.repeat(8000)}1${']'.repeat(8000)},"name":"deep"}`)
     expect(res.statusCode).toBe(400)
   })
 
   it('refuses huge numbers as ids with 400 and ignores them elsewhere', async () => {
-    const app = await buildHardenedApp()
+    const app = await buildTestApp()
     for (const id of ['1e400', '-1e400', '1' + '0'.repeat(5000), '0.' + '0'.repeat(5000) + '1']) {
       expect((await post(app, `{"id":${id},"name":"a"}`)).statusCode, id).toBe(400)
     }
@@ -317,7 +316,7 @@ describe('hostile bodies (chosen cases)', () => {
   })
 
   it('stores a name that fills the body exactly to BODY_LIMIT, and answers 413 one byte over', async () => {
-    const app = await buildHardenedApp({ config: { bodyLimit: BODY_LIMIT } })
+    const app = await buildTestApp({ config: { bodyLimit: BODY_LIMIT } })
     const frame = '{"id":1,"name":""}'
     const name = 'é'.repeat((BODY_LIMIT - frame.length) / 2)
     const body = `{"id":1,"name":"${name}"}`
@@ -338,7 +337,7 @@ describe('hostile bodies (chosen cases)', () => {
     ['a code point above U+10FFFF', [0xf4, 0x90, 0x80, 0x80]],
     ['0xFF', [0xff]]
   ])('refuses %s in a name with 400 instead of storing U+FFFD', async (_what, bytes) => {
-    const app = await buildHardenedApp()
+    const app = await buildTestApp()
     const body = Buffer.concat([Buffer.from('{"id":1,"name":"a'), Buffer.from(bytes), Buffer.from('"}')])
     const res = await post(app, body)
     expect(res.statusCode).toBe(400)

@@ -1,8 +1,8 @@
 import '@fastify/under-pressure'
 import { describe, expect, it } from 'vitest'
 import { defaultOverloadLimits } from '../../src/config.js'
-import { postPlant } from '../helpers.js'
-import { buildHardenedApp, countingRepository, until } from './hardening-helpers.js'
+import { buildTestApp, postPlant } from '../helpers.js'
+import { countingRepository, until } from './hardening-helpers.js'
 
 const busyFor = (ms: number): void => {
   const end = Date.now() + ms
@@ -11,7 +11,7 @@ const busyFor = (ms: number): void => {
 
 describe('overload shedding (under-pressure)', () => {
   it('answers 503 Error with Retry-After while the event loop is saturated, keeps /livez up, reports on /readyz, and recovers', async () => {
-    const app = await buildHardenedApp({
+    const app = await buildTestApp({
       config: { overload: { ...defaultOverloadLimits(), maxEventLoopDelayMs: 50, sampleIntervalMs: 100 } }
     })
     await app.ready()
@@ -40,7 +40,7 @@ describe('overload shedding (under-pressure)', () => {
 
   it('sheds before authentication: an overloaded process does not spend time on tokens', async () => {
     // A heap limit of 1 byte is always exceeded: pressure from the first sample on.
-    const app = await buildHardenedApp({
+    const app = await buildTestApp({
       config: { overload: { ...defaultOverloadLimits(), maxHeapUsedBytes: 1, sampleIntervalMs: 10 } }
     })
     await app.ready()
@@ -53,7 +53,7 @@ describe('overload shedding (under-pressure)', () => {
 
   it('never reaches the store for a shed request (RSS limit)', async () => {
     const repository = countingRepository()
-    const app = await buildHardenedApp({
+    const app = await buildTestApp({
       repository,
       config: { overload: { ...defaultOverloadLimits(), maxRssBytes: 1, sampleIntervalMs: 10 } }
     })

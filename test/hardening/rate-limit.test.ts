@@ -5,8 +5,8 @@ import { Redis } from 'ioredis'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import type { FastifyRequest } from 'fastify'
 import { rateLimitKey } from '../../src/plugins/rate-limit.js'
-import { postPlant } from '../helpers.js'
-import { buildHardenedApp, until } from './hardening-helpers.js'
+import { buildTestApp, postPlant } from '../helpers.js'
+import { until } from './hardening-helpers.js'
 
 const REDIS_URL = process.env.TEST_REDIS_URL
 const REDIS_SKIP = REDIS_URL === undefined ? ' (SKIPPED: set TEST_REDIS_URL, e.g. redis://127.0.0.1:6379)' : ''
@@ -28,7 +28,7 @@ const json = (token: string) => ({ authorization: `Bearer ${token}`, 'content-ty
 
 describe('per-token rate limit, per process', () => {
   it('answers 429 Error with Retry-After and RateLimit headers once a token is over its limit', async () => {
-    const app = await buildHardenedApp({ tokens: ['token-a'], config: { rateLimit: { perMinute: 3 } } })
+    const app = await buildTestApp({ tokens: ['token-a'], config: { rateLimit: { perMinute: 3 } } })
     const remaining: (string | number | string[] | undefined)[] = []
     for (let id = 1; id <= 3; id++) {
       const res = await postPlant(app, { id, name: 'fern' }, json('token-a'))
@@ -51,14 +51,14 @@ describe('per-token rate limit, per process', () => {
   })
 
   it('counts each token on its own', async () => {
-    const app = await buildHardenedApp({ tokens: ['token-a', 'token-b'], config: { rateLimit: { perMinute: 1 } } })
+    const app = await buildTestApp({ tokens: ['token-a', 'token-b'], config: { rateLimit: { perMinute: 1 } } })
     expect((await postPlant(app, { id: 1, name: 'fern' }, json('token-a'))).statusCode).toBe(200)
     expect((await postPlant(app, { id: 2, name: 'fern' }, json('token-a'))).statusCode).toBe(429)
     expect((await postPlant(app, { id: 3, name: 'fern' }, json('token-b'))).statusCode).toBe(200)
   })
 
   it('checks the token first: requests without a valid token get 401 and do not use up the limit', async () => {
-    const app = await buildHardenedApp({ tokens: ['token-a'], config: { rateLimit: { perMinute: 1 } } })
+    const app = await buildTestApp({ tokens: ['token-a'], config: { rateLimit: { perMinute: 1 } } })
     for (let i = 0; i < 3; i++) {
       expect((await postPlant(app, { id: 1, name: 'fern' }, json('wrong-token'))).statusCode).toBe(401)
     }
@@ -66,7 +66,7 @@ describe('per-token rate limit, per process', () => {
   })
 
   it('has no limit when RATE_LIMIT_PER_MINUTE is not set (no RateLimit headers)', async () => {
-    const app = await buildHardenedApp()
+    const app = await buildTestApp()
     const res = await postPlant(app, { id: 1, name: 'fern' })
     expect(res.statusCode).toBe(200)
     expect(res.headers['ratelimit-limit']).toBeUndefined()
@@ -83,7 +83,7 @@ describe('per-token rate limit, per process', () => {
   it('fails open when Redis is unreachable: starts, serves, never a 5xx', async () => {
     const lines: string[] = []
     // Nothing listens on port 1.
-    const app = await buildHardenedApp({ logLines: lines, config: { rateLimit: { perMinute: 1, redisUrl: 'redis://127.0.0.1:1' } } })
+    const app = await buildTestApp({ logLines: lines, config: { rateLimit: { perMinute: 1, redisUrl: 'redis://127.0.0.1:1' } } })
     for (let id = 1; id <= 3; id++) {
       expect((await postPlant(app, { id, name: 'fern' })).statusCode).toBe(200)
     }
@@ -97,8 +97,8 @@ describe('per-token rate limit shared through Redis', () => {
     // A fresh token per run: counters from an earlier run cannot interfere.
     const token = `run-${randomUUID()}`
     const config = { rateLimit: { perMinute: 3, redisUrl: url } }
-    const replicaA = await buildHardenedApp({ tokens: [token], config })
-    const replicaB = await buildHardenedApp({ tokens: [token], config })
+    const replicaA = await buildTestApp({ tokens: [token], config })
+    const replicaB = await buildTestApp({ tokens: [token], config })
 
     expect((await postPlant(replicaA, { id: 1, name: 'fern' }, json(token))).statusCode).toBe(200)
     expect((await postPlant(replicaA, { id: 2, name: 'fern' }, json(token))).statusCode).toBe(200)
@@ -131,7 +131,7 @@ describe('per-token rate limit when Redis goes away', () => {
     await until(async () => probe.ping().then(() => true, () => false), 5000, 'test Redis up')
 
     const lines: string[] = []
-    const app = await buildHardenedApp({ logLines: lines, config: { rateLimit: { perMinute: 100, redisUrl: `redis://127.0.0.1:${port}` } } })
+    const app = await buildTestApp({ logLines: lines, config: { rateLimit: { perMinute: 100, redisUrl: `redis://127.0.0.1:${port}` } } })
     const counted = await postPlant(app, { id: 1, name: 'fern' })
     expect(counted.statusCode).toBe(200)
     expect(counted.headers['ratelimit-remaining']).toBe('99')

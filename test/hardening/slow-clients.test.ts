@@ -2,8 +2,8 @@ import { request } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { defaultHttpLimits } from '../../src/config.js'
-import { TOKEN } from '../helpers.js'
-import { buildHardenedApp, countingRepository, parseRawReply, until } from './hardening-helpers.js'
+import { TOKEN, buildTestApp } from '../helpers.js'
+import { countingRepository, parseRawReply, until } from './hardening-helpers.js'
 
 const SLOW_CONNECTIONS = 300
 const limits = { ...defaultHttpLimits, headersTimeoutMs: 1000, requestTimeoutMs: 2000, connectionTimeoutMs: 5000 }
@@ -58,7 +58,7 @@ function getLivez (port: number): Promise<{ status: number, ms: number }> {
 describe('slow clients', () => {
   it(`answers a normal request promptly while ${SLOW_CONNECTIONS} clients trickle headers or bodies, and cuts them off with 408`, async () => {
     const repository = countingRepository()
-    const app = await buildHardenedApp({ repository, config: { http: limits } })
+    const app = await buildTestApp({ repository, config: { http: limits } })
     await app.listen({ port: 0, host: '127.0.0.1' })
     const { port } = app.server.address() as AddressInfo
 
@@ -86,7 +86,7 @@ describe('slow clients', () => {
   }, 30000)
 
   it('closes a connection that sends nothing at all after connectionTimeout', async () => {
-    const app = await buildHardenedApp({ config: { http: { ...limits, connectionTimeoutMs: 300, headersTimeoutMs: 5000, requestTimeoutMs: 5000 } } })
+    const app = await buildTestApp({ config: { http: { ...limits, connectionTimeoutMs: 300, headersTimeoutMs: 5000, requestTimeoutMs: 5000 } } })
     await app.listen({ port: 0, host: '127.0.0.1' })
     const { port } = app.server.address() as AddressInfo
     const socket = connect(port, '127.0.0.1')
