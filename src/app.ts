@@ -3,7 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyHttpOptions } from 'fastif
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { defaultHttpLimits, defaultOverloadLimits, type Config } from './config.js'
 import { clientErrorHandler, installErrorHandlers, sendError } from './errors.js'
-import { AccessLog, requestId } from './plugins/access-log.js'
+import { AccessLog, requestId, requestLoggerFactory } from './plugins/access-log.js'
 import { auth, type TokenSet } from './plugins/auth.js'
 import { drain } from './plugins/drain.js'
 import { jsonBody } from './plugins/json-body.js'
@@ -49,6 +49,7 @@ export async function buildApp ({ config, tokens, repository, logger }: AppOptio
     genReqId: requestId,
     requestIdHeader: false,
     logController: new AccessLog(),
+    childLoggerFactory: requestLoggerFactory,
     // Requests that arrive while closing are served, with Connection: close (below), instead of
     // Fastify's fixed 503 body; /readyz turns 503 so the load balancer stops sending them.
     return503OnClosing: false,
