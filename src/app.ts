@@ -3,14 +3,14 @@ import Fastify, { type FastifyBaseLogger, type FastifyHttpOptions } from 'fastif
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { defaultHttpLimits, defaultOverloadLimits, type Config } from './config.js'
 import { clientErrorHandler, installErrorHandlers, sendError } from './errors.js'
-import { AccessLog, requestId } from './plugins/access-log.js'
+import { AccessLog, requestId, requestLoggerFactory } from './plugins/access-log.js'
 import { auth, type TokenSet } from './plugins/auth.js'
 import { drain } from './plugins/drain.js'
 import { jsonBody } from './plugins/json-body.js'
 import { openapi } from './plugins/openapi.js'
 import { processHealth } from './plugins/process-health.js'
 import { tokenRateLimit } from './plugins/rate-limit.js'
-import { securityHeaders, setSecurityHeaders } from './plugins/security-headers.js'
+import { setSecurityHeaders } from './plugins/security-headers.js'
 import { overload } from './plugins/under-pressure.js'
 import type { PlantRepository } from './plants/plant-repository.js'
 import { createPlantService } from './plants/plant-service.js'
@@ -49,6 +49,7 @@ export async function buildApp ({ config, tokens, repository, logger }: AppOptio
     genReqId: requestId,
     requestIdHeader: false,
     logController: new AccessLog(),
+    childLoggerFactory: requestLoggerFactory,
     // Requests that arrive while closing are served, with Connection: close (below), instead of
     // Fastify's fixed 503 body; /readyz turns 503 so the load balancer stops sending them.
     return503OnClosing: false,
@@ -72,8 +73,10 @@ export async function buildApp ({ config, tokens, repository, logger }: AppOptio
   let closing = false
   app.addHook('preClose', async () => { closing = true })
   // Callback-style hooks on the hot path: an async hook costs a promise per request (about 4 µs here).
+  // The first hook of every request, so that every reply that goes through the hooks carries these.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
+    setSecurityHeaders(reply)
     done()
   })
   app.addHook('onSend', (_request, reply, payload, done) => {
@@ -84,7 +87,6 @@ export async function buildApp ({ config, tokens, repository, logger }: AppOptio
   app.addHook('onClose', async () => { await repository.close() })
 
   await app.register(drain, { graceMs: DRAIN_GRACE_MS })
-  await app.register(securityHeaders)
   if (app.log.level === 'debug' || app.log.level === 'trace') await app.register(processHealth, { intervalMs: 5000 })
   await app.register(overload, { limits: config.overload ?? defaultOverloadLimits() })
   await app.register(jsonBody)

@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
-import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify'
+import type { Bindings, ChildLoggerOptions } from 'pino'
+
+/** pino's LogFn without its overloads, to pass any arguments on as they came. */
+type Forward = (...args: unknown[]) => void
 
 /** A caller's request id is kept when it is short printable ASCII; otherwise one is made. */
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/
@@ -11,6 +15,51 @@ export function requestId (request: IncomingMessage): string {
 }
 
 /**
+ * request.log and reply.log: the pino child with the request id, made only when something logs
+ * through it. Fastify makes a child per request by default, and pino's child() (bindings
+ * serialised, a new logger object) was the dearest part of having a logger at all; most requests
+ * only ever write the access line, which AccessLog writes through the root with the id itself.
+ * Every other request-scoped line (errors.ts, Fastify, plugins) still carries the id, via the child.
+ */
+export class RequestLogger implements FastifyBaseLogger {
+  #child: FastifyBaseLogger | undefined
+  readonly root: FastifyBaseLogger
+  readonly #bindings: Bindings
+  readonly #options: ChildLoggerOptions
+
+  constructor (root: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions) {
+    this.root = root
+    this.#bindings = bindings
+    this.#options = options
+  }
+
+  get #log (): FastifyBaseLogger {
+    return (this.#child ??= this.root.child(this.#bindings, this.#options))
+  }
+
+  get level (): string { return this.#child?.level ?? this.#options.level ?? this.root.level }
+  set level (level: string) { this.#log.level = level }
+
+  // Prototype methods, not per-instance closures: one small object per request is the whole cost.
+  fatal (...args: unknown[]): void { const log = this.#log; (log.fatal as Forward).apply(log, args) }
+  error (...args: unknown[]): void { const log = this.#log; (log.error as Forward).apply(log, args) }
+  warn (...args: unknown[]): void { const log = this.#log; (log.warn as Forward).apply(log, args) }
+  info (...args: unknown[]): void { const log = this.#log; (log.info as Forward).apply(log, args) }
+  debug (...args: unknown[]): void { const log = this.#log; (log.debug as Forward).apply(log, args) }
+  trace (...args: unknown[]): void { const log = this.#log; (log.trace as Forward).apply(log, args) }
+  silent (): void {}
+
+  child (bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
+    return this.#log.child(bindings, options)
+  }
+}
+
+/** Fastify's childLoggerFactory: the lazy RequestLogger instead of a pino child per request. */
+export function requestLoggerFactory (logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
+  return new RequestLogger(logger, bindings, options)
+}
+
+/**
  * One line per completed request instead of Fastify's two: request id, method, route pattern,
  * status and duration. Never the URL (its query could carry a token) and never a header.
  */
@@ -18,13 +67,17 @@ export class AccessLog extends LogController {
   override incomingRequest (): void {}
 
   override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    // The root logger with the id written here, the same line the child would write, without
+    // making the child (RequestLogger above) for it.
+    const log = reply.log instanceof RequestLogger ? reply.log.root : reply.log
     const line = {
+      reqId: request.id,
       method: request.method,
       route: request.routeOptions.url,
       status: reply.statusCode,
       ms: Math.round(reply.elapsedTime * 100) / 100
     }
-    if (error) reply.log.error({ ...line, err: error }, 'request failed')
-    else reply.log.info(line, 'request')
+    if (error) log.error({ ...line, err: error }, 'request failed')
+    else log.info(line, 'request')
   }
 }

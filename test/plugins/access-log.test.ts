@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { TOKEN, buildTestApp, postPlant } from '../helpers.js'
+import type { PlantRepository } from '../../src/plants/plant-repository.js'
+import { StoreUnavailableError } from '../../src/errors.js'
+import { JSON_AUTH, TOKEN, buildTestApp, postPlant } from '../helpers.js'
 
 const parse = (lines: string[]) => lines.map((line) => JSON.parse(line) as Record<string, unknown>)
 
@@ -26,6 +28,26 @@ describe('access log', () => {
       expect(line).not.toContain(TOKEN)
       expect(line.toLowerCase()).not.toContain('authorization')
       expect(line).not.toContain('access_token')
+    }
+  })
+
+  it('carries the request id on every line of a request: the 500 and 503 error lines and the access line', async () => {
+    for (const failure of [new Error('unexpected'), new StoreUnavailableError()]) {
+      const lines: string[] = []
+      const repository: PlantRepository = {
+        insert: async () => { throw failure },
+        ready: async () => {},
+        close: async () => {}
+      }
+      const app = await buildTestApp({ repository, logLines: lines })
+      const res = await postPlant(app, { id: 1, name: 'fern' }, { ...JSON_AUTH, 'x-request-id': 'caller-id-1' })
+      expect(res.headers['x-request-id']).toBe('caller-id-1')
+      const entries = parse(lines)
+      expect(entries).toHaveLength(2)
+      expect(entries[0]).toMatchObject({ level: res.statusCode === 500 ? 50 : 40, reqId: 'caller-id-1', msg: res.statusCode === 500 ? 'request failed' : 'request refused' })
+      expect(entries[1]).toMatchObject({ level: 30, reqId: 'caller-id-1', status: res.statusCode, msg: 'request' })
+      // Once, not twice: the access line is not written through a child that already has the id.
+      for (const line of lines) expect(line.match(/"reqId"/g)).toHaveLength(1)
     }
   })
 })
