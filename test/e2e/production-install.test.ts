@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { run } from './server-process.js'
+import { run, startServer } from './server-process.js'
 
 /**
  * What the Docker image relies on, proven without a Docker engine: a production-only install of the
@@ -37,10 +37,8 @@ describe.skipIf(!enabled)(enabled
 
       const [command, ...args] = execForm('CMD')
       expect([command, ...args]).toEqual(['node', 'dist/server.js'])
-      const server = run(process.execPath, args, { HOST: '0.0.0.0', PORT: '0', API_TOKENS: 'smoke', NODE_ENV: 'production' }, { cwd: app, ...UNPRIVILEGED })
-      await expect.poll(() => server.stdout.find((line) => line.includes('Server listening')), { timeout: 15000 }).toBeDefined()
-      const listening = server.stdout.find((line) => line.includes('Server listening')) ?? ''
-      const port = new URL((JSON.parse(listening) as { msg: string }).msg.replace('Server listening at ', '')).port
+      const server = await startServer({ HOST: '0.0.0.0', API_TOKENS: 'smoke', NODE_ENV: 'production' }, { cwd: app, ...UNPRIVILEGED })
+      const port = String(server.port)
       expect(readFileSync(`/proc/${server.child.pid}/status`, 'utf8')).toMatch(/^Uid:\s+65534\s/m)
 
       const base = `http://127.0.0.1:${port}`

@@ -1,49 +1,89 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import { onTestFinished } from 'vitest'
 
+/** The built entry point, as `npm start` and the Docker image run it. */
 export const SERVER = fileURLToPath(new URL('../../dist/server.js', import.meta.url))
 
-export interface ServerProcess {
-  child: ChildProcess
-  url: string
-  port: number
-  /** Every stdout line so far (pino JSON). */
-  stdout: string[]
-  stderr: () => string
-  exited: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
+export interface Exit {
+  code: number | null
+  signal: NodeJS.Signals | null
 }
 
-/** Runs a command with the given environment and collects its output and exit. */
-export function run (command: string, args: string[], env: NodeJS.ProcessEnv, options: { cwd?: string, uid?: number, gid?: number } = {}) {
+export interface RunningProcess {
+  child: ChildProcess
+  /** Every stdout line so far (the server's pino JSON lines). */
+  stdout: string[]
+  stderr: () => string
+  exited: Promise<Exit>
+  /** Resolves with the first stdout line, existing or future, that passes `test`. */
+  waitForLine: (test: (line: string) => boolean, timeoutMs?: number) => Promise<string>
+}
+
+export interface ServerProcess extends RunningProcess {
+  url: string
+  port: number
+}
+
+/**
+ * Runs a command with only PATH and the given environment, collects its output and exit, and
+ * kills it when the test ends if it is still running.
+ */
+export function run (command: string, args: string[], env: NodeJS.ProcessEnv, options: { cwd?: string, uid?: number, gid?: number } = {}): RunningProcess {
   const child = spawn(command, args, { ...options, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
+  onTestFinished(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL')
+      await exited
+    }
+  })
   const stdout: string[] = []
-  let stderr = ''
+  const waiters = new Set<{ test: (line: string) => boolean, resolve: (line: string) => void }>()
   let partial = ''
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
     const parts = (partial + chunk).split('\n')
     partial = parts.pop() ?? ''
-    stdout.push(...parts)
+    for (const line of parts) {
+      stdout.push(line)
+      for (const waiter of waiters) {
+        if (waiter.test(line)) {
+          waiters.delete(waiter)
+          waiter.resolve(line)
+        }
+      }
+    }
   })
+  let stderr = ''
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
-  const exited = once(child, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }))
-  onTestFinished(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
-  return { child, stdout, stderr: () => stderr, exited }
+  const waitForLine = (test: (line: string) => boolean, timeoutMs = 10000): Promise<string> => {
+    const found = stdout.find(test)
+    if (found !== undefined) return Promise.resolve(found)
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        test,
+        resolve: (line: string) => {
+          clearTimeout(timer)
+          resolve(line)
+        }
+      }
+      const timer = setTimeout(() => {
+        waiters.delete(waiter)
+        reject(new Error(`no matching log line within ${timeoutMs} ms; stderr: ${stderr}`))
+      }, timeoutMs)
+      waiters.add(waiter)
+    })
+  }
+  return { child, stdout, stderr: () => stderr, exited, waitForLine }
 }
 
-/** Starts the built server on a free port and waits for its "listening" line. */
-export async function startServer (env: NodeJS.ProcessEnv): Promise<ServerProcess> {
-  const proc = run(process.execPath, [SERVER], { PORT: '0', ...env })
-  const deadline = Date.now() + 15000
-  while (Date.now() < deadline) {
-    const line = proc.stdout.find((text) => text.includes('Server listening at http://'))
-    if (line !== undefined) {
-      const url = (JSON.parse(line) as { msg: string }).msg.replace('Server listening at ', '')
-      return { ...proc, url, port: Number(new URL(url).port) }
-    }
-    if (proc.child.exitCode !== null) throw new Error(`server exited ${proc.child.exitCode}: ${proc.stderr()}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-  throw new Error(`server did not start: ${proc.stderr()}`)
+/** Starts the built server on a free port (PORT=0) and resolves once it listens. */
+export async function startServer (env: NodeJS.ProcessEnv, options: { cwd?: string, uid?: number, gid?: number } = {}): Promise<ServerProcess> {
+  const proc = run(process.execPath, [SERVER], { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, options)
+  const listening = await Promise.race([
+    proc.waitForLine((line) => line.includes('Server listening at http://'), 15000),
+    proc.exited.then(({ code, signal }) => { throw new Error(`server exited (${code ?? signal}) before listening: ${proc.stderr()}`) })
+  ])
+  const url = (JSON.parse(listening) as { msg: string }).msg.replace('Server listening at ', '')
+  return { ...proc, url: url.replace('0.0.0.0', '127.0.0.1'), port: Number(new URL(url).port) }
 }

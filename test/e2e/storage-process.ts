@@ -1,66 +1,17 @@
-import { spawn, type ChildProcess } from 'node:child_process'
-import { createInterface } from 'node:readline'
-import { fileURLToPath } from 'node:url'
-import { onTestFinished } from 'vitest'
+import { run, SERVER, startServer as startBuiltServer, type ServerProcess } from './server-process.js'
 
 export const E2E_TOKEN = 'storage-e2e-token'
-const SERVER = fileURLToPath(new URL('../../dist/server.js', import.meta.url))
 
-export interface ServerProcess {
-  url: string
-  child: ChildProcess
-  /** Resolves when the process has ended, with how it ended. */
-  exited: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
-  stderr: () => string
-}
-
-function spawnServer (env: Record<string, string>): { child: ChildProcess, exited: ServerProcess['exited'], stderr: () => string } {
-  const child = spawn(process.execPath, [SERVER], {
-    env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', API_TOKENS: E2E_TOKEN, ...env },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  let stderr = ''
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
-  const exited = new Promise<{ code: number | null, signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => resolve({ code, signal }))
-  })
-  return { child, exited, stderr: () => stderr }
-}
-
-/**
- * Starts the built server (`dist/server.js`) on a free port and resolves once it listens, with the
- * address from its "Server listening at" log line. Killed when the test ends if still running.
- */
-export async function startServer (env: Record<string, string>): Promise<ServerProcess> {
-  const { child, exited, stderr } = spawnServer(env)
-  onTestFinished(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL')
-      await exited
-    }
-  })
-  const url = await new Promise<string>((resolve, reject) => {
-    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream })
-    lines.on('line', (line) => {
-      const found = /Server listening at (http:\/\/[^"\s]+)/.exec(line)
-      if (found?.[1] !== undefined) {
-        resolve(found[1])
-        // Keep draining stdout so the server never blocks on a full pipe.
-        lines.removeAllListeners('line')
-        lines.on('line', () => {})
-      }
-    })
-    void exited.then(({ code, signal }) => reject(new Error(`server exited (${code ?? signal}) before listening: ${stderr()}`)))
-  })
-  return { url, child, exited, stderr }
+/** Starts the built server with the e2e token (and any other settings). */
+export function startServer (env: Record<string, string>): Promise<ServerProcess> {
+  return startBuiltServer({ API_TOKENS: E2E_TOKEN, ...env })
 }
 
 /** Runs the built server until it exits by itself (a start that must fail). */
 export async function runServerToExit (env: Record<string, string>): Promise<{ code: number | null, stderr: string }> {
-  const { child, exited, stderr } = spawnServer(env)
-  child.stdout?.resume()
-  const { code } = await exited
-  return { code, stderr: stderr() }
+  const proc = run(process.execPath, [SERVER], { PORT: '0', HOST: '127.0.0.1', API_TOKENS: E2E_TOKEN, ...env })
+  const { code } = await proc.exited
+  return { code, stderr: proc.stderr() }
 }
 
 export interface Reply {

@@ -1,7 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process'
 import { connect } from 'node:net'
-import { fileURLToPath } from 'node:url'
-import { onTestFinished } from 'vitest'
 import { createMemoryPlantRepository } from '../../src/plants/memory-plant-repository.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 
@@ -50,64 +47,6 @@ export function parseRawReply (text: string): { status: number, headers: Record<
     headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim()
   }
   return { status, headers, body: end === -1 ? '' : text.slice(end + 4) }
-}
-
-export const SERVER_JS = fileURLToPath(new URL('../../dist/server.js', import.meta.url))
-
-export interface RunningServer {
-  child: ChildProcess
-  port: number
-  /** Every stdout line so far (pino JSON). */
-  lines: string[]
-  stderr: () => string
-  /** Resolves with the exit code (or the signal's name). */
-  exited: Promise<number | string>
-  /** Resolves with the first line, existing or future, that matches. */
-  waitForLine: (test: (line: string) => boolean, timeoutMs?: number) => Promise<string>
-}
-
-/** Starts the built server (`node dist/server.js`) on a free port, and kills it when the test ends. */
-export async function startBuiltServer (env: Record<string, string>): Promise<RunningServer> {
-  const child = spawn(process.execPath, [SERVER_JS], {
-    env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  onTestFinished(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
-  const lines: string[] = []
-  const waiters: { test: (line: string) => boolean, resolve: (line: string) => void }[] = []
-  let partial = ''
-  child.stdout.on('data', (chunk: Buffer) => {
-    const parts = (partial + chunk.toString('utf8')).split('\n')
-    partial = parts.pop() ?? ''
-    for (const line of parts) {
-      lines.push(line)
-      for (const waiter of [...waiters]) {
-        if (waiter.test(line)) {
-          waiters.splice(waiters.indexOf(waiter), 1)
-          waiter.resolve(line)
-        }
-      }
-    }
-  })
-  let stderr = ''
-  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString('utf8') })
-  const exited = new Promise<number | string>((resolve) => {
-    child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'))
-  })
-  const waitForLine = (test: (line: string) => boolean, timeoutMs = 10000): Promise<string> => {
-    const found = lines.find(test)
-    if (found !== undefined) return Promise.resolve(found)
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no matching log line within ${timeoutMs} ms; stderr: ${stderr}`)), timeoutMs)
-      waiters.push({ test, resolve: (line) => { clearTimeout(timer); resolve(line) } })
-    })
-  }
-  const listening = await Promise.race([
-    waitForLine((line) => line.includes('Server listening at http://127.0.0.1:')),
-    exited.then((code) => { throw new Error(`server exited ${code} before listening: ${stderr}`) })
-  ])
-  const port = Number(/127\.0\.0\.1:(\d+)/.exec(listening)?.[1])
-  return { child, port, lines, stderr: () => stderr, exited, waitForLine }
 }
 
 /** Polls until `condition` holds (or throws after `timeoutMs`): waits on a state, never a fixed sleep. */

@@ -1,7 +1,8 @@
 import { Agent, request } from 'node:http'
 import { describe, expect, it } from 'vitest'
 import { TOKEN } from '../helpers.js'
-import { startBuiltServer, until } from './hardening-helpers.js'
+import { startServer } from '../e2e/server-process.js'
+import { until } from './hardening-helpers.js'
 
 const CONNECTIONS = 50
 const SHUTDOWN_TIMEOUT_MS = 5000
@@ -41,7 +42,7 @@ function post (agent: Agent, port: number, id: number, runTag: string): Promise<
 
 describe('shutdown under load (built server)', () => {
   it(`finishes every accepted request and exits 0 within SHUTDOWN_TIMEOUT_MS when SIGTERM arrives under load from ${CONNECTIONS} keep-alive connections`, async () => {
-    const server = await startBuiltServer({ API_TOKENS: TOKEN, SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS) })
+    const server = await startServer({ API_TOKENS: TOKEN, SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS) })
     const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS })
     const outcomes: Outcome[] = []
     let nextId = 1
@@ -66,12 +67,12 @@ describe('shutdown under load (built server)', () => {
     const inFlightAtSignal = inFlight
     signalledAt = Date.now()
     server.child.kill('SIGTERM')
-    const exitCode = await server.exited
+    const exit = await server.exited
     const exitedAfter = Date.now() - signalledAt
     await Promise.all(workers)
     agent.destroy()
 
-    expect(exitCode).toBe(0)
+    expect(exit).toEqual({ code: 0, signal: null })
     expect(exitedAfter).toBeLessThan(SHUTDOWN_TIMEOUT_MS)
     expect(inFlightAtSignal).toBeGreaterThan(0)
 
@@ -85,7 +86,7 @@ describe('shutdown under load (built server)', () => {
     // never accepted that request. No reset at all, not even the keep-alive race (a request
     // written to an idle connection just as the server closes it), which plugins/drain.ts avoids.
     // And no request the server handled may be missing its reply.
-    const handled = new Set(server.lines.map((line) => (JSON.parse(line) as { reqId?: string }).reqId).filter((id) => id !== undefined))
+    const handled = new Set(server.stdout.map((line) => (JSON.parse(line) as { reqId?: string }).reqId).filter((id) => id !== undefined))
     const failures = outcomes.filter((o) => o.error !== undefined)
     for (const failure of failures) {
       expect(failure.error, JSON.stringify(failure)).toBe('ECONNREFUSED')
@@ -97,13 +98,13 @@ describe('shutdown under load (built server)', () => {
   }, 40000)
 
   it('does not let an idle keep-alive connection hold the exit back beyond the drain grace', async () => {
-    const server = await startBuiltServer({ API_TOKENS: TOKEN, SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS) })
+    const server = await startServer({ API_TOKENS: TOKEN, SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS) })
     const agent = new Agent({ keepAlive: true, maxSockets: 1 })
     const first = await post(agent, server.port, 1, 'idle')
     expect(first.status).toBe(200)
     const signalledAt = Date.now()
     server.child.kill('SIGTERM')
-    expect(await server.exited).toBe(0)
+    expect(await server.exited).toEqual({ code: 0, signal: null })
     // The grace is 500 ms; 3 s is a generous bound, far below the 72 s keep-alive timeout.
     expect(Date.now() - signalledAt).toBeLessThan(3000)
     agent.destroy()

@@ -3,7 +3,8 @@ import { Agent, request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { startBuiltServer, until, type RunningServer } from './hardening-helpers.js'
+import { startServer, type ServerProcess } from '../e2e/server-process.js'
+import { until } from './hardening-helpers.js'
 
 function post (port: number, token: string, id: number, agent?: Agent): Promise<number> {
   const payload = JSON.stringify({ id, name: 'fern' })
@@ -20,8 +21,8 @@ function post (port: number, token: string, id: number, agent?: Agent): Promise<
   })
 }
 
-const messages = (server: RunningServer, from: number) =>
-  server.lines.slice(from).map((line) => JSON.parse(line) as { level: number, msg: string, reason?: string })
+const messages = (server: ServerProcess, from: number) =>
+  server.stdout.slice(from).map((line) => JSON.parse(line) as { level: number, msg: string, reason?: string })
 
 describe('token rotation with API_TOKENS_FILE (built server)', () => {
   it('reloads on SIGHUP without a restart and without failing requests in flight; refuses a reload that would leave no token', async () => {
@@ -29,7 +30,7 @@ describe('token rotation with API_TOKENS_FILE (built server)', () => {
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
     const file = join(dir, 'tokens')
     writeFileSync(file, 'old-token\nstable-token\n')
-    const server = await startBuiltServer({ API_TOKENS_FILE: file })
+    const server = await startServer({ API_TOKENS_FILE: file })
     const { port } = server
     let id = 0
 
@@ -46,7 +47,7 @@ describe('token rotation with API_TOKENS_FILE (built server)', () => {
     }))
     await until(() => statuses.length > 200, 10000, 'load running')
 
-    let from = server.lines.length
+    let from = server.stdout.length
     writeFileSync(file, 'new-token\nstable-token\n')
     server.child.kill('SIGHUP')
     await until(() => messages(server, from).some((m) => m.msg === 'tokens reloaded'), 10000, 'tokens reloaded')
@@ -61,7 +62,7 @@ describe('token rotation with API_TOKENS_FILE (built server)', () => {
     expect(server.child.exitCode).toBe(null) // SIGHUP did not stop it
 
     // An empty file would lock every client out: refused, logged, the current set stays.
-    from = server.lines.length
+    from = server.stdout.length
     writeFileSync(file, '\n')
     server.child.kill('SIGHUP')
     await until(() => messages(server, from).some((m) => m.msg.startsWith('tokens not reloaded')), 10000, 'refusal logged')
@@ -71,17 +72,17 @@ describe('token rotation with API_TOKENS_FILE (built server)', () => {
     expect(await post(port, 'new-token', ++id)).toBe(200)
 
     // So would a missing file.
-    from = server.lines.length
+    from = server.stdout.length
     rmSync(file)
     server.child.kill('SIGHUP')
     await until(() => messages(server, from).some((m) => m.msg.startsWith('tokens not reloaded') && m.reason?.includes('ENOENT') === true), 10000, 'refusal logged')
     expect(await post(port, 'new-token', ++id)).toBe(200)
 
     // No log line carries a token.
-    expect(server.lines.join('\n')).not.toMatch(/old-token|new-token|stable-token/)
+    expect(server.stdout.join('\n')).not.toMatch(/old-token|new-token|stable-token/)
 
     server.child.kill('SIGTERM')
-    expect(await server.exited).toBe(0)
+    expect(await server.exited).toEqual({ code: 0, signal: null })
   }, 40000)
 
   it('reloads when the file changes, without a signal', async () => {
@@ -89,8 +90,8 @@ describe('token rotation with API_TOKENS_FILE (built server)', () => {
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
     const file = join(dir, 'tokens')
     writeFileSync(file, 'old-token\n')
-    const server = await startBuiltServer({ API_TOKENS_FILE: file })
-    const from = server.lines.length
+    const server = await startServer({ API_TOKENS_FILE: file })
+    const from = server.stdout.length
     writeFileSync(file, 'rotated-token-with-another-length\n')
     // The file is polled every 2 s.
     await until(() => messages(server, from).some((m) => m.msg === 'tokens reloaded'), 10000, 'tokens reloaded')
@@ -99,8 +100,8 @@ describe('token rotation with API_TOKENS_FILE (built server)', () => {
   }, 20000)
 
   it('treats SIGHUP as "nothing to reload" when the tokens come from API_TOKENS, and keeps running', async () => {
-    const server = await startBuiltServer({ API_TOKENS: 'a-token' })
-    const from = server.lines.length
+    const server = await startServer({ API_TOKENS: 'a-token' })
+    const from = server.stdout.length
     server.child.kill('SIGHUP')
     await until(() => messages(server, from).some((m) => m.msg.startsWith('SIGHUP: nothing to reload')), 10000, 'SIGHUP logged')
     expect(await post(server.port, 'a-token', 1)).toBe(200)
