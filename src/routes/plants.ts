@@ -19,13 +19,14 @@ export const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async 
       body: Type.Ref(NewPlant),
       response: {
         200: Type.Ref(Plant, { description: 'The plant as stored; tag only when it was given' }),
-        400: error('The body is not JSON, not an object, or a field is missing or of the wrong type (no type coercion)'),
+        400: error('The body is not UTF-8 JSON, not an object, or a field is missing or of the wrong type (no type coercion)'),
         401: error('The bearer token is missing or not valid; carries WWW-Authenticate'),
         409: error('A plant with this id exists with another name or tag'),
         413: error('The body is larger than BODY_LIMIT'),
         415: error('The content type is not application/json'),
+        429: error('Over RATE_LIMIT_PER_MINUTE for this token (only when it is set); carries Retry-After and RateLimit headers'),
         500: error('An unexpected error; the detail is in the log only'),
-        503: error('The store is unavailable or the service is shutting down; carries Retry-After'),
+        503: error('Overloaded, not ready, or the store is unavailable; nothing was stored; carries Retry-After'),
         507: error('The memory store is full (MAX_PLANTS)')
       }
     }

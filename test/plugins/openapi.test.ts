@@ -41,9 +41,9 @@ describe('GET /openapi.json', () => {
   it('documents every status POST /plants can answer, each error as an Error record', async () => {
     const post = (await document()).paths['/plants'].post
     expect(post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/NewPlant' })
-    expect(Object.keys(post.responses).sort()).toEqual(['200', '400', '401', '409', '413', '415', '500', '503', '507'])
+    expect(Object.keys(post.responses).sort()).toEqual(['200', '400', '401', '409', '413', '415', '429', '500', '503', '507'])
     expect(post.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Plant' })
-    for (const status of ['400', '401', '409', '413', '415', '500', '503', '507']) {
+    for (const status of ['400', '401', '409', '413', '415', '429', '500', '503', '507']) {
       expect(post.responses[status].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' })
     }
   })
