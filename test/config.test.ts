@@ -31,6 +31,7 @@ describe('loadConfig', () => {
     ['both token sources', { API_TOKENS: 'a', API_TOKENS_FILE: '/x' }, /^API_TOKENS and API_TOKENS_FILE are both set/],
     ['a missing tokens file', { API_TOKENS_FILE: '/nonexistent/tokens' }, /^API_TOKENS_FILE: cannot read \/nonexistent\/tokens: ENOENT/],
     ['a PORT that is not a number', { API_TOKENS: 'a', PORT: 'abc' }, /^PORT must be integer/],
+    ['a PORT of Infinity', { API_TOKENS: 'a', PORT: 'Infinity' }, /^PORT must be integer/],
     ['a PORT out of range', { API_TOKENS: 'a', PORT: '70000' }, /^PORT must be <= 65535/],
     ['an unknown LOG_LEVEL', { API_TOKENS: 'a', LOG_LEVEL: 'loud' }, /^LOG_LEVEL/],
     ['a BODY_LIMIT below 64', { API_TOKENS: 'a', BODY_LIMIT: '10' }, /^BODY_LIMIT must be >= 64/],
