@@ -37,7 +37,7 @@ describe.skipIf(!enabled)(enabled
 
       const [command, ...args] = execForm('CMD')
       expect([command, ...args]).toEqual(['node', 'dist/server.js'])
-      const server = await startServer({ HOST: '0.0.0.0', API_TOKENS: 'smoke', NODE_ENV: 'production' }, { cwd: app, ...UNPRIVILEGED })
+      const server = await startServer({ HOST: '0.0.0.0', API_TOKENS: 'smoke', NODE_ENV: 'production' }, { args, cwd: app, ...UNPRIVILEGED })
       const port = String(server.port)
       expect(readFileSync(`/proc/${server.child.pid}/status`, 'utf8')).toMatch(/^Uid:\s+65534\s/m)
 

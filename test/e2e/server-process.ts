@@ -77,9 +77,12 @@ export function run (command: string, args: string[], env: NodeJS.ProcessEnv, op
   return { child, stdout, stderr: () => stderr, exited, waitForLine }
 }
 
-/** Starts the built server on a free port (PORT=0) and resolves once it listens. */
-export async function startServer (env: NodeJS.ProcessEnv, options: { cwd?: string, uid?: number, gid?: number } = {}): Promise<ServerProcess> {
-  const proc = run(process.execPath, [SERVER], { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, options)
+/**
+ * Starts the built server on a free port (PORT=0) and resolves once it listens. `args` replaces the
+ * script (e.g. the Dockerfile's `dist/server.js`, relative to `cwd`).
+ */
+export async function startServer (env: NodeJS.ProcessEnv, { args = [SERVER], ...options }: { args?: string[], cwd?: string, uid?: number, gid?: number } = {}): Promise<ServerProcess> {
+  const proc = run(process.execPath, args, { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }, options)
   const listening = await Promise.race([
     proc.waitForLine((line) => line.includes('Server listening at http://'), 15000),
     proc.exited.then(({ code, signal }) => { throw new Error(`server exited (${code ?? signal}) before listening: ${proc.stderr()}`) })
