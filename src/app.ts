@@ -20,11 +20,11 @@ import { validatorCompiler } from './validation.js'
 
 export interface AppOptions {
   /** http and overload default to config.ts's defaults; no rateLimit means none. */
-  config: Pick<Config, 'bodyLimit' | 'logLevel'> & Partial<Pick<Config, 'http' | 'overload' | 'rateLimit'>>
+  config: Pick<Config, 'bodyLimit'> & Partial<Pick<Config, 'http' | 'overload' | 'rateLimit'>>
   tokens: TokenSet
   repository: PlantRepository
-  /** A pino logger to use (tests pass one that writes to memory); default: JSON on stdout at config.logLevel. */
-  logger?: FastifyBaseLogger
+  /** The pino logger: server.ts's writes JSON lines to stdout, tests' write to memory. */
+  logger: FastifyBaseLogger
 }
 
 /** Keep-alive connections may bring one more request this long after shutdown begins (plugins/drain.ts). */
@@ -60,10 +60,7 @@ export async function buildApp ({ config, tokens, repository, logger }: AppOptio
     },
     clientErrorHandler
   }
-  const app = Fastify(logger === undefined
-    ? { ...options, logger: { level: config.logLevel } }
-    : { ...options, loggerInstance: logger }
-  ).withTypeProvider<TypeBoxTypeProvider>()
+  const app = Fastify({ ...options, loggerInstance: logger }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.setValidatorCompiler(validatorCompiler)
   for (const schema of sharedSchemas) app.addSchema(schema)

@@ -1,6 +1,8 @@
 import closeWithGrace from 'close-with-grace'
+import pino from 'pino'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
+import { TurnBatchedDestination } from './lib/log-destination.js'
 import { createTokenSet } from './plugins/auth.js'
 import { createRepository } from './storage.js'
 import { watchTokens } from './token-reload.js'
@@ -10,7 +12,9 @@ async function main (): Promise<void> {
   const config = loadConfig(process.env)
   const repository = await createRepository(config)
   const tokens = createTokenSet(config.tokens)
-  const app = await buildApp({ config, tokens, repository })
+  // JSON lines on stdout, each event-loop turn's lines in one write (lib/log-destination.ts).
+  const logger = pino({ level: config.logLevel }, new TurnBatchedDestination(1))
+  const app = await buildApp({ config, tokens, repository, logger })
 
   // SIGHUP reloads the tokens file (rotation); it must never start a shutdown.
   if (config.tokensFile === undefined) {

@@ -33,7 +33,7 @@ export async function buildTestApp (options: TestAppOptions = {}): Promise<App> 
     }
   }))
   const app = await buildApp({
-    config: { bodyLimit: options.bodyLimit ?? 16384, logLevel: 'info', ...options.config },
+    config: { bodyLimit: options.bodyLimit ?? 16384, ...options.config },
     tokens: createTokenSet(options.tokens ?? [TOKEN]),
     repository: options.repository ?? createMemoryPlantRepository({ maxPlants: options.maxPlants ?? 100000 }),
     logger
