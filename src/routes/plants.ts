@@ -30,5 +30,5 @@ export const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async 
         507: error('The memory store is full (MAX_PLANTS)')
       }
     }
-  }, async (request) => plants.create(request.body))
+  }, (request) => plants.create(request.body))
 }
