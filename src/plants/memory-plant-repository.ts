@@ -1,4 +1,5 @@
 import { StoreFullError } from '../errors.js'
+import { SafeIntegerMap } from '../lib/safe-integer-map.js'
 import type { Plant, PlantId } from '../schemas.js'
 import { samePlant, type PlantRepository } from './plant-repository.js'
 
@@ -19,22 +20,27 @@ const toStored = (plant: Plant): Stored => plant.tag === undefined ? plant.name 
 const fromStored = (stored: Stored): Plant => typeof stored === 'string' ? { name: stored } : stored
 
 /**
- * Plants in a Map keyed by the canonical id (a number when safe, else a bigint, so one id has one
- * key). Single-threaded, so check-then-set needs no lock. Forgotten on restart.
+ * Plants keyed by the canonical id: a number when it is safe (lib/safe-integer-map.ts, no boxed key
+ * per plant), else a bigint (a Map; ids beyond ±2^53 are rare), so one id has one key.
+ * Single-threaded, so check-then-set needs no lock. Forgotten on restart.
  */
 export function createMemoryPlantRepository ({ maxPlants }: MemoryPlantRepositoryOptions): PlantRepository {
-  const plants = new Map<PlantId, Stored>()
+  const plants = new SafeIntegerMap<Stored>()
+  const bigPlants = new Map<bigint, Stored>()
+  const get = (id: PlantId): Stored | undefined => typeof id === 'number' ? plants.get(id) : bigPlants.get(id)
   return {
     async insert (id, plant) {
-      const stored = plants.get(id)
+      const stored = get(id)
       if (stored !== undefined) return samePlant(fromStored(stored), plant) ? 'same' : 'conflict'
-      if (plants.size >= maxPlants) throw new StoreFullError()
-      plants.set(id, toStored(plant))
+      if (plants.size + bigPlants.size >= maxPlants) throw new StoreFullError()
+      if (typeof id === 'number') plants.set(id, toStored(plant))
+      else bigPlants.set(id, toStored(plant))
       return 'created'
     },
     async ready () {},
     async close () {
       plants.clear()
+      bigPlants.clear()
     }
   }
 }

@@ -1,0 +1,64 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { SafeIntegerMap } from '../../src/lib/safe-integer-map.js'
+
+const key = fc.oneof(
+  fc.integer({ min: -1000, max: 1000 }),
+  fc.maxSafeInteger(),
+  fc.integer({ min: 0, max: 0xffff }).map((n) => n * 2 ** 32), // same low 32 bits, different high bits
+  fc.integer({ min: 0, max: 0xffff }).map((n) => 2 ** 40 + n), // same high bits, different low bits
+  fc.constantFrom(0, -0, Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, 2 ** 31, -(2 ** 31), 2 ** 32, -(2 ** 32))
+)
+
+type Op = { op: 'set', key: number, value: string } | { op: 'get', key: number } | { op: 'clear' }
+const op: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 10, arbitrary: fc.record({ op: fc.constant('set' as const), key, value: fc.string() }) },
+  { weight: 10, arbitrary: fc.record({ op: fc.constant('get' as const), key }) },
+  { weight: 1, arbitrary: fc.constant({ op: 'clear' as const }) }
+)
+
+describe('SafeIntegerMap', () => {
+  it('answers every get and size like a Map, through growth and clear (model-based)', () => {
+    fc.assert(fc.property(fc.array(op, { maxLength: 3000 }), (ops) => {
+      const map = new SafeIntegerMap<string>(16)
+      const model = new Map<number, string>()
+      for (const step of ops) {
+        if (step.op === 'set') {
+          map.set(step.key, step.value)
+          model.set(step.key, step.value)
+        } else if (step.op === 'get') {
+          expect(map.get(step.key)).toBe(model.get(step.key))
+        } else {
+          map.clear()
+          model.clear()
+        }
+        expect(map.size).toBe(model.size)
+      }
+      for (const [k, v] of model) expect(map.get(k)).toBe(v)
+    }), { numRuns: 200 })
+  })
+
+  it('keeps 200,000 sequential 13-digit ids (the benchmark\'s) and finds none it was not given', () => {
+    const map = new SafeIntegerMap<number>()
+    const first = 4_294_967_296
+    for (let i = 0; i < 200_000; i++) map.set(first + i, i)
+    expect(map.size).toBe(200_000)
+    for (let i = 0; i < 200_000; i += 997) expect(map.get(first + i)).toBe(i)
+    expect(map.get(first - 1)).toBeUndefined()
+    expect(map.get(first + 200_000)).toBeUndefined()
+  })
+
+  it('treats 0 and -0 as one key, as a Map does', () => {
+    const map = new SafeIntegerMap<string>()
+    map.set(-0, 'a')
+    expect(map.get(0)).toBe('a')
+    map.set(0, 'b')
+    expect([map.size, map.get(-0)]).toEqual([1, 'b'])
+  })
+
+  it('refuses keys that are not safe integers (they belong in a Map of bigints)', () => {
+    const map = new SafeIntegerMap<string>()
+    for (const bad of [2 ** 53, -(2 ** 53), 1.5, Number.NaN, Infinity]) expect(() => map.set(bad, 'x')).toThrow(RangeError)
+    expect(map.size).toBe(0)
+  })
+})
