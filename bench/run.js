@@ -14,6 +14,8 @@ const ROOT = dirname(BENCH)
 const RESULTS = join(BENCH, 'results')
 const TOKEN = 'bench-token-0123456789abcdef'
 const ALL_TARGETS = ['baseline-raw', 'baseline-fastify', 'memory', 'sqlite', 'postgres', 'pgbench', 'plant-memory']
+// Opt-in: what each feature costs (bench/feature-ladder.js), never part of the default run.
+const LADDER_TARGETS = ['ladder-1', 'ladder-2', 'ladder-3', 'ladder-4', 'ladder-5', 'ladder-6']
 const DEFAULT_PG_URL = 'postgres://postgres@127.0.0.1:5432/test'
 
 // ---------------------------------------------------------------------------------------------
@@ -48,7 +50,8 @@ if (args.help) {
   --rounds N           interleaved rounds; the table shows medians (default 3; --quick 2)
   --connections N      concurrent connections for the HTTP targets (default 50)
   --pg-connections N   connections for the postgres target and pgbench (default 16)
-  --targets a,b        any of ${ALL_TARGETS.join(', ')} (default: all)
+  --targets a,b        any of ${ALL_TARGETS.join(', ')} (default: all);
+                       also ${LADDER_TARGETS.join(', ')} (bench/feature-ladder.js, opt-in)
   --quick              short run for development (about a minute)
   --tool wrk|autocannon  load generator (default: wrk when installed)
   --threads N          wrk threads (default 1 when pinned, 2 otherwise)
@@ -84,8 +87,8 @@ const options = {
   targets: args.targets === undefined ? ALL_TARGETS : args.targets.split(',').map((t) => t.trim()).filter(Boolean)
 }
 for (const target of options.targets) {
-  if (!ALL_TARGETS.includes(target)) {
-    console.error(`bench: unknown target "${target}"; targets: ${ALL_TARGETS.join(', ')}`)
+  if (!ALL_TARGETS.includes(target) && !LADDER_TARGETS.includes(target)) {
+    console.error(`bench: unknown target "${target}"; targets: ${[...ALL_TARGETS, ...LADDER_TARGETS].join(', ')}`)
     process.exit(2)
   }
 }
@@ -330,6 +333,10 @@ const httpTargets = {
   'baseline-raw': { script: join(BENCH, 'baseline-raw.js'), env: () => ({}) },
   'baseline-fastify': { script: join(BENCH, 'baseline-fastify.js'), env: () => ({}) },
   memory: { script: join(ROOT, 'dist', 'server.js'), service: true, env: async () => ({ env: serviceEnv({}) }) },
+  ...Object.fromEntries(LADDER_TARGETS.map((name) => [name, {
+    script: join(BENCH, 'feature-ladder.js'),
+    env: () => ({ STEP: name.slice('ladder-'.length), API_TOKENS: TOKEN })
+  }])),
   sqlite: {
     script: join(ROOT, 'dist', 'server.js'),
     service: true,
@@ -395,7 +402,7 @@ async function startServer (target, env) {
 /** One round of one HTTP target: start (several times, for the start time), warm-up, measured window, RSS, stop. */
 async function measureHttp (name, round) {
   const target = httpTargets[name]
-  const prepared = target.service ? await target.env(round) : { env: { ...process.env, PORT: '', HOST: '127.0.0.1' } }
+  const prepared = target.service ? await target.env(round) : { env: { ...process.env, ...target.env(), PORT: '', HOST: '127.0.0.1' } }
   if (prepared.skipped) return { skipped: prepared.skipped }
   const env = { ...prepared.env, HOST: '127.0.0.1' }
   const connections = target.pg ? options.pgConnections : options.connections
