@@ -1,28 +1,26 @@
 import { randomInt } from 'node:crypto'
 
 /**
- * A map from safe integers (|key| ≤ 2^53 − 1) to values, for the memory store's ids. A JS Map boxes
- * every key beyond ±2^31 as a heap number: one more object per entry for the garbage collector to
- * copy and mark, for as long as the entry lives. Here the keys sit unboxed in a Float64Array (open
- * addressing, linear probing, at most half full), and the values in an array beside it. Measured
- * (bench/README.md, "memory store"): about 0.25 µs less per insert than a Map at 600k entries and
- * about 0.8 µs less per stored request in the service, mostly garbage-collection time.
- * Values must not be undefined (undefined is what get() answers for a missing key).
+ * A map from safe integers (|key| ≤ 2^53 − 1) to numbers, for the memory store's ids and record
+ * handles. A JS Map boxes every key beyond ±2^31 as a heap number and keeps its values in a heap
+ * array: objects the garbage collector copies and marks for as long as the entries live. Here keys
+ * and values sit unboxed in two Float64Arrays (open addressing, linear probing, at most half full),
+ * outside the JS heap: a million entries are nothing for the GC to trace.
  */
-export class SafeIntegerMap<V> {
+export class SafeIntegerMap {
   #keys: Float64Array
-  #values: Array<V | undefined>
+  #values: Float64Array
   #size = 0
 
   constructor (initialCapacity = 1024) {
     const capacity = 2 ** Math.max(4, Math.ceil(Math.log2(initialCapacity)))
     this.#keys = new Float64Array(capacity).fill(Number.NaN)
-    this.#values = new Array<V | undefined>(capacity).fill(undefined)
+    this.#values = new Float64Array(capacity)
   }
 
   get size (): number { return this.#size }
 
-  get (key: number): V | undefined {
+  get (key: number): number | undefined {
     const keys = this.#keys
     const mask = keys.length - 1
     for (let i = slot(key, mask); ; i = (i + 1) & mask) {
@@ -33,7 +31,7 @@ export class SafeIntegerMap<V> {
   }
 
   /** Adds or replaces the value of a safe-integer key. */
-  set (key: number, value: V): void {
+  set (key: number, value: number): void {
     if (!Number.isSafeInteger(key)) throw new RangeError(`SafeIntegerMap keys must be safe integers, got ${key}`)
     if ((this.#size + 1) * 2 > this.#keys.length) this.#grow()
     this.#put(key, value)
@@ -41,11 +39,10 @@ export class SafeIntegerMap<V> {
 
   clear (): void {
     this.#keys.fill(Number.NaN)
-    this.#values.fill(undefined)
     this.#size = 0
   }
 
-  #put (key: number, value: V): void {
+  #put (key: number, value: number): void {
     const keys = this.#keys
     const mask = keys.length - 1
     for (let i = slot(key, mask); ; i = (i + 1) & mask) {
@@ -67,11 +64,11 @@ export class SafeIntegerMap<V> {
     const keys = this.#keys
     const values = this.#values
     this.#keys = new Float64Array(keys.length * 2).fill(Number.NaN)
-    this.#values = new Array<V | undefined>(keys.length * 2).fill(undefined)
+    this.#values = new Float64Array(keys.length * 2)
     this.#size = 0
     for (let i = 0; i < keys.length; i++) {
       const k = keys[i] as number
-      if (!Number.isNaN(k)) this.#put(k, values[i] as V)
+      if (!Number.isNaN(k)) this.#put(k, values[i] as number)
     }
   }
 }

@@ -1,0 +1,46 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { TextArena } from '../../src/lib/text-arena.js'
+
+describe('TextArena', () => {
+  it('gives back every name and tag exactly, with or without a tag (empty tag included)', () => {
+    const arena = new TextArena()
+    const plants = [
+      { name: 'fern' }, { name: 'rose', tag: 'flower' }, { name: '', tag: '' }, { name: 'ivy', tag: '' }, { name: '' },
+      { name: '🌵 cactus 👩‍🌾', tag: 'نبات' }, { name: 'e\u0301chinacea' }, { name: 'a"b\\c\u0001' }
+    ]
+    const handles = plants.map((plant) => arena.add(plant.name, plant.tag))
+    expect(handles.map((handle) => arena.read(handle))).toEqual(plants)
+    expect('tag' in arena.read(handles[0] as number)).toBe(false)
+  })
+
+  it('round-trips any well-formed text, across chunk boundaries (property)', () => {
+    const arena = new TextArena()
+    const stored: Array<[number, { name: string, tag?: string }]> = []
+    fc.assert(fc.property(fc.string({ unit: 'grapheme', maxLength: 200 }), fc.option(fc.string({ unit: 'binary', maxLength: 50 }), { nil: undefined }), (name, tag) => {
+      const safeTag = tag?.isWellFormed() === true ? tag : undefined
+      const handle = arena.add(name, safeTag)
+      const plant = safeTag === undefined ? { name } : { name, tag: safeTag }
+      stored.push([handle, plant])
+      expect(arena.read(handle)).toEqual(plant)
+    }), { numRuns: 2000 })
+    for (const [handle, plant] of stored) expect(arena.read(handle)).toEqual(plant)
+  })
+
+  it('keeps records when chunks fill up, including one larger than a chunk', () => {
+    const arena = new TextArena()
+    const big = 'ü'.repeat(3 * 1024 * 1024) // 6 MiB of UTF-8, beyond one 4 MiB chunk
+    const before = Array.from({ length: 20000 }, (_, i) => arena.add(`plant ${i} `.repeat(30), i % 2 === 0 ? undefined : `tag ${i}`))
+    const bigHandle = arena.add(big, 'big')
+    const after = Array.from({ length: 20000 }, (_, i) => arena.add(`after ${i}`, undefined))
+    expect(arena.read(before[12345] as number)).toEqual({ name: 'plant 12345 '.repeat(30), tag: 'tag 12345' })
+    expect(arena.read(bigHandle)).toEqual({ name: big, tag: 'big' })
+    expect(arena.read(after[19999] as number)).toEqual({ name: 'after 19999' })
+  })
+
+  it('refuses text with an unpaired surrogate instead of storing it changed', () => {
+    const arena = new TextArena()
+    expect(() => arena.add('a\ud800b', undefined)).toThrow(TypeError)
+    expect(() => arena.add('ok', '\udc00')).toThrow(TypeError)
+  })
+})
