@@ -51,6 +51,8 @@ describe('parseJsonExact', () => {
       fc.boolean(),
       (id, others, idFirst) => {
         const rest = JSON.stringify(others).slice(1, -1)
+        // Nested "__proto__" and "constructor" keys are refused by design (tested elsewhere), not kept.
+        fc.pre(!rest.includes('__proto__') && !rest.includes('constructor'))
         const members = idFirst ? [`"id":${id}`, rest] : [rest, `"id":${id}`]
         const body = parseJsonExact(`{${members.filter((m) => m !== '').join(',')}}`) as { id: unknown }
         expect(BigInt(body.id as bigint)).toBe(id)
