@@ -4,8 +4,8 @@ import pino from 'pino'
  * Where the service's log lines go: a file descriptor (stdout), written through pino's own
  * destination (sonic-boom: partial writes, EAGAIN on a full pipe, EPIPE), but once per turn of the
  * event loop instead of once per line. Under load one turn serves many requests, so their access
- * lines leave in one write(2): measured (bench/README.md, "Logging"), a synchronous write per line
- * cost 1.2 µs more per request than this. A line waits at most until the end of the turn that
+ * lines leave in one write(2); a synchronous write per line cost 1 to 2 µs more per request
+ * (bench/README.md, "What each feature costs"). A line waits at most until the end of the turn that
  * logged it, never for more traffic: unlike sonic-boom's minLength, which holds lines until enough
  * bytes come, a quiet service still logs at once. What a turn logged is written even when the
  * process exits in that turn (process.exit, a fatal error); only a SIGKILL can lose it.
