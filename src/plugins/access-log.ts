@@ -64,20 +64,38 @@ export function requestLoggerFactory (logger: FastifyBaseLogger, bindings: Bindi
  * status and duration. Never the URL (its query could carry a token) and never a header.
  */
 export class AccessLog extends LogController {
+  /**
+   * Per method and route pattern (a bounded set: the app's routes), a child of the root logger
+   * with both bound: pino serialises bindings once, when the child is made, so each line
+   * serialises three fields instead of five (570 → 380 ns a line, bench/README.md).
+   */
+  readonly #routeLoggers = new Map<string, FastifyBaseLogger>()
+
   override incomingRequest (): void {}
 
   override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     // The root logger with the id written here, the same line the child would write, without
     // making the child (RequestLogger above) for it.
-    const log = reply.log instanceof RequestLogger ? reply.log.root : reply.log
-    const line = {
-      reqId: request.id,
-      method: request.method,
-      route: request.routeOptions.url,
-      status: reply.statusCode,
-      ms: Math.round(reply.elapsedTime * 100) / 100
+    const root = reply.log instanceof RequestLogger ? reply.log.root : reply.log
+    const route = request.routeOptions.url
+    const ms = Math.round(reply.elapsedTime * 100) / 100
+    if (error) {
+      root.error({ reqId: request.id, method: request.method, route, status: reply.statusCode, ms, err: error }, 'request failed')
+    } else if (route === undefined) {
+      // No route (a 404): the method is whatever the client sent, so it is not a key to keep.
+      root.info({ reqId: request.id, method: request.method, route, status: reply.statusCode, ms }, 'request')
+    } else {
+      this.#routeLogger(root, request.method, route).info({ reqId: request.id, status: reply.statusCode, ms }, 'request')
     }
-    if (error) log.error({ ...line, err: error }, 'request failed')
-    else log.info(line, 'request')
+  }
+
+  #routeLogger (root: FastifyBaseLogger, method: string, route: string): FastifyBaseLogger {
+    const key = `${method} ${route}`
+    let log = this.#routeLoggers.get(key)
+    if (log === undefined) {
+      log = root.child({ method, route })
+      this.#routeLoggers.set(key, log)
+    }
+    return log
   }
 }

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { exactInteger, parseJsonExact } from '../../src/lib/exact-json.js'
+import { exactInteger, maybeInexact, parseJsonExact } from '../../src/lib/exact-json.js'
 
 describe('exactInteger', () => {
   it('gives numbers for safe integers and bigints beyond, exactly', () => {
@@ -83,3 +83,17 @@ describe('parseJsonExact', () => {
     expect(() => parseJsonExact('{"id":1,')).toThrow(SyntaxError)
   })
 })
+
+describe('maybeInexact', () => {
+  it('flags exactly the texts /\\d{16}|\\d[.eE]/ matches (16 digits in a row, or a digit then . e E)', () => {
+    const reference = /\d{16}|\d[.eE]/
+    const text = fc.array(fc.constantFrom('0', '5', '9', '.', 'e', 'E', '-', '+', ' ', '"', 'a', '/', ':', '{'), { maxLength: 40 }).map((chars) => chars.join(''))
+    fc.assert(fc.property(fc.oneof(text, fc.string(), fc.json()), (value) => {
+      expect(maybeInexact(value), value).toBe(reference.test(value))
+    }), { numRuns: 2000 })
+    for (const value of ['1234567890123456', '123456789012345', '1.0', '1e5', '2E-3', '.5', 'e1', '{"id":4294967297,"name":"bench plant"}']) {
+      expect(maybeInexact(value), value).toBe(reference.test(value))
+    }
+  })
+})
+

@@ -16,6 +16,21 @@ describe('access log', () => {
     expect(typeof entries[0]?.ms).toBe('number')
   })
 
+  it('writes method and route once per line, from the route\'s child logger or, without a route (404), from the request', async () => {
+    const lines: string[] = []
+    const app = await buildTestApp({ logLines: lines })
+    await postPlant(app, { id: 1, name: 'fern' })
+    await postPlant(app, { id: 2, name: 'ivy' })
+    await app.inject({ method: 'DELETE', url: '/nope' })
+    const entries = parse(lines)
+    expect(entries.map((entry) => [entry.method, entry.route, entry.status])).toEqual([['POST', '/plants', 200], ['POST', '/plants', 200], ['DELETE', undefined, 404]])
+    for (const line of lines) {
+      expect(line.match(/"method"/g)).toHaveLength(1)
+      expect(line.match(/"route"/g)?.length ?? 0).toBeLessThanOrEqual(1)
+      expect(line.match(/"reqId"/g)).toHaveLength(1)
+    }
+  })
+
   it('never logs the token or the Authorization header, on success, 401, 400 and 500', async () => {
     const lines: string[] = []
     const app = await buildTestApp({ logLines: lines })

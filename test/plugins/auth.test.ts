@@ -16,7 +16,12 @@ describe('createTokenSet', () => {
     }
   })
 
-  it('tells apart tokens whose UTF-8 bytes share a latin1 reading (the digest, not the text, is compared)', () => {
+  it('refuses a repetition of a known token (the known token is read cyclically, the lengths still differ)', () => {
+    const set = createTokenSet(['ab12'])
+    for (const token of ['ab12ab12', 'ab12a', 'ab1']) expect(set.verify(token), token).toBe(false)
+  })
+
+  it('tells apart tokens whose UTF-8 bytes share a latin1 reading (UTF-16 code units are compared, not bytes)', () => {
     // 'é' (U+00E9) and its UTF-8 bytes read as latin1 ('Ã©') are different tokens.
     const set = createTokenSet(['é'])
     expect(set.verify('é')).toBe(true)
@@ -28,6 +33,7 @@ describe('createTokenSet', () => {
     set.replace(['new-1', 'new-2'])
     expect([set.verify('old'), set.verify('new-1'), set.verify('new-2')]).toEqual([false, true, true])
     expect(() => set.replace([])).toThrow(/empty set/)
+    expect(() => set.replace(['new-3', ''])).toThrow(/empty token/)
     expect(set.verify('new-1')).toBe(true)
   })
 })
