@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify'
 import type { Bindings, ChildLoggerOptions } from 'pino'
@@ -9,9 +9,18 @@ type Forward = (...args: unknown[]) => void
 /** A caller's request id is kept when it is short printable ASCII; otherwise one is made. */
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/
 
+/**
+ * A made id is this process's random prefix (64 bits, so two processes or two runs do not share
+ * one) and a sequence number in base 36: unique, in order within a process, and half the cost of
+ * a random UUID per request (0.7 µs of CPU per request, bench/README.md). It tells a caller how
+ * many requests this process has served, which is no secret here.
+ */
+const ID_PREFIX = `${randomBytes(8).toString('hex')}-`
+let sequence = 0
+
 export function requestId (request: IncomingMessage): string {
   const given = request.headers['x-request-id']
-  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : ID_PREFIX + (++sequence).toString(36)
 }
 
 /**

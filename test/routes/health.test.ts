@@ -8,6 +8,9 @@ import { validatorCompiler } from '../../src/validation.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 import { buildTestApp } from '../helpers.js'
 
+/** A generated request id: 16 hex digits of this process's random prefix, then a base-36 sequence number. */
+const GENERATED_ID = /^[0-9a-f]{16}-[0-9a-z]+$/
+
 describe('health routes', () => {
   it('answers /livez 200 without a token', async () => {
     const app = await buildTestApp()
@@ -63,7 +66,7 @@ describe('request ids', () => {
     const app = await buildTestApp()
     for (const given of ['x'.repeat(129), 'has space', 'ünï']) {
       const res = await app.inject({ method: 'GET', url: '/livez', headers: { 'x-request-id': given } })
-      expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
+      expect(res.headers['x-request-id']).toMatch(GENERATED_ID)
     }
   })
 
@@ -71,8 +74,19 @@ describe('request ids', () => {
     const app = await buildTestApp()
     const a = await app.inject({ method: 'GET', url: '/nope' })
     const b = await app.inject({ method: 'POST', url: '/plants' })
-    expect(a.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
-    expect(b.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
+    expect(a.headers['x-request-id']).toMatch(GENERATED_ID)
+    expect(b.headers['x-request-id']).toMatch(GENERATED_ID)
     expect(a.headers['x-request-id']).not.toBe(b.headers['x-request-id'])
+  })
+
+  it('makes ids with one random prefix per process and a rising sequence number', async () => {
+    const app = await buildTestApp()
+    const ids = []
+    for (let i = 0; i < 3; i++) ids.push((await app.inject({ method: 'GET', url: '/livez' })).headers['x-request-id'] as string)
+    const parts = ids.map((id) => id.split('-'))
+    expect(new Set(parts.map(([prefix]) => prefix)).size).toBe(1)
+    const numbers = parts.map(([, number]) => parseInt(number ?? '', 36))
+    expect(numbers[1]).toBe((numbers[0] ?? 0) + 1)
+    expect(numbers[2]).toBe((numbers[0] ?? 0) + 2)
   })
 })
