@@ -14,7 +14,7 @@ const RESERVED_PLANTS = 1_000_000
 
 /**
  * Plants in memory, with nothing per plant on the JS heap: the name and tag as UTF-8 in a
- * TextArena, the id → record map in a SafeIntegerMap (unboxed Float64Arrays) for safe-integer ids,
+ * TextArena, the id → record map in a SafeIntegerMap (unboxed, in a Float64Array) for safe-integer ids,
  * or a Map for the rare ids beyond ±2^53 (bigints). So the store can grow to millions of plants
  * without the garbage collector copying or marking them: measured (bench/README.md), plants kept
  * as JS objects cost every request about 2 µs and raised the p99 latency. The id is the canonical
