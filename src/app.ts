@@ -14,7 +14,7 @@ import { overload } from './plugins/under-pressure.js'
 import type { PlantRepository } from './plants/plant-repository.js'
 import { createPlantService } from './plants/plant-service.js'
 import { healthRoutes } from './routes/health.js'
-import { plantRoutes } from './routes/plants.js'
+import { plantMethodRoutes, plantRoutes, plantsAllowedMethods } from './routes/plants.js'
 import { sharedSchemas } from './schemas.js'
 import { validatorCompiler } from './validation.js'
 
@@ -64,7 +64,7 @@ export async function buildApp ({ config, tokens, repository, logger }: AppOptio
 
   app.setValidatorCompiler(validatorCompiler)
   for (const schema of sharedSchemas) app.addSchema(schema)
-  installErrorHandlers(app)
+  installErrorHandlers(app, plantsAllowedMethods)
 
   let closing = false
   app.addHook('preClose', async () => { closing = true })
@@ -88,6 +88,8 @@ export async function buildApp ({ config, tokens, repository, logger }: AppOptio
   await app.register(jsonBody)
   await app.register(openapi)
   await app.register(healthRoutes, { repository, isClosing: () => closing })
+  // Outside the auth scope: a 405 needs no token, like a 404.
+  await app.register(plantMethodRoutes)
   await app.register(async function protectedRoutes (scope) {
     await scope.register(auth, { tokens })
     if (config.rateLimit !== undefined) {

@@ -16,6 +16,17 @@ export const StoreUnavailableError = createError('PLANTS_STORE_UNAVAILABLE', 'th
 export const NotReadyError = createError('PLANTS_NOT_READY', 'the service is not ready', 503)
 export const OverloadedError = createError('PLANTS_OVERLOADED', 'the service is overloaded, retry later', 503)
 export const RateLimitedError = createError('PLANTS_RATE_LIMITED', 'too many requests with this token: at most %s per minute, retry in %s s', 429)
+export const MethodNotAllowedError = createError('PLANTS_METHOD_NOT_ALLOWED', '%s is not allowed on %s; allowed: %s', 405)
+
+/**
+ * The 405 for a method the resource at `path` does not take, with the Allow header a 405 must carry
+ * (RFC 9110 §15.5.6): `allow` lists the methods that act on the resource. The error handler turns it
+ * into the Error record; the header set here stays on the reply.
+ */
+export function methodNotAllowed (request: FastifyRequest, reply: FastifyReply, path: string, allow: string): FastifyError {
+  reply.header('allow', allow)
+  return new MethodNotAllowedError(request.method, path, allow)
+}
 
 /** Messages for Fastify's own 4xx errors, written for the people who call this API. */
 const frameworkMessages: Record<string, (request: FastifyRequest) => string> = {
@@ -60,12 +71,19 @@ export function sendError (error: FastifyError, request: FastifyRequest, reply: 
   reply.code(status).type('application/json; charset=utf-8').send(errorRecord(status, message))
 }
 
-/** Installs the one error shape on every path an error can take out of Fastify. */
-export function installErrorHandlers (app: FastifyInstance): void {
+/**
+ * Installs the one error shape on every path an error can take out of Fastify. `allowedMethods`
+ * maps a resource's path to its Allow header: a request for that path reaches the not-found handler
+ * only with a method Fastify does not route at all (WebDAV's PROPFIND, PURGE, ...; the routed ones
+ * have their own 405 route, see routes/plants.ts), and is a 405 too, not a 404.
+ */
+export function installErrorHandlers (app: FastifyInstance, allowedMethods: ReadonlyMap<string, string> = new Map()): void {
   app.setErrorHandler(sendError)
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?', 1)[0] ?? ''
-    reply.code(404).send(errorRecord(404, `no route for ${request.method} ${path.slice(0, 200)}`))
+    const allow = allowedMethods.get(path)
+    if (allow !== undefined) reply.send(methodNotAllowed(request, reply, path, allow))
+    else reply.code(404).send(errorRecord(404, `no route for ${request.method} ${path.slice(0, 200)}`))
   })
 }
 
