@@ -1,0 +1,41 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { gzipSync } from 'node:zlib'
+import { describe, expect, it } from 'vitest'
+import { startServer } from './server-process.js'
+
+const TOKEN = 'e2e-token'
+const MiB = 2 ** 20
+
+/** The peak resident memory of a process so far (Linux: VmHWM in /proc/<pid>/status), in bytes. */
+function peakRss (pid: number): number {
+  const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  if (match === null) throw new Error(`no VmHWM in /proc/${pid}/status`)
+  return Number(match[1]) * 1024
+}
+
+const hasProc = existsSync('/proc/self/status')
+if (!hasProc) console.warn('skipping the gzip bomb memory test: it reads the server\'s peak RSS from /proc (Linux only)')
+
+describe('a gzip bomb against the built server', () => {
+  it.skipIf(!hasProc)('answers 413 and the server\'s peak memory does not grow by the decoded size (100 MiB of zeros in 100 kB)', async () => {
+    const server = await startServer({ API_TOKENS: TOKEN, BODY_LIMIT: '131072' })
+    const pid = server.child.pid as number
+    const post = (body: Buffer) => fetch(`${server.url}/plants`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      body
+    })
+    // Warm up the gzip path, so that what is measured is the bomb alone.
+    expect((await post(gzipSync('{"id":1,"name":"fern"}'))).status).toBe(200)
+    const bomb = gzipSync(Buffer.alloc(100 * MiB), { level: 9 })
+    expect(bomb.length).toBeLessThan(131072)
+    const before = peakRss(pid)
+
+    const res = await post(bomb)
+    expect(res.status).toBe(413)
+    expect(await res.json()).toEqual({ error: 413, message: 'body must not be larger than 131072 bytes once decoded' })
+    // Decoding it whole would hold at least its 100 MiB at once; cut off at BODY_LIMIT it holds about 128 kB.
+    expect(peakRss(pid) - before).toBeLessThan(16 * MiB)
+    expect((await post(gzipSync('{"id":2,"name":"moss"}'))).status).toBe(200)
+  })
+})
