@@ -118,7 +118,7 @@ describe('request bodies with a content coding (RFC 9110 §8.4)', () => {
     expect((await postEncoded(app, gzipSync(text), 'gzip')).statusCode).toBe(200)
   })
 
-  it('answers 413 for a gzip bomb (10 MB of zeros in 10 kB); test/e2e/content-coding.test.ts shows it costs no memory', async () => {
+  it('answers 413 for a gzip bomb (10 MB of zeros in 10 kB); test/e2e/http-semantics.test.ts shows it costs no memory', async () => {
     const app = await buildTestApp()
     const bomb = gzipSync(Buffer.alloc(10 * 2 ** 20), { level: 9 })
     expect(bomb.length).toBeLessThan(16384)
