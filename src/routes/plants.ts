@@ -39,9 +39,13 @@ export const plantMethodRoutes: FastifyPluginAsyncTypebox = async (app) => {
     // Never reached (onRequest has answered); a handler is what makes this a route.
     handler: (request, reply) => reply.send(refuse(request, reply))
   })
-  app.options('/plants', { schema: { hide: true } }, (_request, reply) => {
-    reply.code(204).header('allow', PLANTS_OPTIONS_ALLOW).send()
-  })
+  // Answered in onRequest too: content sent with an OPTIONS has no defined use (RFC 9110 §9.3.7)
+  // and is never read, so it cannot turn the 204 into a 413 or 415.
+  const describe = (reply: FastifyReply) => reply.code(204).header('allow', PLANTS_OPTIONS_ALLOW).send()
+  app.options('/plants', {
+    schema: { hide: true },
+    onRequest: (_request, reply) => { describe(reply) }
+  }, (_request, reply) => { describe(reply) })
 }
 
 /** POST /plants: the schema validates, the service decides, the reply schema serializes. */
