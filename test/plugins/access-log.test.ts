@@ -22,8 +22,9 @@ describe('access log', () => {
     await postPlant(app, { id: 1, name: 'fern' })
     await postPlant(app, { id: 2, name: 'ivy' })
     await app.inject({ method: 'DELETE', url: '/nope' })
+    await app.inject({ method: 'DELETE', url: '/plants' })
     const entries = parse(lines)
-    expect(entries.map((entry) => [entry.method, entry.route, entry.status])).toEqual([['POST', '/plants', 200], ['POST', '/plants', 200], ['DELETE', undefined, 404]])
+    expect(entries.map((entry) => [entry.method, entry.route, entry.status])).toEqual([['POST', '/plants', 200], ['POST', '/plants', 200], ['DELETE', undefined, 404], ['DELETE', '/plants', 405]])
     for (const line of lines) {
       expect(line.match(/"method"/g)).toHaveLength(1)
       expect(line.match(/"route"/g)?.length ?? 0).toBeLessThanOrEqual(1)
