@@ -70,7 +70,9 @@ export function requestLoggerFactory (logger: FastifyBaseLogger, bindings: Bindi
 
 /**
  * One line per completed request instead of Fastify's two: request id, method, route pattern,
- * status and duration. Never the URL (its query could carry a token) and never a header.
+ * client, status and duration. Never the URL (its query could carry a token) and never a header.
+ * `client` is the accepted token's client (auth.ts: its name, or a label derived from the token's
+ * SHA-256); a request without an accepted token has none, and pino leaves an undefined field out.
  */
 export class AccessLog extends LogController {
   /**
@@ -89,12 +91,12 @@ export class AccessLog extends LogController {
     const route = request.routeOptions.url
     const ms = Math.round(reply.elapsedTime * 100) / 100
     if (error) {
-      root.error({ reqId: request.id, method: request.method, route, status: reply.statusCode, ms, err: error }, 'request failed')
+      root.error({ reqId: request.id, method: request.method, route, client: request.client?.name, status: reply.statusCode, ms, err: error }, 'request failed')
     } else if (route === undefined) {
       // No route (a 404): the method is whatever the client sent, so it is not a key to keep.
       root.info({ reqId: request.id, method: request.method, route, status: reply.statusCode, ms }, 'request')
     } else {
-      this.#routeLogger(root, request.method, route).info({ reqId: request.id, status: reply.statusCode, ms }, 'request')
+      this.#routeLogger(root, request.method, route).info({ reqId: request.id, client: request.client?.name, status: reply.statusCode, ms }, 'request')
     }
   }
 
