@@ -58,12 +58,19 @@ function difference (presented: string, known: string): number {
   return difference
 }
 
+/** The same for two SHA-256 digests as latin1 strings (32 characters each, so no length to hide). */
+function digestDifference (presented: string, known: string): number {
+  let difference = 0
+  for (let i = 0; i < 32; i++) difference |= presented.charCodeAt(i) ^ known.charCodeAt(i)
+  return difference
+}
+
 /** -1 (every bit set) when a difference is 0, else 0; without a branch (a difference is below 2^31). */
 const sameMask = (difference: number): number => ~((difference | -difference) >> 31)
 
 interface Known {
   plain: string[]
-  /** The hashed entries' SHA-256 digests, 64 lowercase hex digits each. */
+  /** The hashed entries' SHA-256 digests as 'binary' (latin1) strings: 32 characters, one per byte. */
   digests: string[]
   /** The plain entries' clients, then the hashed entries'. */
   clients: Client[]
@@ -83,7 +90,7 @@ function knownTokens (entries: readonly (TokenEntry | string)[]): Known {
     if (seen.has(digest)) throw new Error('refusing a token listed twice')
     seen.add(digest)
     if ('sha256' in entry) {
-      known.digests.push(entry.sha256)
+      known.digests.push(Buffer.from(entry.sha256, 'hex').toString('binary'))
       hashedClients.push({ name: entry.name, rateLimitKey: `client:${entry.name}` })
     } else {
       known.plain.push(entry.token)
@@ -107,10 +114,10 @@ export function createTokenSet (entries: readonly (TokenEntry | string)[]): Toke
       let position = 0
       for (const candidate of plain) found |= sameMask(difference(token, candidate)) & ++position
       if (digests.length > 0) {
-        // Hashed entries: one SHA-256 of the presented token (crypto.hash, as hex: the cheapest form
-        // in Node 20), compared with every known digest in the same constant time.
-        const digest = hash('sha256', token)
-        for (const candidate of digests) found |= sameMask(difference(digest, candidate)) & ++position
+        // Hashed entries: one SHA-256 of the presented token (crypto.hash with a string out: a third
+        // of createHash's cost in Node 20), compared with every known digest, every byte of each.
+        const digest = hash('sha256', token, 'binary')
+        for (const candidate of digests) found |= sameMask(digestDifference(digest, candidate)) & ++position
       }
       return found === 0 ? undefined : clients[found - 1]
     },

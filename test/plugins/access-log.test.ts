@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 import { StoreUnavailableError } from '../../src/errors.js'
+import { createTokenSet } from '../../src/plugins/auth.js'
 import { JSON_AUTH, TOKEN, buildTestApp, postPlant } from '../helpers.js'
 
 const parse = (lines: string[]) => lines.map((line) => JSON.parse(line) as Record<string, unknown>)
@@ -29,6 +30,7 @@ describe('access log', () => {
       expect(line.match(/"method"/g)).toHaveLength(1)
       expect(line.match(/"route"/g)?.length ?? 0).toBeLessThanOrEqual(1)
       expect(line.match(/"reqId"/g)).toHaveLength(1)
+      expect(line.match(/"client"/g)?.length ?? 0).toBeLessThanOrEqual(1)
     }
   })
 
@@ -77,6 +79,16 @@ describe('access log', () => {
       await postPlant(app, { id: 1, name: 'fern' }, json('ci-token-123'))
       await postPlant(app, { id: 2, name: 'fern' }, json('billing-secret-1'))
       expect(parse(lines).map((entry) => [entry.client, entry.status])).toEqual([['ci', 200], ['billing', 200]])
+    })
+
+    it('follows a reload: the same token under a new name is logged under the new name', async () => {
+      const lines: string[] = []
+      const tokenSet = createTokenSet([{ name: 'ci', token: 'ci-token-123' }])
+      const app = await buildTestApp({ logLines: lines, tokenSet })
+      await postPlant(app, { id: 1, name: 'fern' }, json('ci-token-123'))
+      tokenSet.replace([{ name: 'deploy', token: 'ci-token-123' }])
+      await postPlant(app, { id: 1, name: 'fern' }, json('ci-token-123'))
+      expect(parse(lines).map((entry) => entry.client)).toEqual(['ci', 'deploy'])
     })
 
     it('is sha256: and 12 hex digits of the token\'s SHA-256 for an unnamed token: the same in another app, never the token or its start', async () => {
