@@ -71,6 +71,9 @@ export function createMetrics (): Metrics {
   const registry = new Registry()
   // process_resident_memory_bytes, process_cpu_seconds_total, nodejs_eventloop_lag_*, nodejs_gc_duration_seconds, nodejs_heap_*.
   collectDefaultMetrics({ register: registry })
+  // Gauges that prom-client names like counters (promtool: "non-counter metrics should not have
+  // _total suffix"); nodejs_active_handles, _requests and _resources, by type, remain: sum them.
+  for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(name)
   const reloads = new Counter({
     name: 'plant_store_token_reloads_total',
     help: 'Reloads of API_TOKENS_FILE (SIGHUP or a change of the file): ok, or refused (the previous tokens stay accepted).',
@@ -79,6 +82,9 @@ export function createMetrics (): Metrics {
   })
   const ok = reloads.labels('ok')
   const refused = reloads.labels('refused')
+  // Exported as 0 from the start, so that increase() sees the first reload.
+  ok.inc(0)
+  refused.inc(0)
   return {
     registry,
     requests: new RequestMetrics(registry),
