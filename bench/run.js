@@ -15,7 +15,7 @@ const RESULTS = join(BENCH, 'results')
 const TOKEN = 'bench-token-0123456789abcdef'
 const ALL_TARGETS = ['baseline-raw', 'baseline-fastify', 'memory', 'sqlite', 'postgres', 'pgbench', 'plant-memory']
 // Opt-in: what each feature costs (bench/feature-ladder.js), never part of the default run.
-const LADDER_TARGETS = ['ladder-1', 'ladder-2', 'ladder-3', 'ladder-4', 'ladder-5', 'ladder-6']
+const LADDER_TARGETS = ['ladder-1', 'ladder-2', 'ladder-3', 'ladder-4', 'ladder-5', 'ladder-6', 'ladder-7']
 const DEFAULT_PG_URL = 'postgres://postgres@127.0.0.1:5432/test'
 
 // ---------------------------------------------------------------------------------------------
@@ -323,9 +323,10 @@ async function measurePgbench (round) {
 
 const serviceEnv = (extra) => {
   // The service's own settings come from the bench only, never from the caller's shell.
-  const own = new Set(['PORT', 'HOST', 'LOG_LEVEL', 'API_TOKENS', 'API_TOKENS_FILE', 'DATABASE_URL', 'BODY_LIMIT', 'MAX_PLANTS', 'NODE_OPTIONS'])
+  const own = new Set(['PORT', 'HOST', 'LOG_LEVEL', 'API_TOKENS', 'API_TOKENS_FILE', 'DATABASE_URL', 'BODY_LIMIT', 'MAX_PLANTS', 'NODE_OPTIONS', 'METRICS_PORT', 'METRICS_HOST', 'OTEL_EXPORTER_OTLP_ENDPOINT'])
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !own.has(name)))
-  return { ...env, API_TOKENS: TOKEN, LOG_LEVEL: 'info', MAX_PLANTS: '16000000', ...extra }
+  // Metrics on, as the Docker image runs (METRICS_PORT=9464); a free port, nothing scrapes it. No OTLP export.
+  return { ...env, API_TOKENS: TOKEN, LOG_LEVEL: 'info', MAX_PLANTS: '16000000', METRICS_PORT: '0', ...extra }
 }
 const nodeFlags = () => args['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []
 
