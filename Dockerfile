@@ -16,7 +16,8 @@ RUN npm run build && npm prune --omit=dev
 FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
-    PORT=3000
+    PORT=3000 \
+    METRICS_PORT=9464
 WORKDIR /app
 COPY --from=build --chown=root:root /app/package.json ./
 COPY --from=build --chown=root:root /app/node_modules ./node_modules
@@ -26,6 +27,8 @@ RUN mkdir /data && chown node:node /data
 VOLUME ["/data"]
 USER node
 EXPOSE 3000
+# Prometheus metrics (GET /metrics, no token): publish it only to the monitoring network. METRICS_PORT= turns it off.
+EXPOSE 9464
 # No curl in the image: Node's own fetch probes the liveness route.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/livez').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]

@@ -9,7 +9,9 @@
 //   4  the same at info: one access line per request, written per event-loop turn
 //   5  bearer auth (plugins/auth: @fastify/bearer-auth, SHA-256 digests)
 //   6  request ids, the security headers, the shutdown onSend hook, @fastify/under-pressure
-// The `memory` target is step 6 plus the rest of the real service (timeouts, error handlers,
+//   7  Prometheus metrics (plugins/metrics: the onResponse histogram; plants/metered-plant-repository),
+//      counted as with METRICS_PORT set, nothing scraping
+// The `memory` target is step 7 plus the rest of the real service (timeouts, error handlers,
 // health routes, OpenAPI). Listens on 127.0.0.1:$PORT; STEP selects the step.
 import Fastify from 'fastify'
 import pino from 'pino'
@@ -20,6 +22,8 @@ import { createMemoryPlantRepository } from '../dist/plants/memory-plant-reposit
 import { createPlantService } from '../dist/plants/plant-service.js'
 import { AccessLog, requestId, requestLoggerFactory } from '../dist/plugins/access-log.js'
 import { auth, createTokenSet } from '../dist/plugins/auth.js'
+import { createMetrics, metricsPlugin } from '../dist/plugins/metrics.js'
+import { createMeteredPlantRepository } from '../dist/plants/metered-plant-repository.js'
 import { jsonBody } from '../dist/plugins/json-body.js'
 import { setSecurityHeaders } from '../dist/plugins/security-headers.js'
 import { overload } from '../dist/plugins/under-pressure.js'
@@ -27,7 +31,7 @@ import { NewPlant, Plant, sharedSchemas } from '../dist/schemas.js'
 import { validatorCompiler } from '../dist/validation.js'
 
 const step = Number(process.env.STEP)
-if (!(step >= 1 && step <= 6)) throw new Error('feature-ladder: STEP must be 1 to 6')
+if (!(step >= 1 && step <= 7)) throw new Error('feature-ladder: STEP must be 1 to 7')
 
 const options = { logger: false }
 if (step >= 3) {
@@ -52,7 +56,10 @@ if (step >= 6) {
   await app.register(overload, { limits: defaultOverloadLimits() })
 }
 
-const plants = createPlantService(createMemoryPlantRepository({ maxPlants: 16_000_000 }))
+const metrics = step >= 7 ? createMetrics() : undefined
+if (metrics !== undefined) await app.register(metricsPlugin, { metrics })
+const store = createMemoryPlantRepository({ maxPlants: 16_000_000 })
+const plants = createPlantService(metrics === undefined ? store : createMeteredPlantRepository(store, metrics.registry))
 const schema = { body: Type.Ref(NewPlant), response: { 200: Type.Ref(Plant) } }
 await app.register(async (scope) => {
   if (step >= 5) await scope.register(auth, { tokens: createTokenSet([process.env.API_TOKENS ?? '']) })

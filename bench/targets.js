@@ -22,15 +22,16 @@ const SERVICE = join(ROOT, 'dist', 'server.js')
 
 /** The service's environment: its own settings come from the bench only, never from the caller's shell. */
 export const serviceEnv = (extra) => {
-  const own = new Set(['PORT', 'HOST', 'LOG_LEVEL', 'API_TOKENS', 'API_TOKENS_FILE', 'DATABASE_URL', 'BODY_LIMIT', 'MAX_PLANTS', 'NODE_OPTIONS'])
+  const own = new Set(['PORT', 'HOST', 'LOG_LEVEL', 'API_TOKENS', 'API_TOKENS_FILE', 'DATABASE_URL', 'BODY_LIMIT', 'MAX_PLANTS', 'NODE_OPTIONS', 'METRICS_PORT', 'METRICS_HOST', 'OTEL_EXPORTER_OTLP_ENDPOINT'])
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !own.has(name)))
-  return { ...env, API_TOKENS: TOKEN, LOG_LEVEL: 'info', MAX_PLANTS: '16000000', ...extra }
+  // Metrics on, as the Docker image runs them (METRICS_PORT=9464): a free port, nothing scrapes it. No OTLP export.
+  return { ...env, API_TOKENS: TOKEN, LOG_LEVEL: 'info', MAX_PLANTS: '16000000', METRICS_PORT: '0', ...extra }
 }
 /** A baseline's environment: the caller's, plus its own variables. */
 const plainEnv = (extra) => async () => ({ env: { ...process.env, ...extra, PORT: '' } })
 
 /** bench/feature-ladder.js steps: what each feature costs (opt-in, never in the default run). */
-const LADDER_STEPS = [1, 2, 3, 4, 5, 6]
+const LADDER_STEPS = [1, 2, 3, 4, 5, 6, 7]
 
 export const TARGETS = [
   { name: 'baseline-raw', kind: 'http', script: join(BENCH, 'baseline-raw.js'), prepare: plainEnv({}) },

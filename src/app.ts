@@ -7,8 +7,10 @@ import { AccessLog, requestId, requestLoggerFactory } from './plugins/access-log
 import { auth, type TokenSet } from './plugins/auth.js'
 import { drain } from './plugins/drain.js'
 import { jsonBody } from './plugins/json-body.js'
+import type { Metrics, metricsPlugin as MetricsPlugin } from './plugins/metrics.js'
 import { openapi } from './plugins/openapi.js'
 import { processHealth } from './plugins/process-health.js'
+import type { Tracing } from './plugins/tracing.js'
 import { setSecurityHeaders } from './plugins/security-headers.js'
 import { overload } from './plugins/under-pressure.js'
 import type { PlantRepository } from './plants/plant-repository.js'
@@ -20,19 +22,36 @@ import { validatorCompiler } from './validation.js'
 
 export interface AppOptions {
   /** http and overload default to config.ts's defaults; no rateLimit means none. */
-  config: Pick<Config, 'bodyLimit'> & Partial<Pick<Config, 'http' | 'overload' | 'rateLimit' | 'corsOrigins'>>
+  config: Pick<Config, 'bodyLimit'> & Partial<Pick<Config, 'http' | 'overload' | 'rateLimit' | 'corsOrigins' | 'otlpEndpoint'>>
   tokens: TokenSet
   repository: PlantRepository
   /** The pino logger: server.ts's writes JSON lines to stdout, tests' write to memory. */
   logger: FastifyBaseLogger
+  /** Where requests and the store are counted (server.ts serves them on METRICS_PORT); absent: not counted. */
+  metrics?: Metrics
 }
 
 /** Keep-alive connections may bring one more request this long after shutdown begins (plugins/drain.ts). */
 const DRAIN_GRACE_MS = 500
 
 /** The composition root: plugins in order. Never listens; server.ts does. */
-export async function buildApp ({ config, tokens, repository, logger }: AppOptions) {
+export async function buildApp ({ config, tokens, repository: store, logger, metrics }: AppOptions) {
   const limits = config.http ?? defaultHttpLimits
+  let repository = store
+  let metricsPlugin: typeof MetricsPlugin | undefined
+  if (metrics !== undefined) {
+    // Loaded only with metrics on: prom-client costs about 70 ms of start-up (server.ts loads it then too).
+    const [plugin, metered] = await Promise.all([import('./plugins/metrics.js'), import('./plants/metered-plant-repository.js')])
+    metricsPlugin = plugin.metricsPlugin
+    repository = metered.createMeteredPlantRepository(store, metrics.registry)
+  }
+  let tracing: Tracing | undefined
+  if (config.otlpEndpoint !== undefined) {
+    // Loaded only when configured: the OpenTelemetry packages cost start time and memory otherwise.
+    const { createTracing } = await import('./plugins/tracing.js')
+    tracing = createTracing({ endpoint: config.otlpEndpoint })
+    repository = tracing.traceRepository(repository)
+  }
   const options: FastifyHttpOptions<Server> = {
     bodyLimit: config.bodyLimit,
     // Slow or stalled clients are cut off instead of holding a connection (README, "Operating it").
@@ -57,8 +76,15 @@ export async function buildApp ({ config, tokens, repository, logger }: AppOptio
       reply.header('x-request-id', request.id)
       setSecurityHeaders(reply)
       sendError(error, request, reply)
+      metrics?.requests.observe(request.method, undefined, reply.statusCode, reply.elapsedTime / 1000)
     },
-    clientErrorHandler
+    // Malformed HTTP has no request, method or start time: counted as an unmatched _OTHER of 0 s.
+    clientErrorHandler: metrics === undefined
+      ? clientErrorHandler
+      : (error, socket) => {
+          const status = clientErrorHandler(error, socket)
+          if (status !== undefined) metrics.requests.observe('_OTHER', undefined, status, 0)
+        }
   }
   const app = Fastify({ ...options, loggerInstance: logger }).withTypeProvider<TypeBoxTypeProvider>()
 
@@ -81,6 +107,10 @@ export async function buildApp ({ config, tokens, repository, logger }: AppOptio
     done(null, payload)
   })
   app.addHook('onClose', async () => { await repository.close() })
+
+  // First, so that shed, refused and failed requests are counted and traced too.
+  if (metrics !== undefined && metricsPlugin !== undefined) await app.register(metricsPlugin, { metrics })
+  if (tracing !== undefined) await app.register(tracing.plugin)
 
   await app.register(drain, { graceMs: DRAIN_GRACE_MS })
   // Before the overload check and auth: preflights need no token, and errors carry the CORS headers.

@@ -28,7 +28,11 @@ const Env = Type.Object({
   RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 0, maximum: 100000000, default: 0 }),
   REDIS_URL: Type.Optional(Type.String({ minLength: 1 })),
   // Cross-origin browser access: off unless set.
-  CORS_ORIGINS: Type.Optional(Type.String())
+  CORS_ORIGINS: Type.Optional(Type.String()),
+  // Observability: no metrics listener and no trace export unless set (empty counts as unset).
+  METRICS_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
+  METRICS_HOST: Type.Optional(Type.String({ minLength: 1 })),
+  OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(Type.String({ minLength: 1 }))
 })
 type Env = Static<typeof Env>
 
@@ -53,6 +57,15 @@ export interface Config {
    * `['*']` means any origin. Absent when CORS_ORIGINS is unset or blank: no CORS headers at all.
    */
   corsOrigins?: string[]
+  /** Where GET /metrics is served; absent when METRICS_PORT is unset: no metrics at all. */
+  metrics?: MetricsConfig
+  /** OTEL_EXPORTER_OTLP_ENDPOINT: where spans are sent (OTLP/HTTP); absent: no tracing. */
+  otlpEndpoint?: string
+}
+
+export interface MetricsConfig {
+  port: number
+  host: string
 }
 
 /** How long a client may take; a slower one is cut off so that it cannot hold a connection. */
@@ -273,7 +286,12 @@ function readEnv (env: NodeJS.ProcessEnv): Env {
 
 /** Reads and checks the configuration once, at start. Throws ConfigError naming the variable. */
 export function loadConfig (env: NodeJS.ProcessEnv): Config {
-  const values = readEnv(env)
+  // An empty value turns these off, so that a variable the Docker image sets can be unset with `-e NAME=`.
+  const values = readEnv({
+    ...env,
+    METRICS_PORT: env.METRICS_PORT?.trim() === '' ? undefined : env.METRICS_PORT,
+    OTEL_EXPORTER_OTLP_ENDPOINT: env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() === '' ? undefined : env.OTEL_EXPORTER_OTLP_ENDPOINT
+  })
   const fromList = values.API_TOKENS !== undefined && values.API_TOKENS.trim() !== ''
   if (fromList && values.API_TOKENS_FILE !== undefined) {
     throw new ConfigError('API_TOKENS and API_TOKENS_FILE are both set: set only one')
@@ -290,6 +308,13 @@ export function loadConfig (env: NodeJS.ProcessEnv): Config {
     throw new ConfigError('REDIS_URL: must start with redis:// or rediss://')
   }
   const corsOrigins = values.CORS_ORIGINS === undefined ? undefined : parseCorsOrigins(values.CORS_ORIGINS)
+  if (values.METRICS_PORT !== undefined && values.METRICS_PORT !== 0 && values.METRICS_PORT === values.PORT) {
+    throw new ConfigError(`METRICS_PORT (${values.METRICS_PORT}) must differ from PORT: metrics are never served on the API port`)
+  }
+  const otlpEndpoint = values.OTEL_EXPORTER_OTLP_ENDPOINT?.trim()
+  if (otlpEndpoint !== undefined && !isHttpUrl(otlpEndpoint)) {
+    throw new ConfigError('OTEL_EXPORTER_OTLP_ENDPOINT: must be an http:// or https:// URL, the OTLP/HTTP receiver (e.g. http://127.0.0.1:4318)')
+  }
 
   return {
     port: values.PORT,
@@ -317,6 +342,17 @@ export function loadConfig (env: NodeJS.ProcessEnv): Config {
     ...(values.RATE_LIMIT_PER_MINUTE === 0
       ? {}
       : { rateLimit: { perMinute: values.RATE_LIMIT_PER_MINUTE, ...(values.REDIS_URL === undefined ? {} : { redisUrl: values.REDIS_URL }) } }),
-    ...(corsOrigins === undefined ? {} : { corsOrigins })
+    ...(corsOrigins === undefined ? {} : { corsOrigins }),
+    ...(values.METRICS_PORT === undefined ? {} : { metrics: { port: values.METRICS_PORT, host: values.METRICS_HOST ?? values.HOST } }),
+    ...(otlpEndpoint === undefined ? {} : { otlpEndpoint })
+  }
+}
+
+function isHttpUrl (text: string): boolean {
+  try {
+    const url = new URL(text)
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== ''
+  } catch {
+    return false
   }
 }

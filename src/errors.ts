@@ -98,12 +98,13 @@ export function installErrorHandlers (app: FastifyInstance, allowedMethods: Read
 
 /**
  * Malformed HTTP never reaches Fastify's request path: Node hands the socket to this handler.
- * Answers with an Error record where the socket can still take a reply.
+ * Answers with an Error record where the socket can still take a reply; returns its status, or
+ * undefined when the socket could take none.
  */
-export function clientErrorHandler (error: Error & { code?: string }, socket: Socket): void {
+export function clientErrorHandler (error: Error & { code?: string }, socket: Socket): number | undefined {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy()
-    return
+    return undefined
   }
   const status = error.code === 'HPE_HEADER_OVERFLOW'
     ? 431
@@ -112,4 +113,5 @@ export function clientErrorHandler (error: Error & { code?: string }, socket: So
     ? 'request headers are too large'
     : status === 408 ? 'the request took too long to arrive' : 'the request is not valid HTTP'))
   socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`)
+  return status
 }

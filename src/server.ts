@@ -3,6 +3,7 @@ import pino from 'pino'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
 import { TurnBatchedDestination } from './lib/log-destination.js'
+import type { MetricsListener } from './metrics-listener.js'
 import { createTokenSet } from './plugins/auth.js'
 import { createRepository } from './storage.js'
 import { watchTokens } from './token-reload.js'
@@ -14,13 +15,16 @@ async function main (): Promise<void> {
   const tokens = createTokenSet(config.tokens)
   // JSON lines on stdout, each event-loop turn's lines in one write (lib/log-destination.ts).
   const logger = pino({ level: config.logLevel }, new TurnBatchedDestination(1))
-  const app = await buildApp({ config, tokens, repository, logger })
+  // Counted only when served: without METRICS_PORT no request pays for metrics, and prom-client
+  // (about 70 ms of start-up) is not loaded.
+  const metrics = config.metrics === undefined ? undefined : (await import('./plugins/metrics.js')).createMetrics()
+  const app = await buildApp({ config, tokens, repository, logger, ...(metrics === undefined ? {} : { metrics }) })
 
   // SIGHUP reloads the tokens file (rotation); it must never start a shutdown.
   if (config.tokensFile === undefined) {
     process.on('SIGHUP', () => app.log.info('SIGHUP: nothing to reload, the tokens come from API_TOKENS'))
   } else {
-    const stopWatching = watchTokens({ file: config.tokensFile, tokens, log: app.log })
+    const stopWatching = watchTokens({ file: config.tokensFile, tokens, log: app.log, ...(metrics === undefined ? {} : { onReload: metrics.tokenReload }) })
     app.addHook('onClose', async () => stopWatching())
   }
   closeWithGrace({ delay: config.shutdownTimeoutMs, logger: app.log, skip: ['SIGHUP'] }, async ({ signal, err }) => {
@@ -28,6 +32,13 @@ async function main (): Promise<void> {
     else app.log.info({ signal }, 'closing')
     await app.close()
   })
+  // The metrics listener closes with the app, after the last request (so a last scrape still sees them).
+  let metricsListener: MetricsListener | undefined
+  app.addHook('onClose', async () => { await metricsListener?.close() })
+  if (metrics !== undefined && config.metrics !== undefined) {
+    const { listenMetrics } = await import('./metrics-listener.js')
+    metricsListener = await listenMetrics({ registry: metrics.registry, host: config.metrics.host, port: config.metrics.port, log: app.log })
+  }
   await app.listen({ port: config.port, host: config.host })
 }
 

@@ -10,6 +10,8 @@ export interface TokenReloadOptions {
   log: FastifyBaseLogger
   /** How often the file is checked for a change, in ms. */
   pollIntervalMs?: number
+  /** Told of each reload: taken, or refused (metrics). */
+  onReload?: (taken: boolean) => void
 }
 
 /**
@@ -19,17 +21,19 @@ export interface TokenReloadOptions {
  * refused whole, and the previous set stays: a half-written file, a typo or a missing mount must not
  * lock clients out. Returns whether the new set was taken.
  */
-export function reloadTokens ({ file, tokens, log }: TokenReloadOptions): boolean {
+export function reloadTokens ({ file, tokens, log, onReload }: TokenReloadOptions): boolean {
   let next: TokenEntry[]
   try {
     next = readTokensFile(file)
   } catch (error) {
     // The message names the variable and the reason; it never contains a token.
     log.warn({ reason: (error as Error).message }, 'tokens not reloaded; the previous tokens stay accepted')
+    onReload?.(false)
     return false
   }
   tokens.replace(next)
   log.info({ tokens: next.length }, 'tokens reloaded')
+  onReload?.(true)
   return true
 }
 

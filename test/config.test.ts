@@ -53,13 +53,39 @@ describe('loadConfig', () => {
     ['a CORS origin without a scheme', { API_TOKENS: 'a', CORS_ORIGINS: 'a.example' }, /^CORS_ORIGINS: origin 1 \(a\.example\) is not scheme:\/\/host\[:port\]$/],
     ['a CORS origin of another scheme', { API_TOKENS: 'a', CORS_ORIGINS: 'ftp://a.example' }, /^CORS_ORIGINS: origin 1 .*: the scheme must be http or https$/],
     ['a CORS origin pattern', { API_TOKENS: 'a', CORS_ORIGINS: 'https://*.example' }, /^CORS_ORIGINS: origin 1 .*: patterns are not supported/],
-    ['* beside other CORS origins', { API_TOKENS: 'a', CORS_ORIGINS: '*, https://a.example' }, /^CORS_ORIGINS: \* allows every origin: write it alone/]
+    ['* beside other CORS origins', { API_TOKENS: 'a', CORS_ORIGINS: '*, https://a.example' }, /^CORS_ORIGINS: \* allows every origin: write it alone/],
+    ['a METRICS_PORT that is not a number', { API_TOKENS: 'a', METRICS_PORT: 'x' }, /^METRICS_PORT must be integer/],
+    ['a METRICS_PORT out of range', { API_TOKENS: 'a', METRICS_PORT: '65536' }, /^METRICS_PORT must be <= 65535/],
+    ['a METRICS_PORT equal to PORT', { API_TOKENS: 'a', PORT: '8080', METRICS_PORT: '8080' }, /^METRICS_PORT \(8080\) must differ from PORT/],
+    ['an empty METRICS_HOST', { API_TOKENS: 'a', METRICS_PORT: '9464', METRICS_HOST: '' }, /^METRICS_HOST must NOT have fewer than 1 characters/],
+    ['an OTLP endpoint that is not a URL', { API_TOKENS: 'a', OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, /^OTEL_EXPORTER_OTLP_ENDPOINT: must be an http:\/\/ or https:\/\/ URL/],
+    ['an OTLP endpoint over gRPC', { API_TOKENS: 'a', OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://collector:4317' }, /^OTEL_EXPORTER_OTLP_ENDPOINT: must be an http:\/\/ or https:\/\/ URL/]
   ]
   for (const [what, env, message] of refusals) {
     it(`refuses ${what} with a line naming the variable`, () => {
       expect(() => loadConfig(env)).toThrow(message)
     })
   }
+
+  it('serves no metrics and exports no traces unless asked (METRICS_PORT, OTEL_EXPORTER_OTLP_ENDPOINT); empty counts as unset', () => {
+    for (const env of [{ API_TOKENS: 'a' }, { API_TOKENS: 'a', METRICS_PORT: '', METRICS_HOST: '0.0.0.0', OTEL_EXPORTER_OTLP_ENDPOINT: ' ' }]) {
+      const config = loadConfig(env)
+      expect(config).not.toHaveProperty('metrics')
+      expect(config).not.toHaveProperty('otlpEndpoint')
+    }
+  })
+
+  it('listens for metrics on METRICS_PORT at METRICS_HOST, which defaults to HOST', () => {
+    expect(loadConfig({ API_TOKENS: 'a', METRICS_PORT: '9464' }).metrics).toEqual({ port: 9464, host: '127.0.0.1' })
+    expect(loadConfig({ API_TOKENS: 'a', HOST: '0.0.0.0', METRICS_PORT: '9464' }).metrics).toEqual({ port: 9464, host: '0.0.0.0' })
+    expect(loadConfig({ API_TOKENS: 'a', HOST: '0.0.0.0', METRICS_PORT: '9464', METRICS_HOST: '10.0.0.5' }).metrics).toEqual({ port: 9464, host: '10.0.0.5' })
+    // Both 0: each gets a free port of its own.
+    expect(loadConfig({ API_TOKENS: 'a', PORT: '0', METRICS_PORT: '0' }).metrics).toEqual({ port: 0, host: '127.0.0.1' })
+  })
+
+  it('reads OTEL_EXPORTER_OTLP_ENDPOINT as given', () => {
+    expect(loadConfig({ API_TOKENS: 'a', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).otlpEndpoint).toBe('http://collector:4318')
+  })
 })
 
 const sha256 = (token: string) => createHash('sha256').update(token).digest('hex')

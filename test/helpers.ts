@@ -6,6 +6,7 @@ import type { TokenEntry } from '../src/config.js'
 import { createTokenSet, type TokenSet } from '../src/plugins/auth.js'
 import { createMemoryPlantRepository } from '../src/plants/memory-plant-repository.js'
 import type { PlantRepository } from '../src/plants/plant-repository.js'
+import type { Metrics } from '../src/plugins/metrics.js'
 
 export const TOKEN = 'test-token-0123456789'
 export const AUTH = { authorization: `Bearer ${TOKEN}` }
@@ -24,6 +25,8 @@ export interface TestAppOptions {
   maxPlants?: number
   /** Collect log lines (JSON strings) here instead of discarding them. */
   logLines?: string[]
+  /** Count requests and store calls here (createMetrics()); default: no metrics. */
+  metrics?: Metrics
 }
 
 /** An app with a known token and a fresh memory store, closed when the test ends. */
@@ -39,7 +42,8 @@ export async function buildTestApp (options: TestAppOptions = {}): Promise<App> 
     config: { bodyLimit: options.bodyLimit ?? 16384, ...options.config },
     tokens: options.tokenSet ?? createTokenSet(options.tokens ?? [TOKEN]),
     repository: options.repository ?? createMemoryPlantRepository({ maxPlants: options.maxPlants ?? 100000 }),
-    logger
+    logger,
+    ...(options.metrics === undefined ? {} : { metrics: options.metrics })
   })
   onTestFinished(() => app.close())
   return app
@@ -53,4 +57,19 @@ export function postPlant (app: App, payload: string | object, headers: Record<s
     headers,
     payload: typeof payload === 'string' ? payload : JSON.stringify(payload)
   })
+}
+
+/**
+ * The value of one sample in a Prometheus text exposition, or undefined when absent. `labels` must
+ * be all of the sample's labels (any order).
+ */
+export function sampleValue (text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  const wanted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`).sort().join(',')
+  for (const line of text.split('\n')) {
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line)
+    if (match === null || match[1] !== name) continue
+    const found = (match[2] ?? '').split(/,(?=[a-zA-Z_][a-zA-Z0-9_]*=")/).filter((part) => part !== '').sort().join(',')
+    if (found === wanted) return Number(match[3])
+  }
+  return undefined
 }

@@ -39,6 +39,7 @@ export function createMemoryPlantRepository ({ maxPlants }: MemoryPlantRepositor
       return 'created'
     },
     async ready () {},
+    stats: () => ({ plants: plants.size + bigPlants.size, capacity: maxPlants }),
     async close () {
       plants.clear()
       bigPlants.clear()

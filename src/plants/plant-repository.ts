@@ -14,6 +14,26 @@ export interface PlantRepository {
   ready (): Promise<void>
   /** Called once, after the last request in flight. */
   close (): Promise<void>
+  /** Optional, for metrics: what the store knows about itself, read when metrics are scraped. */
+  stats? (): StoreStats
+  /** Optional, for metrics: a store that commits inserts in groups reports each group's size. */
+  observe? (observer: StoreObserver): void
+}
+
+/** Each store fills in what it knows; a field it leaves out is not exported. */
+export interface StoreStats {
+  /** The memory store: plants stored, and its capacity (MAX_PLANTS). */
+  plants?: number
+  capacity?: number
+  /** PostgreSQL: connections the pool holds open, how many of them are idle, and calls waiting for one. */
+  poolConnections?: number
+  poolIdleConnections?: number
+  poolWaitingRequests?: number
+}
+
+export interface StoreObserver {
+  /** A group commit of this many inserts (one transaction or statement) has been sent. */
+  batch (size: number): void
 }
 
 /** The same plant: the same name and the same tag, or both without a tag. */

@@ -1,7 +1,7 @@
 import pg from 'pg'
 import { StoreFullError, StoreUnavailableError } from '../errors.js'
 import type { Plant, PlantId } from '../schemas.js'
-import { samePlant, type InsertOutcome, type PlantRepository } from './plant-repository.js'
+import { samePlant, type InsertOutcome, type PlantRepository, type StoreObserver } from './plant-repository.js'
 
 export interface PostgresPlantRepositoryOptions {
   /** `postgres://…`; `?options=-c search_path=<schema>` picks a schema other than `public`. */
@@ -113,6 +113,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   let queue: Pending[] = []
   let scheduled = false
   const inFlight = new Set<Promise<void>>()
+  let observer: StoreObserver | undefined
 
   function schedule (): void {
     if (scheduled || queue.length === 0 || inFlight.size >= MAX_BATCHES_IN_FLIGHT) return
@@ -126,6 +127,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     while (queue.length > 0 && inFlight.size < MAX_BATCHES_IN_FLIGHT) {
       const batch = queue.slice(0, MAX_BATCH)
       queue = queue.slice(MAX_BATCH)
+      observer?.batch(batch.length)
       const running: Promise<void> = run(batch).finally(() => {
         inFlight.delete(running)
         schedule()
@@ -199,6 +201,8 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
         throw storeError(error)
       }
     },
+    stats: () => ({ poolConnections: pool.totalCount, poolIdleConnections: pool.idleCount, poolWaitingRequests: pool.waitingCount }),
+    observe (next) { observer = next },
     async close () {
       if (closed) return
       closed = true

@@ -4,7 +4,7 @@ import Database from 'better-sqlite3'
 import { ConfigError } from '../config.js'
 import { StoreFullError, StoreUnavailableError } from '../errors.js'
 import type { Plant, PlantId } from '../schemas.js'
-import { samePlant, type InsertOutcome, type PlantRepository } from './plant-repository.js'
+import { samePlant, type InsertOutcome, type PlantRepository, type StoreObserver } from './plant-repository.js'
 
 export interface SqlitePlantRepositoryOptions {
   /** The database file; its folder is created when missing. */
@@ -71,6 +71,7 @@ export function createSqlitePlantRepository ({ path, busyTimeoutMs = 1000, maxPa
   let queue: Pending[] = []
   let scheduled = false
   let closed = false
+  let observer: StoreObserver | undefined
 
   /** One transaction for every insert queued so far, in arrival order, so a batch acts as if sequential. */
   function flush (): void {
@@ -78,6 +79,7 @@ export function createSqlitePlantRepository ({ path, busyTimeoutMs = 1000, maxPa
     const batch = queue
     queue = []
     if (batch.length === 0) return
+    observer?.batch(batch.length)
     const outcomes: InsertOutcome[] = []
     try {
       begin.run()
@@ -118,6 +120,7 @@ export function createSqlitePlantRepository ({ path, busyTimeoutMs = 1000, maxPa
     async ready () {
       if (closed) throw new StoreUnavailableError()
     },
+    observe (next) { observer = next },
     async close () {
       if (closed) return
       closed = true

@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http'
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify'
 import type { Bindings, ChildLoggerOptions } from 'pino'
 import type { Client } from './auth.js'
+import { parseTraceparent } from '../lib/trace-context.js'
 
 /** pino's LogFn without its overloads, to pass any arguments on as they came. */
 type Forward = (...args: unknown[]) => void
@@ -70,6 +71,18 @@ export function requestLoggerFactory (logger: FastifyBaseLogger, bindings: Bindi
 }
 
 /**
+ * The caller's W3C trace context on its request's line, `traceId` and `parentSpanId`, when its
+ * `traceparent` header is valid (lib/trace-context.ts); an invalid one is left out. Parsed only
+ * when the header is there: a request without one pays a property read.
+ */
+function withTrace<Fields extends object> (fields: Fields, request: FastifyRequest): Fields {
+  const header = request.headers.traceparent
+  if (header === undefined) return fields
+  const trace = parseTraceparent(header)
+  return trace === undefined ? fields : { ...fields, traceId: trace.traceId, parentSpanId: trace.parentSpanId }
+}
+
+/**
  * One line per completed request instead of Fastify's two: request id, method, route pattern,
  * client, status and duration. Never the URL (its query could carry a token) and never a header.
  * `client` is the accepted token's client (auth.ts: its name, or a label derived from the token's
@@ -94,12 +107,12 @@ export class AccessLog extends LogController {
     const route = request.routeOptions.url
     const ms = Math.round(reply.elapsedTime * 100) / 100
     if (error) {
-      root.error({ reqId: request.id, method: request.method, route, client: request.client?.name, status: reply.statusCode, ms, err: error }, 'request failed')
+      root.error(withTrace({ reqId: request.id, method: request.method, route, client: request.client?.name, status: reply.statusCode, ms, err: error }, request), 'request failed')
     } else if (route === undefined) {
       // No route (a 404): the method is whatever the client sent, so it is not a key to keep.
-      root.info({ reqId: request.id, method: request.method, route, status: reply.statusCode, ms }, 'request')
+      root.info(withTrace({ reqId: request.id, method: request.method, route, status: reply.statusCode, ms }, request), 'request')
     } else {
-      this.#routeLogger(root, request.method, route, request.client).info({ reqId: request.id, status: reply.statusCode, ms }, 'request')
+      this.#routeLogger(root, request.method, route, request.client).info(withTrace({ reqId: request.id, status: reply.statusCode, ms }, request), 'request')
     }
   }
 

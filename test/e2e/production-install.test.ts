@@ -37,7 +37,10 @@ describe.skipIf(!enabled)(enabled
 
       const [command, ...args] = execForm('CMD')
       expect([command, ...args]).toEqual(['node', 'dist/server.js'])
-      const server = await startServer({ HOST: '0.0.0.0', API_TOKENS: 'smoke', NODE_ENV: 'production' }, { args, cwd: app, ...UNPRIVILEGED })
+      // The image sets METRICS_PORT=9464 and exposes it; a free port here, so that parallel runs never collide.
+      expect(dockerfile).toMatch(/^\s+METRICS_PORT=9464$/m)
+      expect(dockerfile).toMatch(/^EXPOSE 9464$/m)
+      const server = await startServer({ HOST: '0.0.0.0', API_TOKENS: 'smoke', NODE_ENV: 'production', METRICS_PORT: '0' }, { args, cwd: app, ...UNPRIVILEGED })
       const port = String(server.port)
       expect(readFileSync(`/proc/${server.child.pid}/status`, 'utf8')).toMatch(/^Uid:\s+65534\s/m)
 
@@ -49,6 +52,9 @@ describe.skipIf(!enabled)(enabled
         body: '{"id":1,"name":"fern"}'
       })
       expect(created.status).toBe(200)
+      // prom-client is a production dependency: the metrics listener answers.
+      const metricsUrl = (JSON.parse(await server.waitForLine((line) => line.includes('Metrics listening at'))) as { url: string }).url
+      expect(await (await fetch(metricsUrl)).text()).toContain('plant_store_inserts_total{outcome="created"} 1')
 
       const [probe, ...probeArgs] = execForm('HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 CMD')
       expect(probe).toBe('node')

@@ -134,4 +134,18 @@ describe.skipIf(url === undefined)(url === undefined ? 'PostgreSQL tests skipped
     await store.close()
     await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
   })
+
+  it('reports each batch\'s size to an observer, and the pool\'s connections (metrics)', async () => {
+    const store = open(await schemas.create())
+    await store.ready()
+    const sizes: number[] = []
+    store.observe?.({ batch: (size) => sizes.push(size) })
+    await Promise.all([1, 2, 3].map((id) => store.insert(id, { name: 'fern' })))
+    await store.insert(4, { name: 'fern' })
+    expect(sizes).toEqual([3, 1])
+    const stats = store.stats?.()
+    expect(stats?.poolConnections).toBeGreaterThanOrEqual(1)
+    expect(stats?.poolIdleConnections).toBe(stats?.poolConnections)
+    expect(stats?.poolWaitingRequests).toBe(0)
+  })
 })

@@ -43,6 +43,16 @@ describe('SQLite store', () => {
     expect(walFrames() - afterBatch).toBeGreaterThanOrEqual(20)
   })
 
+  it('reports each group commit\'s size to an observer (metrics)', async () => {
+    const store = createSqlitePlantRepository({ path: newPath() })
+    onTestFinished(() => store.close())
+    const sizes: number[] = []
+    store.observe?.({ batch: (size) => sizes.push(size) })
+    await Promise.all([1, 2, 3].map((id) => store.insert(id, { name: 'fern' })))
+    await store.insert(4, { name: 'fern' })
+    expect(sizes).toEqual([3, 1])
+  })
+
   it('creates the folder, uses WAL and a STRICT table, and records schema version 1 once however often it starts', async () => {
     const path = join(dir, 'nested', 'deeper', 'plants.db')
     await createSqlitePlantRepository({ path }).close()

@@ -123,4 +123,32 @@ describe('access log', () => {
       for (const line of lines) expect(line).not.toContain('ci-token')
     })
   })
+
+  it('puts a valid traceparent\'s trace id and parent span id on the request\'s line, on success, 401 and 404', async () => {
+    const lines: string[] = []
+    const app = await buildTestApp({ logLines: lines })
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'
+    await postPlant(app, { id: 1, name: 'fern' }, { ...JSON_AUTH, traceparent })
+    await postPlant(app, { id: 2, name: 'fern' }, { 'content-type': 'application/json', traceparent })
+    await app.inject({ method: 'GET', url: '/nope', headers: { traceparent } })
+    await postPlant(app, { id: 3, name: 'fern' })
+    const entries = parse(lines)
+    expect(entries.map((entry) => [entry.status, entry.traceId, entry.parentSpanId])).toEqual([
+      [200, '4bf92f3577b34da6a3ce929d0e0e4736', '00f067aa0ba902b7'],
+      [401, '4bf92f3577b34da6a3ce929d0e0e4736', '00f067aa0ba902b7'],
+      [404, '4bf92f3577b34da6a3ce929d0e0e4736', '00f067aa0ba902b7'],
+      [200, undefined, undefined]
+    ])
+  })
+
+  it('ignores an invalid traceparent: the request is served as without one, never a 400', async () => {
+    const lines: string[] = []
+    const app = await buildTestApp({ logLines: lines })
+    const res = await postPlant(app, { id: 1, name: 'fern' }, { ...JSON_AUTH, traceparent: '00-not-a-trace-01' })
+    expect(res.statusCode).toBe(200)
+    const [entry] = parse(lines)
+    expect(entry).toMatchObject({ status: 200 })
+    expect(entry).not.toHaveProperty('traceId')
+    expect(entry).not.toHaveProperty('parentSpanId')
+  })
 })
