@@ -65,8 +65,10 @@ export async function measureInstructions (name, ctx) {
   const logFile = join(ctx.runTmp, `instructions-${name}.stdout`)
   // The service's access log goes to a real file, as in production.
   const stdout = openSync(logFile, 'w')
+  // With a profile kept: --perf-basic-prof writes /tmp/perf-<pid>.map, the JIT code's addresses and
+  // JS function names, which bench/callgrind-names.js puts into callgrind's output.
   const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', '--vgdb=yes', `--callgrind-out-file=${outFile}`,
-    process.execPath, target.script], { env, cwd: ROOT, stdio: ['ignore', stdout, 'pipe'] })
+    process.execPath, ...(ctx.profileDir === undefined ? [] : ['--perf-basic-prof', `--logfile=${join(ctx.runTmp, 'v8.log')}`]), target.script], { env, cwd: ROOT, stdio: ['ignore', stdout, 'pipe'] })
   let stderr = ''
   child.stderr.setEncoding('utf8').on('data', (chunk) => { stderr = (stderr + chunk).slice(-4000) })
   let exited = false
@@ -112,7 +114,11 @@ export async function measureInstructions (name, ctx) {
       mainWindows.push((after.main - before.main) / r.requests)
       before = after
     }
-    if (ctx.profileDir !== undefined) await control(['--dump=counted windows'])
+    if (ctx.profileDir !== undefined) {
+      await control(['--dump=counted windows'])
+      const { nameJitFrames } = await import('./callgrind-names.js')
+      nameJitFrames(`${outFile}.1`, `/tmp/perf-${child.pid}.map`)
+    }
     return { perRequest: median(windows), mainPerRequest: median(mainWindows), windows, mainWindows, requests: ctx.requests * ctx.windows, non2xx }
   } finally {
     if (!exited) {

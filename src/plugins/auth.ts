@@ -1,7 +1,7 @@
-import bearerAuth from '@fastify/bearer-auth'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { InvalidTokenError, MissingTokenError } from '../errors.js'
+import { bearerToken } from '../lib/bearer.js'
 
 /** The accepted bearer tokens, compared in a time that tells nothing about them. */
 export interface TokenSet {
@@ -50,27 +50,19 @@ export interface AuthOptions {
 }
 
 /**
- * Guards every route registered after it in the same scope. @fastify/bearer-auth checks the header
- * (scheme word case-insensitive, RFC 6749 mode) in onRequest, before the body is read; with
- * `addHook: false` its failures come back to us, and become the named 401 errors that the error
- * handler turns into the Error record with its WWW-Authenticate challenge.
+ * Guards every route registered after it in the same scope: in onRequest, before the body is read,
+ * the header is read as @fastify/bearer-auth (RFC 6749 mode: scheme word case-insensitive) reads it
+ * (lib/bearer.ts, synchronous), and failures become the named 401 errors that the error handler
+ * turns into the Error record with its WWW-Authenticate challenge; the reason is logged at debug.
  */
 export const auth = fp(async function auth (app: FastifyInstance, { tokens }: AuthOptions) {
-  await app.register(bearerAuth, {
-    keys: [],
-    auth: (token) => tokens.verify(token),
-    addHook: false,
-    specCompliance: 'rfc6749',
-    verifyErrorLogLevel: 'debug'
-  })
-  const verify = app.verifyBearerAuth
-  if (verify === undefined) throw new Error('@fastify/bearer-auth did not decorate verifyBearerAuth')
-  app.addHook('onRequest', (request, reply, done) => {
-    verify(request, reply, (error) => {
-      if (error === undefined) done()
-      else if ((error as { code?: string }).code === 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER') done(new MissingTokenError())
-      else if (reply.statusCode === 401) done(new InvalidTokenError())
-      else done(error)
-    })
+  app.addHook('onRequest', (request, _reply, done) => {
+    const token = bearerToken(request.headers.authorization)
+    if (typeof token === 'string' && tokens.verify(token)) {
+      done()
+      return
+    }
+    request.log.debug('unauthorized: %s', token === undefined ? 'missing authorization header' : 'invalid authorization header')
+    done(token === undefined ? new MissingTokenError() : new InvalidTokenError())
   })
 }, { name: 'auth' })
