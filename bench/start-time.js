@@ -3,7 +3,7 @@
 //   npm start (the service, from the README's command) to its first 200 on GET /livez, against
 //   node bench/baseline-fastify.js to its first answer (any status) on the same request.
 // npm's own start-up is counted: it is part of what a user waits for.
-//   node bench/start-time.js [--starts N]
+//   node bench/start-time.js [--starts N]     (dist/ must be current: run `npm run build` first)
 import { spawn } from 'node:child_process'
 import { parseArgs } from 'node:util'
 import { BENCH, call, fmt, freePort, median, ROOT, sleep, TOKEN } from './util.js'
@@ -14,6 +14,8 @@ const starts = Number(args.starts)
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
 const COMMANDS = {
   'npm start': { argv: [npm, 'start', '--silent'], ok: (status) => status === 200 },
+  // The same without npm: what the service itself adds.
+  'node scripts/start.mjs': { argv: [process.execPath, 'scripts/start.mjs'], ok: (status) => status === 200 },
   'node bench/baseline-fastify.js': { argv: [process.execPath, `${BENCH}/baseline-fastify.js`], ok: () => true }
 }
 
@@ -47,5 +49,6 @@ for (let i = 0; i < starts; i++) {
   for (const [name, command] of Object.entries(COMMANDS)) times[name].push(await once(command))
 }
 for (const [name, ms] of Object.entries(times)) console.log(`${name.padEnd(32)} median ${fmt(median(ms))} ms  (${ms.map((m) => fmt(m)).join(', ')})`)
-const ratio = median(times['npm start']) / median(times['node bench/baseline-fastify.js'])
-console.log(`npm start ÷ baseline-fastify: ${fmt(ratio, 2)}× (target ≤ 1.5×)`)
+const base = median(times['node bench/baseline-fastify.js'])
+console.log(`npm start ÷ baseline-fastify: ${fmt(median(times['npm start']) / base, 2)}× (target ≤ 1.5×); ` +
+  `node scripts/start.mjs ÷ baseline-fastify: ${fmt(median(times['node scripts/start.mjs']) / base, 2)}×`)
