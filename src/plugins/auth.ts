@@ -53,7 +53,7 @@ export interface AuthOptions {
  * Guards every route registered after it in the same scope: in onRequest, before the body is read,
  * the header is read as @fastify/bearer-auth (RFC 6749 mode: scheme word case-insensitive) reads it
  * (lib/bearer.ts, synchronous), and failures become the named 401 errors that the error handler
- * turns into the Error record with its WWW-Authenticate challenge; the reason is logged at debug.
+ * turns into the Error record with its WWW-Authenticate challenge (the access line records the 401).
  */
 export const auth = fp(async function auth (app: FastifyInstance, { tokens }: AuthOptions) {
   app.addHook('onRequest', (request, _reply, done) => {
@@ -62,7 +62,6 @@ export const auth = fp(async function auth (app: FastifyInstance, { tokens }: Au
       done()
       return
     }
-    request.log.debug('unauthorized: %s', token === undefined ? 'missing authorization header' : 'invalid authorization header')
     done(token === undefined ? new MissingTokenError() : new InvalidTokenError())
   })
 }, { name: 'auth' })
