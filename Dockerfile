@@ -11,6 +11,8 @@ COPY package.json package-lock.json ./
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+# `npm run build` stamps dist/ with a digest of its sources (what `npm start` checks).
+COPY scripts/dist-stamp.mjs ./scripts/
 RUN npm run build && npm prune --omit=dev
 
 FROM node:24-bookworm-slim AS runtime

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { fmt, median, ratio, RESULTS, sum } from './util.js'
 
 /** Medians over the rounds of each measured load target, with req/s relative to the baselines. */
-export function summarize (rounds, loadTargets) {
+export function summarize (rounds, loadTargets, instructions = {}) {
   const summary = {}
   for (const name of loadTargets) {
     const rs = rounds[name]
@@ -20,12 +20,14 @@ export function summarize (rounds, loadTargets) {
       non2xx: sum(rs.map((r) => r.non2xx + (r.warmupNon2xx ?? 0))),
       socketErrors: sum(rs.map((r) => r.socketErrors)),
       connections: rs[0].connections,
-      rounds: rs.length
+      rounds: rs.length,
+      ...(instructions[name] === undefined ? {} : { instructions: instructions[name].perRequest, instructionsNon2xx: instructions[name].non2xx })
     }
   }
   for (const row of Object.values(summary)) {
     row.xFastify = ratio(row.rps, summary['baseline-fastify']?.rps)
     row.xRaw = ratio(row.rps, summary['baseline-raw']?.rps)
+    if (row.instructions !== undefined) row.instructionsXFastify = ratio(row.instructions, summary['baseline-fastify']?.instructions)
   }
   return summary
 }
@@ -49,6 +51,13 @@ export const CHECKS = [
     target: '≤ 2×',
     value: ({ S }) => ratio(S.memory?.p99, S['baseline-fastify']?.p99),
     pass: (v) => v <= 2,
+    shown: times
+  },
+  {
+    measure: 'memory store instructions/request vs baseline-fastify (callgrind, --instructions)',
+    target: '≤ 1.35×',
+    value: ({ S }) => ratio(S.memory?.instructions, S['baseline-fastify']?.instructions),
+    pass: (v) => v <= 1.35,
     shown: times
   },
   {
@@ -100,6 +109,7 @@ export function evaluateChecks ({ summary: S, plantMemory, options }) {
   }
   for (const [name, row] of Object.entries(S)) {
     // A target that answers errors is broken, however fast it is.
+    if (row.instructionsNon2xx > 0) checks.push({ measure: `${name} answered only 2xx`, target: '0 errors', value: `${row.instructionsNon2xx} non-2xx or socket errors under callgrind`, result: 'FAIL' })
     if (row.non2xx + row.socketErrors > 0) checks.push({ measure: `${name} answered only 2xx`, target: '0 errors', value: `${row.non2xx} non-2xx, ${row.socketErrors} socket errors`, result: 'FAIL' })
   }
   return checks
@@ -108,19 +118,25 @@ export function evaluateChecks ({ summary: S, plantMemory, options }) {
 /** Whether the run failed: a broken target (errors); a missed performance target is reported, not an exit status. */
 export const runFailed = (checks) => checks.some((c) => c.measure.endsWith('answered only 2xx'))
 
-const header = ['target', 'req/s', 'p50 ms', 'p99 ms', '× fastify', '× raw', 'CPU µs/req', 'RSS MB', 'start ms', 'non-2xx']
+const BASE_HEADER = ['target', 'req/s', 'p50 ms', 'p99 ms', '× fastify', '× raw', 'CPU µs/req', 'RSS MB', 'start ms', 'non-2xx']
+// With --instructions: instructions per request (callgrind) and its ratio to baseline-fastify's.
+const INSTRUCTION_HEADER = ['instr/req', 'instr × fastify']
+const counted = (summary) => Object.values(summary).some((r) => r.instructions !== undefined)
+const tableHeader = (summary) => counted(summary) ? [...BASE_HEADER, ...INSTRUCTION_HEADER] : BASE_HEADER
 
 function tableRows (summary, options) {
   return Object.entries(summary).map(([name, r]) => [
     name + (r.connections !== options.connections ? ` (${r.connections} conn)` : ''),
     fmt(r.rps), fmt(r.p50, 2), fmt(r.p99, 2), fmt(r.xFastify, 2), fmt(r.xRaw, 2), fmt(r.cpuUs, 0), fmt(r.rssMB, 0), fmt(r.startMs, 0),
-    r.non2xx + r.socketErrors === 0 ? '0' : `${r.non2xx + r.socketErrors} !!`
+    r.non2xx + r.socketErrors === 0 ? '0' : `${r.non2xx + r.socketErrors} !!`,
+    ...(counted(summary) ? [fmt(r.instructions), fmt(r.instructionsXFastify, 2)] : [])
   ])
 }
 
 /** Prints the table, memory per plant, skipped targets, notes and checks. */
 export function printReport ({ summary, plantMemory, skipped, notes, checks, options }) {
   const rows = tableRows(summary, options)
+  const header = tableHeader(summary)
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)))
   const line = (cells) => cells.map((c, i) => i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i])).join('  ')
   console.log('\n' + line(header))
@@ -136,6 +152,7 @@ export function printReport ({ summary, plantMemory, skipped, notes, checks, opt
 /** Writes bench/results/bench-<date>.{json,md} and latest.{json,md}. */
 export function writeResults ({ startedAt, machine, tool, pin, serverCpus, loadCpus, options, summary, plantMemory, rounds, skipped, notes, checks }) {
   const rows = tableRows(summary, options)
+  const header = tableHeader(summary)
   const settings = `${tool}${pin ? `, server on CPU ${serverCpus}, load on CPU ${loadCpus}` : ', no pinning'}, ${options.rounds} rounds × (${options.warmup} s warm-up + ${options.duration} s), ${options.connections} connections (postgres/pgbench ${options.pgConnections})`
   const md = [
     `# Plant Store benchmark, ${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`,

@@ -8,6 +8,7 @@ import { closeSync, mkdirSync, openSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { INSTRUCTION_DEFAULTS, measureInstructions } from './instructions.js'
 import { createLoad } from './load.js'
 import { DEFAULT_PG_URL } from './postgres.js'
 import { evaluateChecks, printReport, runFailed, summarize, writeResults } from './report.js'
@@ -35,6 +36,7 @@ const { values: args } = parseArgs({
     'cpu-prof': { type: 'boolean', default: false },
     'start-timeout': { type: 'string', default: '10' },
     starts: { type: 'string' },
+    instructions: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false }
   }
 })
@@ -57,6 +59,8 @@ ${OPT_IN_GROUPS.map(([from, names]) => `                       also ${names.join
   --cpu-prof           run the service targets with node --cpu-prof (profiles in bench/results/profiles)
   --starts N           starts per target and round for the start time, the last one loaded (default 3; --quick 2)
   --start-timeout S    a target not answering within S seconds is skipped (default 10)
+  --instructions       also count instructions per request of each HTTP target under callgrind
+                       (bench/instructions.js; about a minute per target)
 env: BENCH_DATABASE_URL (default ${DEFAULT_PG_URL})`)
   process.exit(0)
 }
@@ -218,6 +222,7 @@ console.log(`targets: ${options.targets.join(', ')}\n`)
 const rounds = Object.fromEntries(options.targets.map((t) => [t, []]))
 const skipped = {}
 const notes = []
+const instructions = {}
 
 try {
   for (let round = 1; round <= options.rounds; round++) {
@@ -250,6 +255,19 @@ try {
       ? `${name} SKIPPED: ${r.skipped}`
       : `${name}: ${fmt(r.plants)} plants, ${r.heapBytesPerPlant} heap bytes per plant, of which ${r.stringBytesPerPlant} the name string: ${r.beyondStringsBytesPerPlant} bytes beyond the strings`)
   }
+  if (args.instructions) {
+    // Machine-independent: executed instructions per request under callgrind (bench/instructions.js).
+    for (const name of loadTargets.filter((t) => targetByName.get(t).kind === 'http' && skipped[t] === undefined)) {
+      let r
+      try { r = await measureInstructions(name, { ...INSTRUCTION_DEFAULTS, runTmp }) } catch (error) { r = { skipped: `failed: ${error.message}` } }
+      if (r.skipped === undefined) instructions[name] = r
+      else notes.push(`${name}: instructions not counted: ${r.skipped}`)
+      console.log(r.skipped !== undefined
+        ? `instructions ${name.padEnd(16)} SKIPPED: ${r.skipped}`
+        : `instructions ${name.padEnd(16)} ${fmt(r.perRequest).padStart(9)} per request (windows ${r.windows.map((w) => fmt(w)).join(', ')})` +
+          (r.non2xx > 0 ? `  !! ${r.non2xx} non-2xx or errors` : ''))
+    }
+  }
 } finally {
   closeSync(devNull)
   rmSync(runTmp, { recursive: true, force: true })
@@ -258,7 +276,7 @@ try {
 // ---------------------------------------------------------------------------------------------
 // Table, checks and files
 
-const summary = summarize(rounds, loadTargets)
+const summary = summarize(rounds, loadTargets, instructions)
 const plantMemory = rounds['plant-memory']?.[0]
 const checks = evaluateChecks({ summary, plantMemory, options })
 printReport({ summary, plantMemory, skipped, notes, checks, options })
