@@ -71,7 +71,7 @@ export interface components {
              * @description Identification number of the plant: an integer from -9223372036854775808 to 9223372036854775807, exact over the whole range
              * @example 10
              */
-            id: number;
+            id: number | bigint;
             /**
              * @description The name of the plant
              * @example Monstera
