@@ -31,7 +31,8 @@ export const openapi = fp(async function openapi (app: FastifyInstance) {
     // Shared schemas keep their own names ($id) under components.schemas.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}` }
   })
-  // validatorUrl null: no online-validator badge, which would send the document to validator.swagger.io.
+  // validatorUrl null: no online-validator badge, which would send the document to validator.swagger.io
+  // (@fastify/swagger-ui's default today; written here so that a new default cannot turn it on).
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { tryItOutEnabled: true, validatorUrl: null } })
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger())
 }, { name: 'openapi' })
