@@ -44,7 +44,7 @@ export interface paths {
         put?: never;
         /**
          * Create a plant
-         * @description Stores a new plant. Sending the identical plant again answers 200 again (a safe retry); another plant with a stored id answers 409 and the stored plant is unchanged. POST is the only method /plants takes: any other answers 405 with `Allow: POST` and an Error record, without needing a token; `OPTIONS /plants` answers 204 with `Allow: POST, OPTIONS`.
+         * @description Stores a new plant. Sending the identical plant again answers 200 again (a safe retry); another plant with a stored id answers 409 and the stored plant is unchanged. POST is the only method /plants takes: any other answers 405 with `Allow: POST` and an Error record, without needing a token; `OPTIONS /plants` answers 204 with `Allow: POST, OPTIONS`. The body may be sent with `Content-Encoding: gzip`, `deflate` (zlib format) or `br`; decoded, it must still fit BODY_LIMIT.
          */
         post: operations["addPlant"];
         delete?: never;
@@ -237,7 +237,7 @@ export interface operations {
                     "application/json": components["schemas"]["Plant"];
                 };
             };
-            /** @description The body is not UTF-8 JSON, not an object, or a field is missing or of the wrong type (no type coercion) */
+            /** @description The body is not UTF-8 JSON, not an object, or a field is missing or of the wrong type (no type coercion); or it is not valid data for its Content-Encoding */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -264,7 +264,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body is larger than BODY_LIMIT */
+            /** @description The body is larger than BODY_LIMIT, as sent or once decoded */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -273,7 +273,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The content type is not application/json */
+            /** @description The content type is not application/json, or the Content-Encoding is not gzip, deflate, br or identity (then with Accept-Encoding: gzip, deflate, br) */
             415: {
                 headers: {
                     [name: string]: unknown;

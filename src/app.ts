@@ -20,7 +20,7 @@ import { validatorCompiler } from './validation.js'
 
 export interface AppOptions {
   /** http and overload default to config.ts's defaults; no rateLimit means none. */
-  config: Pick<Config, 'bodyLimit'> & Partial<Pick<Config, 'http' | 'overload' | 'rateLimit'>>
+  config: Pick<Config, 'bodyLimit'> & Partial<Pick<Config, 'http' | 'overload' | 'rateLimit' | 'corsOrigins'>>
   tokens: TokenSet
   repository: PlantRepository
   /** The pino logger: server.ts's writes JSON lines to stdout, tests' write to memory. */
@@ -83,6 +83,11 @@ export async function buildApp ({ config, tokens, repository, logger }: AppOptio
   app.addHook('onClose', async () => { await repository.close() })
 
   await app.register(drain, { graceMs: DRAIN_GRACE_MS })
+  // Before the overload check and auth: preflights need no token, and errors carry the CORS headers.
+  if (config.corsOrigins !== undefined) {
+    const { corsPolicy } = await import('./plugins/cors.js')
+    await app.register(corsPolicy, { origins: config.corsOrigins })
+  }
   if (app.log.level === 'debug' || app.log.level === 'trace') await app.register(processHealth, { intervalMs: 5000 })
   await app.register(overload, { limits: config.overload ?? defaultOverloadLimits() })
   await app.register(jsonBody)

@@ -25,7 +25,9 @@ const Env = Type.Object({
   MAX_RSS_BYTES: Type.Integer({ minimum: 0, default: 0 }),
   // Per-token rate limit: off unless set.
   RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 0, maximum: 100000000, default: 0 }),
-  REDIS_URL: Type.Optional(Type.String({ minLength: 1 }))
+  REDIS_URL: Type.Optional(Type.String({ minLength: 1 })),
+  // Cross-origin browser access: off unless set.
+  CORS_ORIGINS: Type.Optional(Type.String())
 })
 type Env = Static<typeof Env>
 
@@ -45,6 +47,11 @@ export interface Config {
   overload: OverloadLimits
   /** Absent when RATE_LIMIT_PER_MINUTE is 0 (the default): no rate limit. */
   rateLimit?: RateLimitConfig
+  /**
+   * Origins whose web pages may call the service (CORS), exactly as browsers send them in Origin;
+   * `['*']` means any origin. Absent when CORS_ORIGINS is unset or blank: no CORS headers at all.
+   */
+  corsOrigins?: string[]
 }
 
 /** How long a client may take; a slower one is cut off so that it cannot hold a connection. */
@@ -111,6 +118,35 @@ export function parseTokens (text: string, separator: string | RegExp, source: s
   const bad = tokens.findIndex((token) => !TOKEN.test(token))
   if (bad !== -1) throw new ConfigError(`${source}: token ${bad + 1} has characters a bearer token cannot carry (allowed: A-Z a-z 0-9 - . _ ~ + / and trailing =)`)
   return tokens
+}
+
+/**
+ * CORS_ORIGINS: comma-separated origins, each `scheme://host[:port]` (http or https) written as a
+ * browser serialises it in Origin (lower-case host, no default port, no path, not even "/"), since
+ * they are compared exactly; or `*` alone, for any origin. No patterns: `*` inside an origin is
+ * refused rather than taken as a wildcard. Blank means off.
+ */
+export function parseCorsOrigins (text: string): string[] | undefined {
+  const origins = [...new Set(text.split(',').map((origin) => origin.trim()).filter((origin) => origin !== ''))]
+  if (origins.length === 0) return undefined
+  if (origins.includes('*')) {
+    if (origins.length > 1) throw new ConfigError('CORS_ORIGINS: * allows every origin: write it alone, or list origins without it')
+    return ['*']
+  }
+  origins.forEach((origin, index) => {
+    const problem = `CORS_ORIGINS: origin ${index + 1} (${origin}) is not scheme://host[:port]`
+    if (origin.includes('*')) throw new ConfigError(`${problem}: patterns are not supported, list each origin, or write * alone for any`)
+    let url: URL
+    try {
+      url = new URL(origin)
+    } catch {
+      throw new ConfigError(problem)
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${problem}: the scheme must be http or https`)
+    // Origin headers are compared exactly, so the value must be what a browser sends.
+    if (url.origin !== origin) throw new ConfigError(`${problem} as a browser sends it: write ${url.origin} (no path, no trailing /, lower-case host, no default port)`)
+  })
+  return origins
 }
 
 export function readTokensFile (path: string): string[] {
@@ -195,6 +231,7 @@ export function loadConfig (env: NodeJS.ProcessEnv): Config {
   if (values.REDIS_URL !== undefined && !/^rediss?:\/\//.test(values.REDIS_URL)) {
     throw new ConfigError('REDIS_URL: must start with redis:// or rediss://')
   }
+  const corsOrigins = values.CORS_ORIGINS === undefined ? undefined : parseCorsOrigins(values.CORS_ORIGINS)
 
   return {
     port: values.PORT,
@@ -221,6 +258,7 @@ export function loadConfig (env: NodeJS.ProcessEnv): Config {
     },
     ...(values.RATE_LIMIT_PER_MINUTE === 0
       ? {}
-      : { rateLimit: { perMinute: values.RATE_LIMIT_PER_MINUTE, ...(values.REDIS_URL === undefined ? {} : { redisUrl: values.REDIS_URL }) } })
+      : { rateLimit: { perMinute: values.RATE_LIMIT_PER_MINUTE, ...(values.REDIS_URL === undefined ? {} : { redisUrl: values.REDIS_URL }) } }),
+    ...(corsOrigins === undefined ? {} : { corsOrigins })
   }
 }

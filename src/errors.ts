@@ -7,6 +7,9 @@ import type { ErrorRecord } from './schemas.js'
 // Named errors that carry their status. The service and the plugins throw these; routes never map statuses.
 export const InvalidJsonError = createError('PLANTS_INVALID_JSON', 'body is not valid JSON', 400)
 export const InvalidUtf8Error = createError('PLANTS_INVALID_UTF8', 'body is not valid UTF-8', 400)
+export const InvalidEncodedBodyError = createError('PLANTS_INVALID_ENCODED_BODY', 'body is not valid %s data', 400)
+export const DecodedBodyTooLargeError = createError('PLANTS_DECODED_BODY_TOO_LARGE', 'body must not be larger than %s bytes once decoded', 413)
+export const UnsupportedEncodingError = createError('PLANTS_UNSUPPORTED_ENCODING', 'content-encoding "%s" is not supported: send the body with one of %s, or with none', 415)
 export const ForbiddenKeyError = createError('PLANTS_FORBIDDEN_KEY', 'body must not contain "__proto__" or "constructor.prototype" keys', 400)
 export const MissingTokenError = createError('PLANTS_MISSING_TOKEN', 'a bearer token is required: send "Authorization: Bearer <token>"', 401)
 export const InvalidTokenError = createError('PLANTS_INVALID_TOKEN', 'the bearer token is not valid', 401)
@@ -50,9 +53,15 @@ export function errorRecord (status: number, message: string): ErrorRecord {
   return { error: status, message }
 }
 
-/** Turns any error into the Error record. 5xx details go to the log, never to the client. */
+/**
+ * Turns any error into the Error record. 5xx details go to the log, never to the client. An error
+ * may carry reply headers in `headers` (the http-errors convention Fastify's own handler follows),
+ * e.g. a 415's Accept-Encoding.
+ */
 export function sendError (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const status = statusOf(error)
+  const headers = (error as { headers?: Record<string, string> }).headers
+  if (headers !== undefined) reply.headers(headers)
   let message: string
   if (status >= 500) {
     if (status === 500) request.log.error({ err: error }, 'request failed')

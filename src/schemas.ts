@@ -64,11 +64,14 @@ export type ErrorRecord = Static<typeof ErrorRecord>
  */
 export const errorExamples = {
   invalidId: { summary: 'A string is not an id (no type coercion)', value: { error: 400, message: `body/id must be an integer between ${INT64_MIN} and ${INT64_MAX}` } },
+  invalidGzip: { summary: 'Content-Encoding: gzip on a body that is not gzip', value: { error: 400, message: 'body is not valid gzip data' } },
   missingToken: { summary: 'No bearer token', value: { error: 401, message: 'a bearer token is required: send "Authorization: Bearer <token>"' } },
   invalidToken: { summary: 'A token that is not accepted', value: { error: 401, message: 'the bearer token is not valid' } },
   conflict: { summary: 'Id 10 is stored with another name or tag', value: { error: 409, message: 'a plant with id 10 already exists with another name or tag' } },
   tooLarge: { summary: 'A body over BODY_LIMIT (16384 by default)', value: { error: 413, message: 'body must not be larger than 16384 bytes' } },
+  tooLargeDecoded: { summary: 'A compressed body over BODY_LIMIT once decoded (decoding stops there)', value: { error: 413, message: 'body must not be larger than 16384 bytes once decoded' } },
   notJson: { summary: 'Content-Type is not application/json', value: { error: 415, message: 'content-type must be application/json' } },
+  unsupportedEncoding: { summary: 'A Content-Encoding the service does not decode', value: { error: 415, message: 'content-encoding "x-unknown" is not supported: send the body with one of gzip, deflate, br, or with none' } },
   rateLimited: { summary: 'Over RATE_LIMIT_PER_MINUTE=600', value: { error: 429, message: 'too many requests with this token: at most 600 per minute, retry in 42 s' } },
   unexpected: { summary: 'Anything unexpected: the detail is in the log only', value: { error: 500, message: 'internal server error' } },
   overloaded: { summary: 'Shed while overloaded', value: { error: 503, message: 'the service is overloaded, retry later' } },

@@ -14,6 +14,16 @@ describe('loadConfig', () => {
     })
   })
 
+  it('reads CORS_ORIGINS as exact origins, trimming blanks and duplicates; * alone is any origin', () => {
+    expect(loadConfig({ API_TOKENS: 'a', CORS_ORIGINS: ' https://a.example, http://localhost:5173,,https://a.example, http://[::1]:8080 ' }).corsOrigins)
+      .toEqual(['https://a.example', 'http://localhost:5173', 'http://[::1]:8080'])
+    expect(loadConfig({ API_TOKENS: 'a', CORS_ORIGINS: '*' }).corsOrigins).toEqual(['*'])
+  })
+
+  it('leaves CORS off when CORS_ORIGINS is blank', () => {
+    expect(loadConfig({ API_TOKENS: 'a', CORS_ORIGINS: ' , ' }).corsOrigins).toBeUndefined()
+  })
+
   it('reads comma-separated tokens, trimming blanks and duplicates', () => {
     expect(loadConfig({ API_TOKENS: ' a, b,,a ' }).tokens).toEqual(['a', 'b'])
   })
@@ -35,7 +45,14 @@ describe('loadConfig', () => {
     ['a PORT out of range', { API_TOKENS: 'a', PORT: '70000' }, /^PORT must be <= 65535/],
     ['an unknown LOG_LEVEL', { API_TOKENS: 'a', LOG_LEVEL: 'loud' }, /^LOG_LEVEL/],
     ['a BODY_LIMIT below 64', { API_TOKENS: 'a', BODY_LIMIT: '10' }, /^BODY_LIMIT must be >= 64/],
-    ['a MAX_PLANTS of 0', { API_TOKENS: 'a', MAX_PLANTS: '0' }, /^MAX_PLANTS must be >= 1/]
+    ['a MAX_PLANTS of 0', { API_TOKENS: 'a', MAX_PLANTS: '0' }, /^MAX_PLANTS must be >= 1/],
+    ['a CORS origin with a path', { API_TOKENS: 'a', CORS_ORIGINS: 'https://a.example/app' }, /^CORS_ORIGINS: origin 1 \(https:\/\/a\.example\/app\) is not scheme:\/\/host\[:port\] as a browser sends it: write https:\/\/a\.example \(/],
+    ['a CORS origin with a trailing slash', { API_TOKENS: 'a', CORS_ORIGINS: 'https://a.example, https://b.example/' }, /^CORS_ORIGINS: origin 2 \(https:\/\/b\.example\/\) .* write https:\/\/b\.example /],
+    ['a CORS origin with capitals or a default port', { API_TOKENS: 'a', CORS_ORIGINS: 'https://A.example:443' }, /^CORS_ORIGINS: origin 1 .* write https:\/\/a\.example /],
+    ['a CORS origin without a scheme', { API_TOKENS: 'a', CORS_ORIGINS: 'a.example' }, /^CORS_ORIGINS: origin 1 \(a\.example\) is not scheme:\/\/host\[:port\]$/],
+    ['a CORS origin of another scheme', { API_TOKENS: 'a', CORS_ORIGINS: 'ftp://a.example' }, /^CORS_ORIGINS: origin 1 .*: the scheme must be http or https$/],
+    ['a CORS origin pattern', { API_TOKENS: 'a', CORS_ORIGINS: 'https://*.example' }, /^CORS_ORIGINS: origin 1 .*: patterns are not supported/],
+    ['* beside other CORS origins', { API_TOKENS: 'a', CORS_ORIGINS: '*, https://a.example' }, /^CORS_ORIGINS: \* allows every origin: write it alone/]
   ]
   for (const [what, env, message] of refusals) {
     it(`refuses ${what} with a line naming the variable`, () => {

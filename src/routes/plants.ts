@@ -37,9 +37,13 @@ export const plantMethodRoutes: FastifyPluginAsyncTypebox = async (app) => {
     // Never reached (onRequest has answered); a handler is what makes this a route.
     handler: (request, reply) => reply.send(refuse(request, reply))
   })
-  app.options('/plants', { schema: { hide: true } }, (_request, reply) => {
-    reply.code(204).header('allow', PLANTS_OPTIONS_ALLOW).send()
-  })
+  // Answered in onRequest too: content sent with an OPTIONS has no defined use (RFC 9110 §9.3.7)
+  // and is never read, so it cannot turn the 204 into a 413 or 415.
+  const describe = (reply: FastifyReply) => reply.code(204).header('allow', PLANTS_OPTIONS_ALLOW).send()
+  app.options('/plants', {
+    schema: { hide: true },
+    onRequest: (_request, reply) => { describe(reply) }
+  }, (_request, reply) => { describe(reply) })
 }
 
 /** POST /plants: the schema validates, the service decides, the reply schema serializes. */
@@ -48,16 +52,17 @@ export const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async 
     schema: {
       summary: 'Create a plant',
       description: 'Stores a new plant. Sending the identical plant again answers 200 again (a safe retry); another plant with a stored id answers 409 and the stored plant is unchanged. ' +
-        'POST is the only method /plants takes: any other answers 405 with `Allow: POST` and an Error record, without needing a token; `OPTIONS /plants` answers 204 with `Allow: POST, OPTIONS`.',
+        'POST is the only method /plants takes: any other answers 405 with `Allow: POST` and an Error record, without needing a token; `OPTIONS /plants` answers 204 with `Allow: POST, OPTIONS`. ' +
+        'The body may be sent with `Content-Encoding: gzip`, `deflate` (zlib format) or `br`; decoded, it must still fit BODY_LIMIT.',
       operationId: 'addPlant',
       body: Type.Ref(NewPlant),
       response: {
         200: Type.Ref(Plant, { description: 'The plant as stored; tag only when it was given' }),
-        400: error('The body is not UTF-8 JSON, not an object, or a field is missing or of the wrong type (no type coercion)', 'invalidId'),
+        400: error('The body is not UTF-8 JSON, not an object, or a field is missing or of the wrong type (no type coercion); or it is not valid data for its Content-Encoding', 'invalidId', 'invalidGzip'),
         401: error('The bearer token is missing or not valid; carries WWW-Authenticate', 'missingToken', 'invalidToken'),
         409: error('A plant with this id exists with another name or tag', 'conflict'),
-        413: error('The body is larger than BODY_LIMIT', 'tooLarge'),
-        415: error('The content type is not application/json', 'notJson'),
+        413: error('The body is larger than BODY_LIMIT, as sent or once decoded', 'tooLarge', 'tooLargeDecoded'),
+        415: error('The content type is not application/json, or the Content-Encoding is not gzip, deflate, br or identity (then with Accept-Encoding: gzip, deflate, br)', 'notJson', 'unsupportedEncoding'),
         429: error('Over RATE_LIMIT_PER_MINUTE for this token (only when it is set); carries Retry-After and RateLimit headers', 'rateLimited'),
         500: error('An unexpected error; the detail is in the log only', 'unexpected'),
         503: error('Overloaded, not ready, or the store is unavailable; nothing was stored; carries Retry-After', 'overloaded', 'storeUnavailable'),

@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net'
+import { gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { defaultOverloadLimits } from '../../src/config.js'
 import { clientErrorHandler, StoreUnavailableError } from '../../src/errors.js'
@@ -31,6 +32,7 @@ function clientErrorReply (code: string): ErrorRecord {
 /** For each named example: provoke it and return the Error record the service answered. */
 const provoke: Record<ErrorExampleName, () => Promise<ErrorRecord>> = {
   invalidId: async () => (await postPlant(await buildTestApp(), '{"id":"10","name":"Monstera"}')).json(),
+  invalidGzip: async () => (await buildTestApp()).inject({ method: 'POST', url: '/plants', headers: { ...JSON_AUTH, 'content-encoding': 'gzip' }, payload: '{"id":10,"name":"Monstera"}' }).then((reply) => reply.json()),
   missingToken: async () => (await postPlant(await buildTestApp(), { id: 10, name: 'Monstera' }, { 'content-type': 'application/json' })).json(),
   invalidToken: async () => (await postPlant(await buildTestApp(), { id: 10, name: 'Monstera' }, { ...JSON_AUTH, authorization: 'Bearer wrong' })).json(),
   conflict: async () => {
@@ -39,6 +41,13 @@ const provoke: Record<ErrorExampleName, () => Promise<ErrorRecord>> = {
     return (await postPlant(app, { id: 10, name: 'Fern' })).json()
   },
   tooLarge: async () => (await postPlant(await buildTestApp(), { id: 10, name: 'M'.repeat(16384) })).json(),
+  tooLargeDecoded: async () => (await buildTestApp()).inject({
+    method: 'POST',
+    url: '/plants',
+    headers: { ...JSON_AUTH, 'content-encoding': 'gzip' },
+    payload: gzipSync(JSON.stringify({ id: 10, name: 'M'.repeat(16384) }))
+  }).then((reply) => reply.json()),
+  unsupportedEncoding: async () => (await buildTestApp()).inject({ method: 'POST', url: '/plants', headers: { ...JSON_AUTH, 'content-encoding': 'x-unknown' }, payload: '{"id":10,"name":"Monstera"}' }).then((reply) => reply.json()),
   notJson: async () => (await postPlant(await buildTestApp(), 'Monstera', { ...AUTH, 'content-type': 'text/plain' })).json(),
   rateLimited: async () => {
     const app = await buildTestApp({ config: { rateLimit: { perMinute: 600 } } })

@@ -405,6 +405,15 @@ describe('/plants: other methods (405) and OPTIONS', () => {
     expect(res.body).toBe('')
   })
 
+  it('answers OPTIONS /plants with the 204 whatever body comes with it (never read)', async () => {
+    const app = await buildTestApp({ bodyLimit: 100 })
+    for (const [type, payload] of [['text/plain', 'x'], ['application/json', 'x'.repeat(200)]] as const) {
+      const res = await app.inject({ method: 'OPTIONS', url: '/plants', headers: { 'content-type': type }, payload })
+      expect(res.statusCode, type).toBe(204)
+      expect(res.headers.allow, type).toBe('POST, OPTIONS')
+    }
+  })
+
   it('answers OPTIONS on an unknown path with 404, as before', async () => {
     const app = await buildTestApp()
     const res = await app.inject({ method: 'OPTIONS', url: '/nope' })
