@@ -20,7 +20,7 @@ TypeRegistry.Set('Int64', (_schema: unknown, value: unknown) =>
  * validators cannot see bigints). Its range goes in the description, not in minimum/maximum:
  * 9223372036854775807 has no exact JSON number in JavaScript and would be published rounded.
  */
-const Int64 = (options: { description: string }): TUnsafe<PlantId> =>
+const Int64 = (options: { description: string, examples?: number[] }): TUnsafe<PlantId> =>
   Type.Unsafe<PlantId>({ [Kind]: 'Int64', type: 'integer', format: 'int64', ...options })
 
 /**
@@ -29,30 +29,79 @@ const Int64 = (options: { description: string }): TUnsafe<PlantId> =>
  * the pattern means the same with and without the regular expression's `u` flag.
  */
 export const STORABLE_TEXT = '^(?:[^\\u0000\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF])*$'
-const Text = (description: string) => Type.String({ pattern: STORABLE_TEXT, description })
+const Text = (description: string, example: string) => Type.String({ pattern: STORABLE_TEXT, description, examples: [example] })
 
+/*
+ * Examples: what the document shows and what the docs page offers to send (Swagger UI builds a body
+ * from the schema's `examples`). A realistic plant, the one README's curl examples use.
+ */
 export const Plant = Type.Object({
-  name: Text('The name of the plant'),
-  tag: Type.Optional(Text('Tag that specifies the type of the plant'))
-}, { $id: 'Plant', description: 'A plant of the store' })
+  name: Text('The name of the plant', 'Monstera'),
+  tag: Type.Optional(Text('Tag that specifies the type of the plant', 'tropical'))
+}, { $id: 'Plant', description: 'A plant of the store', examples: [{ name: 'Monstera', tag: 'tropical' }] })
 export type Plant = Static<typeof Plant>
 
 export const NewPlant = Type.Object({
-  id: Int64({ description: `Identification number of the plant: an integer from ${INT64_MIN} to ${INT64_MAX}, exact over the whole range` }),
+  id: Int64({ description: `Identification number of the plant: an integer from ${INT64_MIN} to ${INT64_MAX}, exact over the whole range`, examples: [10] }),
   name: Plant.properties.name,
   tag: Plant.properties.tag
-}, { $id: 'NewPlant', description: 'A plant to create. Properties other than id, name and tag are accepted and ignored.' })
+}, {
+  $id: 'NewPlant',
+  description: 'A plant to create. Properties other than id, name and tag are accepted and ignored.',
+  examples: [{ id: 10, name: 'Monstera', tag: 'tropical' }]
+})
 export type NewPlant = Static<typeof NewPlant>
 
 export const ErrorRecord = Type.Object({
-  error: Type.Integer({ format: 'int32', description: 'The HTTP status code of the reply' }),
-  message: Type.String({ description: 'What went wrong, for a person; generic for 5xx statuses' })
-}, { $id: 'Error', description: 'Every non-2xx reply' })
+  error: Type.Integer({ format: 'int32', description: 'The HTTP status code of the reply', examples: [409] }),
+  message: Type.String({ description: 'What went wrong, for a person; generic for 5xx statuses', examples: ['a plant with id 10 already exists with another name or tag'] })
+}, { $id: 'Error', description: 'Every non-2xx reply', examples: [{ error: 409, message: 'a plant with id 10 already exists with another name or tag' }] })
 export type ErrorRecord = Static<typeof ErrorRecord>
 
+/**
+ * Error records the service really answers, by name, for the document to show next to each response
+ * (test/openapi/examples.test.ts provokes each one and compares it with the reply).
+ */
+export const errorExamples = {
+  invalidId: { summary: 'A string is not an id (no type coercion)', value: { error: 400, message: `body/id must be an integer between ${INT64_MIN} and ${INT64_MAX}` } },
+  invalidGzip: { summary: 'Content-Encoding: gzip on a body that is not gzip', value: { error: 400, message: 'body is not valid gzip data' } },
+  missingToken: { summary: 'No bearer token', value: { error: 401, message: 'a bearer token is required: send "Authorization: Bearer <token>"' } },
+  invalidToken: { summary: 'A token that is not accepted', value: { error: 401, message: 'the bearer token is not valid' } },
+  conflict: { summary: 'Id 10 is stored with another name or tag', value: { error: 409, message: 'a plant with id 10 already exists with another name or tag' } },
+  tooLarge: { summary: 'A body over BODY_LIMIT (16384 by default)', value: { error: 413, message: 'body must not be larger than 16384 bytes' } },
+  tooLargeDecoded: { summary: 'A compressed body over BODY_LIMIT once decoded (decoding stops there)', value: { error: 413, message: 'body must not be larger than 16384 bytes once decoded' } },
+  notJson: { summary: 'Content-Type is not application/json', value: { error: 415, message: 'content-type must be application/json' } },
+  unsupportedEncoding: { summary: 'A Content-Encoding the service does not decode', value: { error: 415, message: 'content-encoding "x-unknown" is not supported: send the body with one of gzip, deflate, br, or with none' } },
+  rateLimited: { summary: 'Over RATE_LIMIT_PER_MINUTE=600', value: { error: 429, message: 'too many requests with this token: at most 600 per minute, retry in 42 s' } },
+  unexpected: { summary: 'Anything unexpected: the detail is in the log only', value: { error: 500, message: 'internal server error' } },
+  overloaded: { summary: 'Shed while overloaded', value: { error: 503, message: 'the service is overloaded, retry later' } },
+  storeUnavailable: { summary: 'The store cannot be reached', value: { error: 503, message: 'the plant store is unavailable, retry later' } },
+  notReady: { summary: 'The store is unreachable or the service is shutting down', value: { error: 503, message: 'the service is not ready' } },
+  storeFull: { summary: 'The memory store holds MAX_PLANTS plants', value: { error: 507, message: 'the plant store is full' } },
+  notHttp: { summary: 'Malformed HTTP', value: { error: 400, message: 'the request is not valid HTTP' } },
+  tooSlow: { summary: 'Headers or body slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS', value: { error: 408, message: 'the request took too long to arrive' } },
+  headersTooLarge: { summary: 'Headers over MAX_HEADER_BYTES', value: { error: 431, message: 'request headers are too large' } }
+} satisfies Record<string, { summary: string, value: ErrorRecord }>
+export type ErrorExampleName = keyof typeof errorExamples
+
+/**
+ * A response that is an Error record, with examples of it. Written by media type because a `$ref`
+ * can carry no siblings: the media type's `examples` go to the document as they are (@fastify/swagger),
+ * where Swagger UI and Redocly list them by summary; Fastify serializes by the `schema`.
+ */
+export const errorResponse = (description: string, ...names: ErrorExampleName[]) => ({
+  description,
+  content: {
+    'application/json': {
+      schema: Type.Ref(ErrorRecord),
+      examples: Object.fromEntries(names.map((name) => [name, errorExamples[name]]))
+    }
+  }
+})
+
 export const Health = Type.Object({
-  status: Type.String({ description: '"ok" when the process is up, "ready" when it can serve' })
-}, { $id: 'Health' })
+  status: Type.String({ description: '"ok" when the process is up, "ready" when it can serve', examples: ['ok', 'ready'] })
+}, { $id: 'Health', description: 'The answer of a probe', examples: [{ status: 'ok' }, { status: 'ready' }] })
 
 /** The schemas that routes refer to with `Type.Ref`; registered once with `addSchema`. */
 export const sharedSchemas: TSchema[] = [NewPlant, Plant, ErrorRecord, Health]

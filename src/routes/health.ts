@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { NotReadyError } from '../errors.js'
 import type { PlantRepository } from '../plants/plant-repository.js'
-import { ErrorRecord, Health } from '../schemas.js'
+import { errorResponse, Health } from '../schemas.js'
 
 export interface HealthRoutesOptions {
   repository: PlantRepository
@@ -10,19 +10,32 @@ export interface HealthRoutesOptions {
   isClosing: () => boolean
 }
 
+/**
+ * A probe never answers 4xx itself; Node answers these before any route runs, for any path (errors.ts,
+ * clientErrorHandler). Documented because a client of any operation can meet them.
+ */
+const malformed = errorResponse('Malformed HTTP (400), headers over MAX_HEADER_BYTES (431), or a request slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS (408); the connection is closed', 'notHttp', 'headersTooLarge', 'tooSlow')
+
 /** Probes for orchestrators: open, without a token. */
 export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = async (app, { repository, isClosing }) => {
   app.get('/livez', {
-    schema: { summary: 'The process is up', security: [], response: { 200: Type.Ref(Health, { description: 'The process answers' }) } }
+    schema: {
+      summary: 'The process is up',
+      operationId: 'getLiveness',
+      security: [],
+      response: { 200: Type.Ref(Health, { description: 'The process answers: `{"status":"ok"}`' }), '4xx': malformed }
+    }
   }, async () => ({ status: 'ok' }))
 
   app.get('/readyz', {
     schema: {
       summary: 'The store is reachable and the service is not shutting down',
+      operationId: 'getReadiness',
       security: [],
       response: {
-        200: Type.Ref(Health, { description: 'Ready for traffic' }),
-        503: Type.Ref(ErrorRecord, { description: 'Not ready: the store is unreachable or the service is shutting down' })
+        200: Type.Ref(Health, { description: 'Ready for traffic: `{"status":"ready"}`' }),
+        '4xx': malformed,
+        503: errorResponse('Not ready: the store is unreachable, the service is shutting down, or it is overloaded', 'notReady', 'overloaded')
       }
     }
   }, async () => {

@@ -3,13 +3,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { methodNotAllowed } from '../errors.js'
 import type { PlantService } from '../plants/plant-service.js'
-import { ErrorRecord, NewPlant, Plant } from '../schemas.js'
+import { errorResponse as error, NewPlant, Plant } from '../schemas.js'
 
 export interface PlantRoutesOptions {
   plants: PlantService
 }
-
-const error = (description: string) => Type.Ref(ErrorRecord, { description })
 
 /**
  * What /plants answers to: POST acts on it; OPTIONS (204) only describes it. The 405 for any other
@@ -60,15 +58,15 @@ export const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async 
       body: Type.Ref(NewPlant),
       response: {
         200: Type.Ref(Plant, { description: 'The plant as stored; tag only when it was given' }),
-        400: error('The body is not UTF-8 JSON, not an object, or a field is missing or of the wrong type (no type coercion); or it is not valid data for its Content-Encoding'),
-        401: error('The bearer token is missing or not valid; carries WWW-Authenticate'),
-        409: error('A plant with this id exists with another name or tag'),
-        413: error('The body is larger than BODY_LIMIT, as sent or once decoded'),
-        415: error('The content type is not application/json, or the Content-Encoding is not gzip, deflate, br or identity (then with Accept-Encoding: gzip, deflate, br)'),
-        429: error('Over RATE_LIMIT_PER_MINUTE for this token (only when it is set); carries Retry-After and RateLimit headers'),
-        500: error('An unexpected error; the detail is in the log only'),
-        503: error('Overloaded, not ready, or the store is unavailable; nothing was stored; carries Retry-After'),
-        507: error('The memory store is full (MAX_PLANTS)')
+        400: error('The body is not UTF-8 JSON, not an object, or a field is missing or of the wrong type (no type coercion); or it is not valid data for its Content-Encoding', 'invalidId', 'invalidGzip'),
+        401: error('The bearer token is missing or not valid; carries WWW-Authenticate', 'missingToken', 'invalidToken'),
+        409: error('A plant with this id exists with another name or tag', 'conflict'),
+        413: error('The body is larger than BODY_LIMIT, as sent or once decoded', 'tooLarge', 'tooLargeDecoded'),
+        415: error('The content type is not application/json, or the Content-Encoding is not gzip, deflate, br or identity (then with Accept-Encoding: gzip, deflate, br)', 'notJson', 'unsupportedEncoding'),
+        429: error('Over RATE_LIMIT_PER_MINUTE for this token (only when it is set); carries Retry-After and RateLimit headers', 'rateLimited'),
+        500: error('An unexpected error; the detail is in the log only', 'unexpected'),
+        503: error('Overloaded, not ready, or the store is unavailable; nothing was stored; carries Retry-After', 'overloaded', 'storeUnavailable'),
+        507: error('The memory store is full (MAX_PLANTS)', 'storeFull')
       }
     }
   }, (request) => plants.create(request.body))

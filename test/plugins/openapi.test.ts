@@ -16,6 +16,19 @@ describe('GET /openapi.json', () => {
     expect(doc.info.description).toContain('`error` is the HTTP status code')
   })
 
+  it('names one server, relative: requests go to the host that served the document', async () => {
+    expect((await document()).servers).toEqual([{ url: '/', description: expect.any(String) }])
+  })
+
+  it('gives every operation an operationId and a 4XX response (redocly recommended rules)', async () => {
+    const { paths } = await document()
+    const operations = Object.values(paths as Record<string, Record<string, { operationId?: string, responses: object }>>).flatMap((path) => Object.values(path))
+    expect(operations.map((operation) => operation.operationId).sort()).toEqual(['addPlant', 'getLiveness', 'getReadiness'])
+    for (const operation of operations) expect(Object.keys(operation.responses).some((status) => status.startsWith('4'))).toBe(true)
+    expect(Object.keys(paths['/livez'].get.responses)).toEqual(['200', '4XX'])
+    expect(Object.keys(paths['/readyz'].get.responses).sort()).toEqual(['200', '4XX', '503'])
+  })
+
   it('declares the bearer scheme globally and leaves health probes open', async () => {
     const doc = await document()
     expect(doc.components.securitySchemes).toEqual({ bearerAuth: expect.objectContaining({ type: 'http', scheme: 'bearer' }) })
@@ -55,5 +68,14 @@ describe('GET /openapi.json', () => {
     expect(page.headers['content-type']).toContain('text/html')
     const script = await app.inject({ method: 'GET', url: '/docs/static/swagger-ui-bundle.js' })
     expect(script.statusCode).toBe(200)
+  })
+
+  it('/docs shows no online validator badge (it would send the document to validator.swagger.io)', async () => {
+    const app = await buildTestApp()
+    const initializer = await app.inject({ method: 'GET', url: '/docs/static/swagger-initializer.js' })
+    expect(initializer.statusCode).toBe(200)
+    // The page's own configuration, applied over the defaults.
+    expect(initializer.body).toMatch(/const config = \{[^\n]*"validatorUrl":null/)
+    expect(initializer.body).not.toContain('validator.swagger.io')
   })
 })
