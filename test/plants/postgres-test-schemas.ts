@@ -1,5 +1,6 @@
 import { createServer, connect, type Server, type Socket } from 'node:net'
 import pg from 'pg'
+import { findPgBouncer, startPgBouncer, type PgBouncer } from './pgbouncer.js'
 
 /** The connection string with `search_path` set to one schema, the way a user would pick one. */
 export function withSchema (url: string, schema: string): string {
@@ -9,11 +10,16 @@ export function withSchema (url: string, schema: string): string {
 }
 
 export interface TestSchemas {
-  /** A new, empty schema; returns a connection string that uses it. */
-  create (): Promise<string>
-  /** Runs a query as the admin connection, e.g. to check what a store wrote. */
+  /**
+   * A new, empty schema; returns a connection string whose connections use it. With `port`, the
+   * connections reach the server through that port instead (a switchable proxy in front of it).
+   */
+  create (options?: { port?: number }): Promise<string>
+  /** The schema a connection string from create() uses, for queries of the admin connection. */
+  schemaOf (connectionString: string): string
+  /** Runs a query as the admin connection (direct, to the server), e.g. to check what a store wrote. */
   query: pg.Pool['query']
-  /** Drops every schema this run created. */
+  /** Drops every schema this run created (and stops its pooler). */
   dropAll (): Promise<void>
 }
 
@@ -24,12 +30,15 @@ export function createTestSchemas (url: string): TestSchemas {
   const created: string[] = []
   const run = `plants_test_${process.pid}_${Date.now().toString(36)}`
   return {
-    async create () {
+    async create (options = {}) {
       const schema = `${run}_${created.length}`
       await admin.query(`CREATE SCHEMA ${schema}`)
       created.push(schema)
-      return withSchema(url, schema)
+      const target = new URL(withSchema(url, schema))
+      if (options.port !== undefined) target.host = `127.0.0.1:${options.port}`
+      return target.toString()
     },
+    schemaOf: (connectionString) => new URL(connectionString).searchParams.get('options')?.split('=')[1] ?? '',
     query: admin.query.bind(admin) as pg.Pool['query'],
     async dropAll () {
       try {
@@ -39,6 +48,85 @@ export function createTestSchemas (url: string): TestSchemas {
       }
     }
   }
+}
+
+/**
+ * The same, through a PgBouncer of this run. The pooler refuses the `options` startup parameter, so
+ * a schema is picked another way: each schema gets a database alias of its own in the pooler (the
+ * alias is the schema's name) whose server connections start with `SET search_path`. The stores
+ * under test connect with a plain URL, as a user behind a pooler does.
+ */
+export function createPooledSchemas (url: string, bouncer: PgBouncer): TestSchemas {
+  const direct = createTestSchemas(url)
+  const server = new URL(url)
+  const upstream = { host: server.hostname, port: Number(server.port || 5432), dbname: decodeURIComponent(server.pathname.slice(1)) }
+  return {
+    async create (options = {}) {
+      const schema = direct.schemaOf(await direct.create())
+      await bouncer.addDatabase(schema, { ...upstream, port: options.port ?? upstream.port, connectQuery: `SET search_path = ${schema}` })
+      const pooled = new URL(url)
+      pooled.host = `127.0.0.1:${bouncer.port}`
+      pooled.pathname = `/${schema}`
+      return pooled.toString()
+    },
+    schemaOf: (connectionString) => new URL(connectionString).pathname.slice(1),
+    query: direct.query,
+    async dropAll () {
+      try {
+        await bouncer.stop()
+      } finally {
+        await direct.dropAll()
+      }
+    }
+  }
+}
+
+/** Where a PostgreSQL suite runs: straight to the server, and through PgBouncer in transaction mode. */
+export interface PostgresTarget {
+  /** Goes into the suite's title. */
+  name: string
+  /** Why the suite is skipped, when it is. */
+  skip?: string
+  /** Per test file: starts what the target needs and returns its schemas. */
+  open (): Promise<TestSchemas>
+}
+
+/**
+ * The targets every PostgreSQL suite runs against, with the visible skip reasons. REQUIRE_POSTGRES=1
+ * and REQUIRE_PGBOUNCER=1 (set by .ci/run) turn a skip into a failing test instead.
+ */
+export function postgresTargets (): PostgresTarget[] {
+  const url = process.env.TEST_DATABASE_URL
+  const binary = findPgBouncer()
+  const noDatabase = url === undefined ? 'TEST_DATABASE_URL is not set' : undefined
+  const noPooler = noDatabase ?? (binary === undefined ? 'pgbouncer is not installed (apt-get install pgbouncer, or set PGBOUNCER)' : undefined)
+  return [
+    { name: 'direct', ...(noDatabase === undefined ? {} : { skip: noDatabase }), open: async () => createTestSchemas(url as string) },
+    {
+      name: 'through PgBouncer (transaction mode)',
+      ...(noPooler === undefined ? {} : { skip: noPooler }),
+      open: async () => {
+        const server = new URL(url as string)
+        const bouncer = await startPgBouncer({ binary: binary as string, poolMode: 'transaction', upstream: { host: server.hostname, port: Number(server.port || 5432) } })
+        return createPooledSchemas(url as string, bouncer)
+      }
+    }
+  ]
+}
+
+/** The failures that REQUIRE_POSTGRES / REQUIRE_PGBOUNCER ask for, in place of skipped suites. */
+export function requiredButMissing (): string[] {
+  const missing: string[] = []
+  if (process.env.REQUIRE_POSTGRES === '1' && process.env.TEST_DATABASE_URL === undefined) {
+    missing.push('REQUIRE_POSTGRES=1 but TEST_DATABASE_URL is not set: the PostgreSQL tests would be skipped')
+  }
+  if (process.env.REQUIRE_PGBOUNCER === '1' && findPgBouncer() === undefined) {
+    missing.push('REQUIRE_PGBOUNCER=1 but pgbouncer is not installed: the pooled PostgreSQL tests would be skipped')
+  }
+  if (process.env.REQUIRE_PGBOUNCER === '1' && process.env.TEST_DATABASE_URL === undefined) {
+    missing.push('REQUIRE_PGBOUNCER=1 but TEST_DATABASE_URL is not set: the pooled PostgreSQL tests would be skipped')
+  }
+  return missing
 }
 
 /**
