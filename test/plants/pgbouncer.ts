@@ -118,7 +118,7 @@ export async function startPgBouncer (options: { binary: string, poolMode?: 'tra
     } catch (error) {
       if (child.exitCode !== null || Date.now() > deadline) {
         child.kill('SIGKILL')
-        throw new Error(`pgbouncer did not start: ${String(error)}\n${log()}`)
+        throw new Error(`pgbouncer did not start: ${String(error)}\n${log()}`, { cause: error })
       }
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
