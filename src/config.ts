@@ -10,6 +10,9 @@ const Env = Type.Object({
   API_TOKENS: Type.Optional(Type.String()),
   API_TOKENS_FILE: Type.Optional(Type.String({ minLength: 1 })),
   DATABASE_URL: Type.String({ default: 'memory:' }),
+  // PostgreSQL only: connections per process, and the longest one statement may run (SET LOCAL).
+  DATABASE_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+  DATABASE_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000 }),
   BODY_LIMIT: Type.Integer({ minimum: 64, maximum: 1048576, default: 16384 }),
   MAX_PLANTS: Type.Integer({ minimum: 1, maximum: 16000000, default: 1000000 }),
   SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 8000 }),
@@ -38,6 +41,10 @@ export interface Config {
   /** Where the tokens came from, when a file: the service can read it again (rotation). */
   tokensFile?: string
   databaseUrl: string
+  /** PostgreSQL connections of this process (DATABASE_POOL_MAX). */
+  databasePoolMax: number
+  /** PostgreSQL: a statement running longer is cancelled by the server and answered 503. */
+  databaseStatementTimeoutMs: number
   bodyLimit: number
   maxPlants: number
   shutdownTimeoutMs: number
@@ -203,6 +210,8 @@ export function loadConfig (env: NodeJS.ProcessEnv): Config {
     tokens,
     ...(values.API_TOKENS_FILE === undefined ? {} : { tokensFile: values.API_TOKENS_FILE }),
     databaseUrl: values.DATABASE_URL === '' ? 'memory:' : values.DATABASE_URL,
+    databasePoolMax: values.DATABASE_POOL_MAX,
+    databaseStatementTimeoutMs: values.DATABASE_STATEMENT_TIMEOUT_MS,
     bodyLimit: values.BODY_LIMIT,
     maxPlants: values.MAX_PLANTS,
     shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS,
