@@ -10,6 +10,8 @@ export interface FailureLogOptions {
   subject: string
   /** The name of the count field: "refused" (requests answered 503/507), "errors". */
   counted: string
+  /** What a failure means for the requests, appended to the failure lines' message. */
+  effect?: string
   /** At most one line per kind of failure per this interval. Default 1000 ms. */
   intervalMs?: number
 }
@@ -71,7 +73,8 @@ interface KindState {
  * failure at most one line per interval, carrying the count since the last line and the cause's
  * code and message (no stack); one line when it works again.
  */
-export function createFailureLog ({ log, subject, counted, intervalMs = 1000 }: FailureLogOptions): FailureLog {
+export function createFailureLog ({ log, subject, counted, effect, intervalMs = 1000 }: FailureLogOptions): FailureLog {
+  const suffix = effect === undefined ? '' : `: ${effect}`
   const kinds = new Map<string, KindState>()
   let failingSince: number | undefined
   let total = 0
@@ -82,7 +85,7 @@ export function createFailureLog ({ log, subject, counted, intervalMs = 1000 }: 
     if (state.pending === 0) return
     const cause = summarizeCause(state.lastCause)
     log.warn({ subject, failure: state.kind, during: state.during, [counted]: state.pending, ...(cause === undefined ? {} : { cause }) },
-      `${subject} failing (${state.kind}, ${state.during})`)
+      `${subject} failing (${state.kind}, ${state.during})${suffix}`)
     state.pending = 0
     state.lastLoggedAt = now
   }
