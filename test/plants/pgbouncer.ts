@@ -15,10 +15,10 @@ export interface PgBouncer {
   port: number
   poolMode: 'transaction' | 'session'
   /**
-   * Adds a database alias (the name clients connect to) that reaches `dbname` on `host:port`, with
-   * `connectQuery` run once on each new server connection, then reloads the pooler.
+   * Adds a database alias (the name clients connect to) that reaches `dbname` on `host:port`, logged
+   * in as `user` (whoever the client is), then reloads the pooler.
    */
-  addDatabase (alias: string, target: { host: string, port: number, dbname: string, connectQuery?: string }): Promise<void>
+  addDatabase (alias: string, target: { host: string, port: number, dbname: string, user?: string }): Promise<void>
   /** The pooler's log, for a failure message. */
   log (): string
   stop (): Promise<void>
@@ -47,8 +47,6 @@ function runAs (): { uid: number, gid: number } | undefined {
   }
 }
 
-const quote = (value: string): string => `'${value.replace(/'/g, "''")}'`
-
 export async function startPgBouncer (options: { binary: string, poolMode?: 'transaction' | 'session', upstream: { host: string, port: number } }): Promise<PgBouncer> {
   const poolMode = options.poolMode ?? 'transaction'
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-pgbouncer-'))
@@ -75,9 +73,10 @@ export async function startPgBouncer (options: { binary: string, poolMode?: 'tra
       `auth_file = ${join(dir, 'userlist.txt')}`,
       'admin_users = postgres',
       `pool_mode = ${poolMode}`,
-      // Fewer server connections than the clients' pools hold: transactions of different clients
-      // share server connections, as they do in production, so session state would show.
-      'default_pool_size = 5',
+      // Transaction mode: fewer server connections than the clients' pools hold, so transactions of
+      // different clients share server connections, as in production, and session state would show.
+      // Session mode holds a server connection per client connection: Debian's default 20.
+      `default_pool_size = ${poolMode === 'transaction' ? 5 : 20}`,
       // Debian's default is 15 s between attempts after a failed server login; the outage tests
       // bring the server back and should not wait that long.
       'server_login_retry = 1',
@@ -128,8 +127,7 @@ export async function startPgBouncer (options: { binary: string, poolMode?: 'tra
     port,
     poolMode,
     async addDatabase (alias, target) {
-      const connectQuery = target.connectQuery === undefined ? '' : ` connect_query=${quote(target.connectQuery)}`
-      databases.set(alias, `host=${target.host} port=${target.port} dbname=${target.dbname}${connectQuery}`)
+      databases.set(alias, `host=${target.host} port=${target.port} dbname=${target.dbname}${target.user === undefined ? '' : ` user=${target.user}`}`)
       write()
       await admin('RELOAD')
     },

@@ -52,30 +52,43 @@ export function createTestSchemas (url: string): TestSchemas {
 
 /**
  * The same, through a PgBouncer of this run. The pooler refuses the `options` startup parameter, so
- * a schema is picked another way: each schema gets a database alias of its own in the pooler (the
- * alias is the schema's name) whose server connections start with `SET search_path`. The stores
- * under test connect with a plain URL, as a user behind a pooler does.
+ * a schema is picked the way the README tells users behind a pooler: a role whose default
+ * `search_path` is that schema (`ALTER ROLE … SET search_path`), which also survives the
+ * `DISCARD ALL` a session-mode pooler runs between clients. Each schema gets a database alias of its
+ * own in the pooler (the alias is the schema's name) that logs in as that role; the stores under test
+ * connect with a plain URL, as a user behind a pooler does.
  */
 export function createPooledSchemas (url: string, bouncer: PgBouncer): TestSchemas {
-  const direct = createTestSchemas(url)
+  const admin = new pg.Pool({ connectionString: url, max: 2, connectionTimeoutMillis: 5000 })
+  admin.on('error', () => {})
+  const created: string[] = []
+  const run = `plants_pooled_${process.pid}_${Date.now().toString(36)}`
   const server = new URL(url)
   const upstream = { host: server.hostname, port: Number(server.port || 5432), dbname: decodeURIComponent(server.pathname.slice(1)) }
   return {
     async create (options = {}) {
-      const schema = direct.schemaOf(await direct.create())
-      await bouncer.addDatabase(schema, { ...upstream, port: options.port ?? upstream.port, connectQuery: `SET search_path = ${schema}` })
+      const name = `${run}_${created.length}`
+      created.push(name)
+      await admin.query(`CREATE ROLE ${name} LOGIN`)
+      await admin.query(`CREATE SCHEMA ${name} AUTHORIZATION ${name}`)
+      await admin.query(`ALTER ROLE ${name} SET search_path = ${name}`)
+      await bouncer.addDatabase(name, { ...upstream, port: options.port ?? upstream.port, user: name })
       const pooled = new URL(url)
       pooled.host = `127.0.0.1:${bouncer.port}`
-      pooled.pathname = `/${schema}`
+      pooled.pathname = `/${name}`
       return pooled.toString()
     },
     schemaOf: (connectionString) => new URL(connectionString).pathname.slice(1),
-    query: direct.query,
+    query: admin.query.bind(admin) as pg.Pool['query'],
     async dropAll () {
       try {
         await bouncer.stop()
+        for (const name of created) {
+          await admin.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`)
+          await admin.query(`DROP ROLE IF EXISTS ${name}`)
+        }
       } finally {
-        await direct.dropAll()
+        await admin.end()
       }
     }
   }
@@ -100,14 +113,16 @@ export function postgresTargets (): PostgresTarget[] {
   const binary = findPgBouncer()
   const noDatabase = url === undefined ? 'TEST_DATABASE_URL is not set' : undefined
   const noPooler = noDatabase ?? (binary === undefined ? 'pgbouncer is not installed (apt-get install pgbouncer, or set PGBOUNCER)' : undefined)
+  // Transaction mode is what CI runs (the strictest); TEST_PGBOUNCER_POOL_MODE=session runs the same suites in session mode.
+  const poolMode = process.env.TEST_PGBOUNCER_POOL_MODE === 'session' ? 'session' : 'transaction'
   return [
     { name: 'direct', ...(noDatabase === undefined ? {} : { skip: noDatabase }), open: async () => createTestSchemas(url as string) },
     {
-      name: 'through PgBouncer (transaction mode)',
+      name: `through PgBouncer (${poolMode} mode)`,
       ...(noPooler === undefined ? {} : { skip: noPooler }),
       open: async () => {
         const server = new URL(url as string)
-        const bouncer = await startPgBouncer({ binary: binary as string, poolMode: 'transaction', upstream: { host: server.hostname, port: Number(server.port || 5432) } })
+        const bouncer = await startPgBouncer({ binary: binary as string, poolMode, upstream: { host: server.hostname, port: Number(server.port || 5432) } })
         return createPooledSchemas(url as string, bouncer)
       }
     }
