@@ -14,13 +14,13 @@ import { overload } from './plugins/under-pressure.js'
 import type { PlantRepository } from './plants/plant-repository.js'
 import { createPlantService } from './plants/plant-service.js'
 import { healthRoutes } from './routes/health.js'
-import { plantRoutes } from './routes/plants.js'
+import { plantMethodRoutes, plantRoutes, plantsAllowedMethods } from './routes/plants.js'
 import { sharedSchemas } from './schemas.js'
 import { validatorCompiler } from './validation.js'
 
 export interface AppOptions {
   /** http and overload default to config.ts's defaults; no rateLimit means none. */
-  config: Pick<Config, 'bodyLimit'> & Partial<Pick<Config, 'http' | 'overload' | 'rateLimit'>>
+  config: Pick<Config, 'bodyLimit'> & Partial<Pick<Config, 'http' | 'overload' | 'rateLimit' | 'corsOrigins'>>
   tokens: TokenSet
   repository: PlantRepository
   /** The pino logger: server.ts's writes JSON lines to stdout, tests' write to memory. */
@@ -64,7 +64,7 @@ export async function buildApp ({ config, tokens, repository, logger }: AppOptio
 
   app.setValidatorCompiler(validatorCompiler)
   for (const schema of sharedSchemas) app.addSchema(schema)
-  installErrorHandlers(app)
+  installErrorHandlers(app, plantsAllowedMethods)
 
   let closing = false
   app.addHook('preClose', async () => { closing = true })
@@ -83,11 +83,18 @@ export async function buildApp ({ config, tokens, repository, logger }: AppOptio
   app.addHook('onClose', async () => { await repository.close() })
 
   await app.register(drain, { graceMs: DRAIN_GRACE_MS })
+  // Before the overload check and auth: preflights need no token, and errors carry the CORS headers.
+  if (config.corsOrigins !== undefined) {
+    const { corsPolicy } = await import('./plugins/cors.js')
+    await app.register(corsPolicy, { origins: config.corsOrigins })
+  }
   if (app.log.level === 'debug' || app.log.level === 'trace') await app.register(processHealth, { intervalMs: 5000 })
   await app.register(overload, { limits: config.overload ?? defaultOverloadLimits() })
   await app.register(jsonBody)
   await app.register(openapi)
   await app.register(healthRoutes, { repository, isClosing: () => closing })
+  // Outside the auth scope: a 405 needs no token, like a 404.
+  await app.register(plantMethodRoutes)
   await app.register(async function protectedRoutes (scope) {
     await scope.register(auth, { tokens })
     if (config.rateLimit !== undefined) {

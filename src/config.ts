@@ -1,3 +1,4 @@
+import { hash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { getHeapStatistics } from 'node:v8'
 import { Type, type Static } from '@sinclair/typebox'
@@ -28,7 +29,9 @@ const Env = Type.Object({
   MAX_RSS_BYTES: Type.Integer({ minimum: 0, default: 0 }),
   // Per-token rate limit: off unless set.
   RATE_LIMIT_PER_MINUTE: Type.Integer({ minimum: 0, maximum: 100000000, default: 0 }),
-  REDIS_URL: Type.Optional(Type.String({ minLength: 1 }))
+  REDIS_URL: Type.Optional(Type.String({ minLength: 1 })),
+  // Cross-origin browser access: off unless set.
+  CORS_ORIGINS: Type.Optional(Type.String())
 })
 type Env = Static<typeof Env>
 
@@ -36,8 +39,8 @@ export interface Config {
   port: number
   host: string
   logLevel: string
-  /** Accepted bearer tokens; never empty. */
-  tokens: string[]
+  /** Accepted bearer tokens, with their client names; never empty. */
+  tokens: TokenEntry[]
   /** Where the tokens came from, when a file: the service can read it again (rotation). */
   tokensFile?: string
   databaseUrl: string
@@ -52,6 +55,11 @@ export interface Config {
   overload: OverloadLimits
   /** Absent when RATE_LIMIT_PER_MINUTE is 0 (the default): no rate limit. */
   rateLimit?: RateLimitConfig
+  /**
+   * Origins whose web pages may call the service (CORS), exactly as browsers send them in Origin;
+   * `['*']` means any origin. Absent when CORS_ORIGINS is unset or blank: no CORS headers at all.
+   */
+  corsOrigins?: string[]
 }
 
 /** How long a client may take; a slower one is cut off so that it cannot hold a connection. */
@@ -108,26 +116,112 @@ export class ConfigError extends Error {
   override name = 'ConfigError'
 }
 
-/** RFC 6750 b64token: what can follow "Bearer " in a header. */
+/** RFC 6750 b64token: what can follow "Bearer " in a header. It has no ':', which separates a client name. */
 const TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/
+const CLIENT_NAME = /^[A-Za-z0-9._-]{1,64}$/
+const SHA256_HEX = /^[0-9A-Fa-f]{64}$/
 
-/** Splits and checks a token list; `source` names the variable in the error. */
-export function parseTokens (text: string, separator: string | RegExp, source: string): string[] {
-  const tokens = [...new Set(text.split(separator).map((token) => token.trim()).filter((token) => token !== ''))]
-  if (tokens.length === 0) throw new ConfigError(`${source}: at least one bearer token is required; the service never runs open`)
-  const bad = tokens.findIndex((token) => !TOKEN.test(token))
-  if (bad !== -1) throw new ConfigError(`${source}: token ${bad + 1} has characters a bearer token cannot carry (allowed: A-Z a-z 0-9 - . _ ~ + / and trailing =)`)
-  return tokens
+/**
+ * One accepted token, as API_TOKENS or API_TOKENS_FILE lists it: `token`, `name:token`, or
+ * `name:sha256:<64 hex digits>` (only the token's SHA-256 is known, so a hashed entry is always named).
+ */
+export type TokenEntry = { name?: string, token: string } | { name: string, sha256: string }
+
+/**
+ * Parses the token list of API_TOKENS (entries separated by commas) or API_TOKENS_FILE (one entry a
+ * line); blanks around an entry and blank entries are ignored. An error names the variable and the
+ * entry's position (its line in the file, counting blank lines), never the entry's text: a mistyped
+ * line could be a token.
+ *
+ * Names are unique. The same token listed twice without a name is one entry (as before names
+ * existed); the same token under a name and again under another name, or without one, is refused:
+ * a token belongs to one client, or its requests would be logged and counted under either. Tokens
+ * are compared through their SHA-256, so a plain entry and a hashed entry of the same token are
+ * found too.
+ */
+export function parseTokens (text: string, source: 'API_TOKENS' | 'API_TOKENS_FILE'): TokenEntry[] {
+  const unit = source === 'API_TOKENS' ? 'entry' : 'line'
+  const items = text.split(source === 'API_TOKENS' ? ',' : /\r?\n/)
+  const entries: TokenEntry[] = []
+  const names = new Map<string, number>()
+  const digests = new Map<string, { position: number, named: boolean }>()
+  for (let index = 0; index < items.length; index++) {
+    const item = (items[index] ?? '').trim()
+    if (item === '') continue
+    const position = index + 1
+    const bad = (problem: string): ConfigError => new ConfigError(`${source} ${unit} ${position}: ${problem}`)
+    const colon = item.indexOf(':')
+    const name = colon === -1 ? undefined : item.slice(0, colon)
+    const rest = colon === -1 ? item : item.slice(colon + 1)
+    if (name === 'sha256') throw bad('a hashed entry needs a client name in front: name:sha256:<64 hex digits>')
+    if (name !== undefined && !CLIENT_NAME.test(name)) throw bad('a client name is 1 to 64 characters of A-Z a-z 0-9 . _ - (then a colon, then the token)')
+    if (rest === '') throw bad('no token after the client name')
+    let entry: TokenEntry
+    let digest: string
+    if (name !== undefined && rest.startsWith('sha256:')) {
+      const hex = rest.slice('sha256:'.length)
+      if (!SHA256_HEX.test(hex)) throw bad('sha256: must be followed by exactly 64 hex digits, the SHA-256 of the token')
+      digest = hex.toLowerCase()
+      entry = { name, sha256: digest }
+    } else {
+      if (!TOKEN.test(rest)) throw bad('the token has characters a bearer token cannot carry (allowed: A-Z a-z 0-9 - . _ ~ + / and trailing =)')
+      digest = hash('sha256', rest)
+      entry = name === undefined ? { token: rest } : { name, token: rest }
+    }
+    if (name !== undefined) {
+      const first = names.get(name)
+      if (first !== undefined) throw bad(`duplicate client name (first on ${unit} ${first}); names are unique`)
+      names.set(name, position)
+    }
+    const same = digests.get(digest)
+    if (same !== undefined) {
+      if (name === undefined && !same.named) continue
+      throw bad(`the same token as ${unit} ${same.position}, under another client name or none; a token belongs to one client`)
+    }
+    digests.set(digest, { position, named: name !== undefined })
+    entries.push(entry)
+  }
+  if (entries.length === 0) throw new ConfigError(`${source}: at least one bearer token is required; the service never runs open`)
+  return entries
 }
 
-export function readTokensFile (path: string): string[] {
+/**
+ * CORS_ORIGINS: comma-separated origins, each `scheme://host[:port]` (http or https) written as a
+ * browser serialises it in Origin (lower-case host, no default port, no path, not even "/"), since
+ * they are compared exactly; or `*` alone, for any origin. No patterns: `*` inside an origin is
+ * refused rather than taken as a wildcard. Blank means off.
+ */
+export function parseCorsOrigins (text: string): string[] | undefined {
+  const origins = [...new Set(text.split(',').map((origin) => origin.trim()).filter((origin) => origin !== ''))]
+  if (origins.length === 0) return undefined
+  if (origins.includes('*')) {
+    if (origins.length > 1) throw new ConfigError('CORS_ORIGINS: * allows every origin: write it alone, or list origins without it')
+    return ['*']
+  }
+  origins.forEach((origin, index) => {
+    const problem = `CORS_ORIGINS: origin ${index + 1} (${origin}) is not scheme://host[:port]`
+    if (origin.includes('*')) throw new ConfigError(`${problem}: patterns are not supported, list each origin, or write * alone for any`)
+    let url: URL
+    try {
+      url = new URL(origin)
+    } catch {
+      throw new ConfigError(problem)
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${problem}: the scheme must be http or https`)
+    // Origin headers are compared exactly, so the value must be what a browser sends.
+    if (url.origin !== origin) throw new ConfigError(`${problem} as a browser sends it: write ${url.origin} (no path, no trailing /, lower-case host, no default port)`)
+  })
+  return origins
+}
+
+export function readTokensFile (path: string): TokenEntry[] {
   let text: string
   try {
     text = readFileSync(path, 'utf8')
   } catch (error) {
     throw new ConfigError(`API_TOKENS_FILE: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`)
   }
-  return parseTokens(text, /\r?\n/, 'API_TOKENS_FILE')
+  return parseTokens(text, 'API_TOKENS_FILE')
 }
 
 /** The subset of JSON Schema that Env uses: integers and strings with bounds, unions of literals. */
@@ -191,9 +285,9 @@ export function loadConfig (env: NodeJS.ProcessEnv): Config {
   if (fromList && values.API_TOKENS_FILE !== undefined) {
     throw new ConfigError('API_TOKENS and API_TOKENS_FILE are both set: set only one')
   }
-  let tokens: string[]
+  let tokens: TokenEntry[]
   if (values.API_TOKENS_FILE !== undefined) tokens = readTokensFile(values.API_TOKENS_FILE)
-  else if (fromList) tokens = parseTokens(values.API_TOKENS ?? '', ',', 'API_TOKENS')
+  else if (fromList) tokens = parseTokens(values.API_TOKENS ?? '', 'API_TOKENS')
   else throw new ConfigError('API_TOKENS: set API_TOKENS (comma-separated) or API_TOKENS_FILE; the service never runs open')
 
   if (values.HEADERS_TIMEOUT_MS > values.REQUEST_TIMEOUT_MS) {
@@ -202,6 +296,7 @@ export function loadConfig (env: NodeJS.ProcessEnv): Config {
   if (values.REDIS_URL !== undefined && !/^rediss?:\/\//.test(values.REDIS_URL)) {
     throw new ConfigError('REDIS_URL: must start with redis:// or rediss://')
   }
+  const corsOrigins = values.CORS_ORIGINS === undefined ? undefined : parseCorsOrigins(values.CORS_ORIGINS)
 
   return {
     port: values.PORT,
@@ -230,6 +325,7 @@ export function loadConfig (env: NodeJS.ProcessEnv): Config {
     },
     ...(values.RATE_LIMIT_PER_MINUTE === 0
       ? {}
-      : { rateLimit: { perMinute: values.RATE_LIMIT_PER_MINUTE, ...(values.REDIS_URL === undefined ? {} : { redisUrl: values.REDIS_URL }) } })
+      : { rateLimit: { perMinute: values.RATE_LIMIT_PER_MINUTE, ...(values.REDIS_URL === undefined ? {} : { redisUrl: values.REDIS_URL }) } }),
+    ...(corsOrigins === undefined ? {} : { corsOrigins })
   }
 }

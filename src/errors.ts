@@ -7,6 +7,9 @@ import type { ErrorRecord } from './schemas.js'
 // Named errors that carry their status. The service and the plugins throw these; routes never map statuses.
 export const InvalidJsonError = createError('PLANTS_INVALID_JSON', 'body is not valid JSON', 400)
 export const InvalidUtf8Error = createError('PLANTS_INVALID_UTF8', 'body is not valid UTF-8', 400)
+export const InvalidEncodedBodyError = createError('PLANTS_INVALID_ENCODED_BODY', 'body is not valid %s data', 400)
+export const DecodedBodyTooLargeError = createError('PLANTS_DECODED_BODY_TOO_LARGE', 'body must not be larger than %s bytes once decoded', 413)
+export const UnsupportedEncodingError = createError('PLANTS_UNSUPPORTED_ENCODING', 'content-encoding "%s" is not supported: send the body with one of %s, or with none', 415)
 export const ForbiddenKeyError = createError('PLANTS_FORBIDDEN_KEY', 'body must not contain "__proto__" or "constructor.prototype" keys', 400)
 export const MissingTokenError = createError('PLANTS_MISSING_TOKEN', 'a bearer token is required: send "Authorization: Bearer <token>"', 401)
 export const InvalidTokenError = createError('PLANTS_INVALID_TOKEN', 'the bearer token is not valid', 401)
@@ -16,6 +19,17 @@ export const StoreUnavailableError = createError('PLANTS_STORE_UNAVAILABLE', 'th
 export const NotReadyError = createError('PLANTS_NOT_READY', 'the service is not ready', 503)
 export const OverloadedError = createError('PLANTS_OVERLOADED', 'the service is overloaded, retry later', 503)
 export const RateLimitedError = createError('PLANTS_RATE_LIMITED', 'too many requests with this token: at most %s per minute, retry in %s s', 429)
+export const MethodNotAllowedError = createError('PLANTS_METHOD_NOT_ALLOWED', '%s is not allowed on %s; allowed: %s', 405)
+
+/**
+ * The 405 for a method the resource at `path` does not take, with the Allow header a 405 must carry
+ * (RFC 9110 §15.5.6): `allow` lists the methods that act on the resource. The error handler turns it
+ * into the Error record; the header set here stays on the reply.
+ */
+export function methodNotAllowed (request: FastifyRequest, reply: FastifyReply, path: string, allow: string): FastifyError {
+  reply.header('allow', allow)
+  return new MethodNotAllowedError(request.method, path, allow)
+}
 
 /** Messages for Fastify's own 4xx errors, written for the people who call this API. */
 const frameworkMessages: Record<string, (request: FastifyRequest) => string> = {
@@ -43,9 +57,15 @@ export function errorRecord (status: number, message: string): ErrorRecord {
   return { error: status, message }
 }
 
-/** Turns any error into the Error record. 5xx details go to the log, never to the client. */
+/**
+ * Turns any error into the Error record. 5xx details go to the log, never to the client. An error
+ * may carry reply headers in `headers` (the http-errors convention Fastify's own handler follows),
+ * e.g. a 415's Accept-Encoding.
+ */
 export function sendError (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const status = statusOf(error)
+  const headers = (error as { headers?: Record<string, string> }).headers
+  if (headers !== undefined) reply.headers(headers)
   let message: string
   if (status >= 500) {
     if (status === 500) request.log.error({ err: error }, 'request failed')
@@ -66,12 +86,19 @@ export function sendError (error: FastifyError, request: FastifyRequest, reply: 
   reply.code(status).type('application/json; charset=utf-8').send(errorRecord(status, message))
 }
 
-/** Installs the one error shape on every path an error can take out of Fastify. */
-export function installErrorHandlers (app: FastifyInstance): void {
+/**
+ * Installs the one error shape on every path an error can take out of Fastify. `allowedMethods`
+ * maps a resource's path to its Allow header: a request for that path reaches the not-found handler
+ * only with a method Fastify does not route at all (WebDAV's PROPFIND, PURGE, ...; the routed ones
+ * have their own 405 route, see routes/plants.ts), and is a 405 too, not a 404.
+ */
+export function installErrorHandlers (app: FastifyInstance, allowedMethods: ReadonlyMap<string, string> = new Map()): void {
   app.setErrorHandler(sendError)
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?', 1)[0] ?? ''
-    reply.code(404).send(errorRecord(404, `no route for ${request.method} ${path.slice(0, 200)}`))
+    const allow = allowedMethods.get(path)
+    if (allow !== undefined) reply.send(methodNotAllowed(request, reply, path, allow))
+    else reply.code(404).send(errorRecord(404, `no route for ${request.method} ${path.slice(0, 200)}`))
   })
 }
 

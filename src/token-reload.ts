@@ -1,6 +1,6 @@
 import { unwatchFile, watchFile, type Stats } from 'node:fs'
 import type { FastifyBaseLogger } from 'fastify'
-import { readTokensFile } from './config.js'
+import { readTokensFile, type TokenEntry } from './config.js'
 import type { TokenSet } from './plugins/auth.js'
 
 export interface TokenReloadOptions {
@@ -14,12 +14,13 @@ export interface TokenReloadOptions {
 
 /**
  * Reads the tokens file again and swaps the accepted set at once; requests in flight are not
- * disturbed (each checks its token against whichever set is current). A file that cannot be read
- * or holds no valid token is refused, and the previous set stays: a half-written file or a
- * missing mount must not lock every client out. Returns whether the new set was taken.
+ * disturbed (each checks its token against whichever set is current). A file that cannot be read,
+ * holds no valid token or has a bad line (config.ts: the reason names the line, never its text) is
+ * refused whole, and the previous set stays: a half-written file, a typo or a missing mount must not
+ * lock clients out. Returns whether the new set was taken.
  */
 export function reloadTokens ({ file, tokens, log }: TokenReloadOptions): boolean {
-  let next: string[]
+  let next: TokenEntry[]
   try {
     next = readTokensFile(file)
   } catch (error) {

@@ -1,13 +1,14 @@
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
-import { defaultMaxHeapUsedBytes, loadConfig } from '../src/config.js'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { ConfigError, defaultMaxHeapUsedBytes, loadConfig, parseTokens, readTokensFile } from '../src/config.js'
 
 describe('loadConfig', () => {
   it('uses the documented defaults', () => {
     expect(loadConfig({ API_TOKENS: 'a' })).toEqual({
-      port: 3000, host: '127.0.0.1', logLevel: 'info', tokens: ['a'], databaseUrl: 'memory:',
+      port: 3000, host: '127.0.0.1', logLevel: 'info', tokens: [{ token: 'a' }], databaseUrl: 'memory:',
       databasePoolMax: 10, databaseStatementTimeoutMs: 5000,
       bodyLimit: 16384, maxPlants: 1000000, shutdownTimeoutMs: 8000,
       http: { headersTimeoutMs: 10000, requestTimeoutMs: 15000, connectionTimeoutMs: 30000, keepAliveTimeoutMs: 72000, maxHeaderBytes: 16384 },
@@ -15,14 +16,24 @@ describe('loadConfig', () => {
     })
   })
 
+  it('reads CORS_ORIGINS as exact origins, trimming blanks and duplicates; * alone is any origin', () => {
+    expect(loadConfig({ API_TOKENS: 'a', CORS_ORIGINS: ' https://a.example, http://localhost:5173,,https://a.example, http://[::1]:8080 ' }).corsOrigins)
+      .toEqual(['https://a.example', 'http://localhost:5173', 'http://[::1]:8080'])
+    expect(loadConfig({ API_TOKENS: 'a', CORS_ORIGINS: '*' }).corsOrigins).toEqual(['*'])
+  })
+
+  it('leaves CORS off when CORS_ORIGINS is blank', () => {
+    expect(loadConfig({ API_TOKENS: 'a', CORS_ORIGINS: ' , ' }).corsOrigins).toBeUndefined()
+  })
+
   it('reads comma-separated tokens, trimming blanks and duplicates', () => {
-    expect(loadConfig({ API_TOKENS: ' a, b,,a ' }).tokens).toEqual(['a', 'b'])
+    expect(loadConfig({ API_TOKENS: ' a, b,,a ' }).tokens).toEqual([{ token: 'a' }, { token: 'b' }])
   })
 
   it('reads one token per line from API_TOKENS_FILE', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'plants-')), 'tokens')
     writeFileSync(file, 'one\r\ntwo\n\n')
-    expect(loadConfig({ API_TOKENS_FILE: file })).toMatchObject({ tokens: ['one', 'two'], tokensFile: file })
+    expect(loadConfig({ API_TOKENS_FILE: file })).toMatchObject({ tokens: [{ token: 'one' }, { token: 'two' }], tokensFile: file })
   })
 
   it('reads the PostgreSQL pool size and statement timeout', () => {
@@ -33,7 +44,7 @@ describe('loadConfig', () => {
   const refusals: [string, NodeJS.ProcessEnv, RegExp][] = [
     ['no token at all', {}, /^API_TOKENS: set API_TOKENS/],
     ['only blank tokens', { API_TOKENS: ' , ' }, /^API_TOKENS: at least one bearer token/],
-    ['a token with a space', { API_TOKENS: 'a b' }, /^API_TOKENS: token 1 has characters/],
+    ['a token with a space', { API_TOKENS: 'a b' }, /^API_TOKENS entry 1: the token has characters/],
     ['both token sources', { API_TOKENS: 'a', API_TOKENS_FILE: '/x' }, /^API_TOKENS and API_TOKENS_FILE are both set/],
     ['a missing tokens file', { API_TOKENS_FILE: '/nonexistent/tokens' }, /^API_TOKENS_FILE: cannot read \/nonexistent\/tokens: ENOENT/],
     ['a PORT that is not a number', { API_TOKENS: 'a', PORT: 'abc' }, /^PORT must be integer/],
@@ -45,11 +56,121 @@ describe('loadConfig', () => {
     ['a DATABASE_POOL_MAX of 0', { API_TOKENS: 'a', DATABASE_POOL_MAX: '0' }, /^DATABASE_POOL_MAX must be >= 1/],
     ['a DATABASE_POOL_MAX that is not a number', { API_TOKENS: 'a', DATABASE_POOL_MAX: 'ten' }, /^DATABASE_POOL_MAX must be integer/],
     ['a DATABASE_STATEMENT_TIMEOUT_MS below 100', { API_TOKENS: 'a', DATABASE_STATEMENT_TIMEOUT_MS: '0' }, /^DATABASE_STATEMENT_TIMEOUT_MS must be >= 100/],
-    ['a DATABASE_STATEMENT_TIMEOUT_MS above 10 minutes', { API_TOKENS: 'a', DATABASE_STATEMENT_TIMEOUT_MS: '600001' }, /^DATABASE_STATEMENT_TIMEOUT_MS must be <= 600000/]
+    ['a DATABASE_STATEMENT_TIMEOUT_MS above 10 minutes', { API_TOKENS: 'a', DATABASE_STATEMENT_TIMEOUT_MS: '600001' }, /^DATABASE_STATEMENT_TIMEOUT_MS must be <= 600000/],
+    ['a CORS origin with a path', { API_TOKENS: 'a', CORS_ORIGINS: 'https://a.example/app' }, /^CORS_ORIGINS: origin 1 \(https:\/\/a\.example\/app\) is not scheme:\/\/host\[:port\] as a browser sends it: write https:\/\/a\.example \(/],
+    ['a CORS origin with a trailing slash', { API_TOKENS: 'a', CORS_ORIGINS: 'https://a.example, https://b.example/' }, /^CORS_ORIGINS: origin 2 \(https:\/\/b\.example\/\) .* write https:\/\/b\.example /],
+    ['a CORS origin with capitals or a default port', { API_TOKENS: 'a', CORS_ORIGINS: 'https://A.example:443' }, /^CORS_ORIGINS: origin 1 .* write https:\/\/a\.example /],
+    ['a CORS origin without a scheme', { API_TOKENS: 'a', CORS_ORIGINS: 'a.example' }, /^CORS_ORIGINS: origin 1 \(a\.example\) is not scheme:\/\/host\[:port\]$/],
+    ['a CORS origin of another scheme', { API_TOKENS: 'a', CORS_ORIGINS: 'ftp://a.example' }, /^CORS_ORIGINS: origin 1 .*: the scheme must be http or https$/],
+    ['a CORS origin pattern', { API_TOKENS: 'a', CORS_ORIGINS: 'https://*.example' }, /^CORS_ORIGINS: origin 1 .*: patterns are not supported/],
+    ['* beside other CORS origins', { API_TOKENS: 'a', CORS_ORIGINS: '*, https://a.example' }, /^CORS_ORIGINS: \* allows every origin: write it alone/]
   ]
   for (const [what, env, message] of refusals) {
     it(`refuses ${what} with a line naming the variable`, () => {
       expect(() => loadConfig(env)).toThrow(message)
+    })
+  }
+})
+
+const sha256 = (token: string) => createHash('sha256').update(token).digest('hex')
+const SECRET = 'Secret-token_0123.4567~89+/AB=='
+
+function tokensFile (text: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'plant-store-tokens-'))
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+  const file = join(dir, 'tokens')
+  writeFileSync(file, text)
+  return file
+}
+
+/** The ConfigError message, checked to be one line that never carries the secret. */
+function refusal (parse: () => unknown): string {
+  let caught: unknown
+  try {
+    parse()
+  } catch (error) {
+    caught = error
+  }
+  expect(caught).toBeInstanceOf(ConfigError)
+  const message = (caught as ConfigError).message
+  expect(message).not.toContain('\n')
+  expect(message).not.toContain(SECRET)
+  expect(message).not.toContain(sha256(SECRET))
+  expect(message).not.toContain('Secret')
+  return message
+}
+
+describe('token entries: named, hashed and plain', () => {
+  it('reads name:token entries from API_TOKENS beside plain ones', () => {
+    expect(loadConfig({ API_TOKENS: `billing:${SECRET}, plain-token ,shop.eu-1:abc` }).tokens).toEqual([
+      { name: 'billing', token: SECRET },
+      { token: 'plain-token' },
+      { name: 'shop.eu-1', token: 'abc' }
+    ])
+  })
+
+  it('reads named, hashed and plain lines from API_TOKENS_FILE, hex digits in either case (kept in lower case)', () => {
+    const digest = sha256(SECRET)
+    const file = tokensFile(`billing:sha256:${digest.toUpperCase()}\r\n\nshop:other-token\nplain-token\n`)
+    expect(loadConfig({ API_TOKENS_FILE: file }).tokens).toEqual([
+      { name: 'billing', sha256: digest },
+      { name: 'shop', token: 'other-token' },
+      { token: 'plain-token' }
+    ])
+  })
+
+  it('accepts hashed entries in API_TOKENS too (the same forms everywhere)', () => {
+    expect(parseTokens(`billing:sha256:${sha256(SECRET)}`, 'API_TOKENS')).toEqual([{ name: 'billing', sha256: sha256(SECRET) }])
+  })
+
+  it('accepts a name of 64 characters from the whole name alphabet', () => {
+    const name = `A-z.0_9${'x'.repeat(57)}`
+    expect(name).toHaveLength(64)
+    expect(parseTokens(`${name}:t`, 'API_TOKENS')).toEqual([{ name, token: 't' }])
+  })
+
+  it('keeps one entry for an unnamed token listed twice, as before names existed', () => {
+    expect(parseTokens('a\nb\na\n', 'API_TOKENS_FILE')).toEqual([{ token: 'a' }, { token: 'b' }])
+  })
+
+  it('reloads through readTokensFile with the same rules', () => {
+    expect(readTokensFile(tokensFile('ci:token-1\n'))).toEqual([{ name: 'ci', token: 'token-1' }])
+  })
+
+  // Each case: the text, and the start of the one-line message (variable, position, reason).
+  const fileRefusals: [string, string, string][] = [
+    ['a name with a space', `ok:t\nmy client:${SECRET}`, 'API_TOKENS_FILE line 2: a client name is 1 to 64 characters'],
+    ['an empty name', `\n:${SECRET}`, 'API_TOKENS_FILE line 2: a client name is 1 to 64 characters'],
+    ['a name of 65 characters', `${'n'.repeat(65)}:${SECRET}`, 'API_TOKENS_FILE line 1: a client name is 1 to 64 characters'],
+    ['a name without a token', 'a:t\n\n\nbilling:', 'API_TOKENS_FILE line 4: no token after the client name'],
+    ['a token with characters a bearer token cannot carry', `billing:${SECRET} x`, 'API_TOKENS_FILE line 1: the token has characters a bearer token cannot carry'],
+    ['a second colon in a plain token', `billing:${SECRET}:x`, 'API_TOKENS_FILE line 1: the token has characters a bearer token cannot carry'],
+    ['a hashed entry without a name', `a:t\nsha256:${sha256(SECRET)}`, 'API_TOKENS_FILE line 2: a hashed entry needs a client name in front'],
+    ['a hashed entry with 63 hex digits', `billing:sha256:${sha256(SECRET).slice(1)}`, 'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
+    ['a hashed entry with a non-hex digit', `billing:sha256:${sha256(SECRET).slice(1)}g`, 'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
+    ['sha256sum\'s output pasted whole', `billing:sha256:${sha256(SECRET)}  -`, 'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
+    ['a duplicate name', `billing:${SECRET}\nshop:b\nbilling:c`, 'API_TOKENS_FILE line 3: duplicate client name (first on line 1); names are unique'],
+    ['a duplicate name, once hashed', `billing:c\nbilling:sha256:${sha256(SECRET)}`, 'API_TOKENS_FILE line 2: duplicate client name (first on line 1)'],
+    ['one token under two names', `billing:${SECRET}\nshop:${SECRET}`, 'API_TOKENS_FILE line 2: the same token as line 1, under another client name or none'],
+    ['one token named and unnamed', `${SECRET}\nbilling:${SECRET}`, 'API_TOKENS_FILE line 2: the same token as line 1, under another client name or none'],
+    ['one token plain and hashed under two names', `billing:sha256:${sha256(SECRET)}\nshop:${SECRET}`, 'API_TOKENS_FILE line 2: the same token as line 1, under another client name or none'],
+    ['only blank lines', '\n \n', 'API_TOKENS_FILE: at least one bearer token is required']
+  ]
+  for (const [what, text, message] of fileRefusals) {
+    it(`refuses ${what} with one line naming the file's variable and the line number, never the token`, () => {
+      expect(refusal(() => loadConfig({ API_TOKENS_FILE: tokensFile(text) }))).toMatch(new RegExp(`^${message.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`))
+    })
+  }
+
+  const listRefusals: [string, string, string][] = [
+    ['a bad name', `ok:t, , bad name:${SECRET}`, 'API_TOKENS entry 3: a client name is 1 to 64 characters'],
+    ['a duplicate name', `billing:${SECRET},billing:b`, 'API_TOKENS entry 2: duplicate client name (first on entry 1)'],
+    ['one token under two names', `billing:${SECRET},shop:${SECRET}`, 'API_TOKENS entry 2: the same token as entry 1, under another client name or none'],
+    ['a hashed entry without a name', `sha256:${sha256(SECRET)}`, 'API_TOKENS entry 1: a hashed entry needs a client name in front']
+  ]
+  for (const [what, text, message] of listRefusals) {
+    it(`refuses ${what} in API_TOKENS with one line naming the variable and the entry number, never the token`, () => {
+      expect(refusal(() => loadConfig({ API_TOKENS: text }))).toContain(message)
     })
   }
 })

@@ -2,7 +2,8 @@ import { Writable } from 'node:stream'
 import pino from 'pino'
 import { onTestFinished } from 'vitest'
 import { buildApp, type App, type AppOptions } from '../src/app.js'
-import { createTokenSet } from '../src/plugins/auth.js'
+import type { TokenEntry } from '../src/config.js'
+import { createTokenSet, type TokenSet } from '../src/plugins/auth.js'
 import { createMemoryPlantRepository } from '../src/plants/memory-plant-repository.js'
 import type { PlantRepository } from '../src/plants/plant-repository.js'
 
@@ -14,8 +15,10 @@ export interface TestAppOptions {
   repository?: PlantRepository
   /** Settings beyond the defaults (timeouts, overload, rate limit, body limit). */
   config?: Partial<AppOptions['config']>
-  /** Accepted tokens; default [TOKEN]. */
-  tokens?: string[]
+  /** Accepted tokens (plain strings, or entries with a client name); default [TOKEN]. */
+  tokens?: (string | TokenEntry)[]
+  /** A token set of the test's own (to replace its tokens mid-test); overrides tokens. */
+  tokenSet?: TokenSet
   bodyLimit?: number
   /** Capacity of the default memory store. */
   maxPlants?: number
@@ -34,7 +37,7 @@ export async function buildTestApp (options: TestAppOptions = {}): Promise<App> 
   }))
   const app = await buildApp({
     config: { bodyLimit: options.bodyLimit ?? 16384, ...options.config },
-    tokens: createTokenSet(options.tokens ?? [TOKEN]),
+    tokens: options.tokenSet ?? createTokenSet(options.tokens ?? [TOKEN]),
     repository: options.repository ?? createMemoryPlantRepository({ maxPlants: options.maxPlants ?? 100000 }),
     logger
   })

@@ -1,47 +1,133 @@
+import { createHash, hash } from 'node:crypto'
 import bearerAuth from '@fastify/bearer-auth'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import type { TokenEntry } from '../config.js'
 import { InvalidTokenError, MissingTokenError } from '../errors.js'
+
+/** Who sent a request, as its accepted token says: never read from anything else in the request. */
+export interface Client {
+  /**
+   * The access line's `client`: the configured name; for an unnamed token, `sha256:` and the first
+   * 12 hex digits of the token's SHA-256 (stable across restarts and replicas; a name never has a ':').
+   */
+  readonly name: string
+  /** The rate limit's counter: `client:<name>` for a named client, tokenRateLimitKey(token) for an unnamed one. */
+  readonly rateLimitKey: string
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by auth on the routes it guards: null until then, and when the token is refused. Absent on other routes. */
+    client?: Client | null
+  }
+}
 
 /** The accepted bearer tokens, compared in a time that tells nothing about them. */
 export interface TokenSet {
+  /** The client the presented token belongs to, or undefined when it is not accepted. */
+  identify (token: string): Client | undefined
   verify (token: string): boolean
-  /** Swaps the accepted tokens at once (rotation); refuses an empty set. */
-  replace (tokens: readonly string[]): void
+  /** Swaps the accepted tokens at once (rotation); refuses an empty set and a token listed twice. */
+  replace (entries: readonly (TokenEntry | string)[]): void
 }
 
 /**
- * Whether a presented token equals a known one, in a time that depends only on the presented
- * token's length, which its sender knows anyway: every character is compared (the known token
- * read cyclically), with no branch on the data, so the time tells neither where they differ nor
- * how long the known token is. The lengths are compared inside the same sum.
- *
- * No hashing: the SHA-256 digests compared before this cost 330 ns per request (bench/README.md),
- * for the same guarantee. Compared as UTF-16 code units, so two different texts never match.
+ * The rate limit's key for an unnamed token: a digest, never the token, so neither Redis nor a
+ * memory dump holds a credential. The fixed prefix keeps it apart from every other digest of the
+ * token (the unnamed client label, a hashed entry).
  */
-function sameToken (presented: string, known: string): boolean {
+export function tokenRateLimitKey (token: string): string {
+  return createHash('sha256').update('plant-store/rate-limit\0').update(token).digest('base64url')
+}
+
+/**
+ * How a presented token differs from a known one: 0 when they are equal, in a time that depends
+ * only on the presented token's length, which its sender knows anyway: every character is compared
+ * (the known token read cyclically), with no branch on the data, so the time tells neither where
+ * they differ nor how long the known token is. The lengths are compared inside the same sum.
+ *
+ * Plain entries are not hashed: the SHA-256 digests compared before this cost 330 ns per request
+ * (bench/README.md), for the same guarantee. Compared as UTF-16 code units, so two different texts
+ * never match.
+ */
+function difference (presented: string, known: string): number {
   const length = known.length
   let difference = presented.length ^ length
   for (let i = 0; i < presented.length; i++) difference |= presented.charCodeAt(i) ^ known.charCodeAt(i % length)
-  return difference === 0
+  return difference
 }
 
-export function createTokenSet (tokens: readonly string[]): TokenSet {
-  let known: readonly string[] = []
-  const set: TokenSet = {
-    verify (token) {
-      let match = false
-      // No early exit: the time taken does not say which token matched.
-      for (const candidate of known) match = sameToken(token, candidate) || match
-      return match
-    },
-    replace (next) {
-      if (next.length === 0) throw new Error('refusing to replace the tokens with an empty set')
-      if (next.some((token) => token.length === 0)) throw new Error('refusing an empty token')
-      known = [...next]
+/** The same for two SHA-256 digests as latin1 strings (32 characters each, so no length to hide). */
+function digestDifference (presented: string, known: string): number {
+  let difference = 0
+  for (let i = 0; i < 32; i++) difference |= presented.charCodeAt(i) ^ known.charCodeAt(i)
+  return difference
+}
+
+/** -1 (every bit set) when a difference is 0, else 0; without a branch (a difference is below 2^31). */
+const sameMask = (difference: number): number => ~((difference | -difference) >> 31)
+
+interface Known {
+  plain: string[]
+  /** The hashed entries' SHA-256 digests as 'binary' (latin1) strings: 32 characters, one per byte. */
+  digests: string[]
+  /** The plain entries' clients, then the hashed entries'. */
+  clients: Client[]
+}
+
+function knownTokens (entries: readonly (TokenEntry | string)[]): Known {
+  if (entries.length === 0) throw new Error('refusing to replace the tokens with an empty set')
+  const known: Known = { plain: [], digests: [], clients: [] }
+  const hashedClients: Client[] = []
+  const seen = new Set<string>()
+  for (const given of entries) {
+    const entry = typeof given === 'string' ? { token: given } : given
+    if ('token' in entry && entry.token.length === 0) throw new Error('refusing an empty token')
+    if ('sha256' in entry && !/^[0-9a-f]{64}$/.test(entry.sha256)) throw new Error('refusing a SHA-256 that is not 64 lowercase hex digits')
+    const digest = 'sha256' in entry ? entry.sha256 : hash('sha256', entry.token)
+    // One match at most, so that identify() can add up the matches (config.ts says which line).
+    if (seen.has(digest)) throw new Error('refusing a token listed twice')
+    seen.add(digest)
+    if ('sha256' in entry) {
+      known.digests.push(Buffer.from(entry.sha256, 'hex').toString('binary'))
+      hashedClients.push({ name: entry.name, rateLimitKey: `client:${entry.name}` })
+    } else {
+      known.plain.push(entry.token)
+      known.clients.push(entry.name === undefined
+        ? { name: `sha256:${digest.slice(0, 12)}`, rateLimitKey: tokenRateLimitKey(entry.token) }
+        : { name: entry.name, rateLimitKey: `client:${entry.name}` })
     }
   }
-  set.replace(tokens)
+  known.clients.push(...hashedClients)
+  return known
+}
+
+export function createTokenSet (entries: readonly (TokenEntry | string)[]): TokenSet {
+  let known = knownTokens(entries)
+  const set: TokenSet = {
+    identify (token) {
+      const { plain, digests, clients } = known
+      // Every entry is compared, with no early exit and no branch on a match: the time taken does not
+      // say which entry matched. found is the matching entry's position + 1 (tokens are unique), or 0.
+      let found = 0
+      let position = 0
+      for (const candidate of plain) found |= sameMask(difference(token, candidate)) & ++position
+      if (digests.length > 0) {
+        // Hashed entries: one SHA-256 of the presented token (crypto.hash with a string out: a third
+        // of createHash's cost in Node 20), compared with every known digest, every byte of each.
+        const digest = hash('sha256', token, 'binary')
+        for (const candidate of digests) found |= sameMask(digestDifference(digest, candidate)) & ++position
+      }
+      return found === 0 ? undefined : clients[found - 1]
+    },
+    verify (token) {
+      return set.identify(token) !== undefined
+    },
+    replace (next) {
+      known = knownTokens(next)
+    }
+  }
   return set
 }
 
@@ -56,9 +142,13 @@ export interface AuthOptions {
  * handler turns into the Error record with its WWW-Authenticate challenge.
  */
 export const auth = fp(async function auth (app: FastifyInstance, { tokens }: AuthOptions) {
+  app.decorateRequest('client', null)
   await app.register(bearerAuth, {
     keys: [],
-    auth: (token) => tokens.verify(token),
+    auth: (token, request) => {
+      request.client = tokens.identify(token) ?? null
+      return request.client !== null
+    },
     addHook: false,
     specCompliance: 'rfc6749',
     verifyErrorLogLevel: 'debug'

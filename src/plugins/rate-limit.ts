@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
@@ -6,6 +5,7 @@ import { Redis } from 'ioredis'
 import type { RateLimitConfig } from '../config.js'
 import { RateLimitedError } from '../errors.js'
 import { createFailureLog } from '../lib/failure-log.js'
+import { tokenRateLimitKey } from './auth.js'
 
 export interface TokenRateLimitOptions {
   limit: RateLimitConfig
@@ -16,20 +16,21 @@ export interface TokenRateLimitOptions {
 const BEARER = 'bearer '
 
 /**
- * The counter's key: a digest of the bearer token, never the token, so neither Redis nor a memory
- * dump holds a credential. A fixed prefix keeps it apart from the auth digests, and it is the same
- * on every replica, so they share one count. Auth has already accepted the header, and reads the
- * token the same way (@fastify/bearer-auth: after the scheme word, trimmed).
+ * The counter's key: the client's, set by auth when it accepted the token (it runs first). For a
+ * named client `client:<name>`: the count follows the client (the name the access line shows), also
+ * when its token is rotated under the same name; for an unnamed token a digest of the token, never
+ * the token (auth.ts, tokenRateLimitKey), computed when the tokens are loaded, not per request.
+ * Either is the same on every replica, so they share one count. Without a client (never after auth):
+ * the digest of the header's token, read as @fastify/bearer-auth reads it (after the scheme, trimmed).
  */
 export function rateLimitKey (request: FastifyRequest): string {
-  const token = (request.headers.authorization ?? '').slice(BEARER.length).trim()
-  return createHash('sha256').update('plant-store/rate-limit\0').update(token).digest('base64url')
+  return request.client?.rateLimitKey ?? tokenRateLimitKey((request.headers.authorization ?? '').slice(BEARER.length).trim())
 }
 
 /**
- * A per-token limit on every route of the scope it is registered in, after auth (its onRequest
- * hook is a route hook, which runs after the scope's auth hook): 429 Error record with Retry-After
- * and the RateLimit-Limit/-Remaining/-Reset headers of the IETF draft.
+ * A per-client limit (per token for an unnamed one) on every route of the scope it is registered in,
+ * after auth (its onRequest hook is a route hook, which runs after the scope's auth hook): 429 Error
+ * record with Retry-After and the RateLimit-Limit/-Remaining/-Reset headers of the IETF draft.
  *
  * With a Redis URL the count is shared by every replica. When Redis is unreachable the limit fails
  * open (skipOnError): requests are served uncounted and a warning is logged, because the limit is

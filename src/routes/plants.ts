@@ -1,5 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { methodNotAllowed } from '../errors.js'
 import type { PlantService } from '../plants/plant-service.js'
 import { ErrorRecord, NewPlant, Plant } from '../schemas.js'
 
@@ -9,21 +11,60 @@ export interface PlantRoutesOptions {
 
 const error = (description: string) => Type.Ref(ErrorRecord, { description })
 
+/**
+ * What /plants answers to: POST acts on it; OPTIONS (204) only describes it. The 405 for any other
+ * method names POST alone, the method a client should use instead, as the issue asks; the 204 to
+ * OPTIONS lists both, every method the resource answers (RFC 9110 §9.3.7, §10.2.1).
+ */
+export const PLANTS_ALLOW = 'POST'
+export const PLANTS_OPTIONS_ALLOW = 'POST, OPTIONS'
+export const plantsAllowedMethods: ReadonlyMap<string, string> = new Map([['/plants', PLANTS_ALLOW]])
+
+const refuse = (request: FastifyRequest, reply: FastifyReply) => methodNotAllowed(request, reply, '/plants', PLANTS_ALLOW)
+
+/**
+ * Every other method on /plants, open like a 404 (no token needed to learn it): registered outside
+ * the auth scope, so neither auth nor the rate limit runs; the root hooks (security headers, request
+ * id, overload shedding) still do. The 405 is answered in onRequest, before any body is read: a PUT
+ * with a huge or broken body is a 405, not a 413 or 400. GET is not allowed, so neither is HEAD.
+ * Methods Fastify does not route reach the not-found handler, which answers the same 405
+ * (errors.ts, plantsAllowedMethods).
+ */
+export const plantMethodRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.route({
+    method: app.supportedMethods.filter((method) => method !== 'POST' && method !== 'OPTIONS'),
+    url: '/plants',
+    schema: { hide: true },
+    onRequest: (request, reply, done) => done(refuse(request, reply)),
+    // Never reached (onRequest has answered); a handler is what makes this a route.
+    handler: (request, reply) => reply.send(refuse(request, reply))
+  })
+  // Answered in onRequest too: content sent with an OPTIONS has no defined use (RFC 9110 §9.3.7)
+  // and is never read, so it cannot turn the 204 into a 413 or 415.
+  const describe = (reply: FastifyReply) => reply.code(204).header('allow', PLANTS_OPTIONS_ALLOW).send()
+  app.options('/plants', {
+    schema: { hide: true },
+    onRequest: (_request, reply) => { describe(reply) }
+  }, (_request, reply) => { describe(reply) })
+}
+
 /** POST /plants: the schema validates, the service decides, the reply schema serializes. */
 export const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async (app, { plants }) => {
   app.post('/plants', {
     schema: {
       summary: 'Create a plant',
-      description: 'Stores a new plant. Sending the identical plant again answers 200 again (a safe retry); another plant with a stored id answers 409 and the stored plant is unchanged.',
+      description: 'Stores a new plant. Sending the identical plant again answers 200 again (a safe retry); another plant with a stored id answers 409 and the stored plant is unchanged. ' +
+        'POST is the only method /plants takes: any other answers 405 with `Allow: POST` and an Error record, without needing a token; `OPTIONS /plants` answers 204 with `Allow: POST, OPTIONS`. ' +
+        'The body may be sent with `Content-Encoding: gzip`, `deflate` (zlib format) or `br`; decoded, it must still fit BODY_LIMIT.',
       operationId: 'addPlant',
       body: Type.Ref(NewPlant),
       response: {
         200: Type.Ref(Plant, { description: 'The plant as stored; tag only when it was given' }),
-        400: error('The body is not UTF-8 JSON, not an object, or a field is missing or of the wrong type (no type coercion)'),
+        400: error('The body is not UTF-8 JSON, not an object, or a field is missing or of the wrong type (no type coercion); or it is not valid data for its Content-Encoding'),
         401: error('The bearer token is missing or not valid; carries WWW-Authenticate'),
         409: error('A plant with this id exists with another name or tag'),
-        413: error('The body is larger than BODY_LIMIT'),
-        415: error('The content type is not application/json'),
+        413: error('The body is larger than BODY_LIMIT, as sent or once decoded'),
+        415: error('The content type is not application/json, or the Content-Encoding is not gzip, deflate, br or identity (then with Accept-Encoding: gzip, deflate, br)'),
         429: error('Over RATE_LIMIT_PER_MINUTE for this token (only when it is set); carries Retry-After and RateLimit headers'),
         500: error('An unexpected error; the detail is in the log only'),
         503: error('Overloaded, not ready, or the store is unavailable; nothing was stored; carries Retry-After'),

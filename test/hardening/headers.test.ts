@@ -12,10 +12,11 @@ describe('reply headers and exposure', () => {
       await postPlant(app, { id: 2, name: 'fern' }, { 'content-type': 'application/json' }), // 401
       await postPlant(app, { id: 3, name: 'x'.repeat(100) }), // 413
       await app.inject({ method: 'POST', url: '/plants', headers: { ...AUTH, 'content-type': 'text/plain' }, payload: 'x' }), // 415
-      await app.inject({ method: 'GET', url: '/plants', headers: AUTH }), // 404
+      await app.inject({ method: 'GET', url: '/plants', headers: AUTH }), // 405
+      await app.inject({ method: 'GET', url: '/nope', headers: AUTH }), // 404
       await app.inject({ method: 'GET', url: '/plants%', headers: AUTH }) // 400, a framework error before routing
     ]
-    expect(replies.map((res) => res.statusCode)).toEqual([200, 409, 400, 401, 413, 415, 404, 400])
+    expect(replies.map((res) => res.statusCode)).toEqual([200, 409, 400, 401, 413, 415, 405, 404, 400])
     for (const res of replies) {
       expect(res.headers['cache-control']).toBe('no-store')
       expect(res.headers['x-content-type-options']).toBe('nosniff')

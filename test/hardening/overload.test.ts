@@ -51,6 +51,18 @@ describe('overload shedding (under-pressure)', () => {
     expect(res.headers['www-authenticate']).toBeUndefined()
   })
 
+  it('sheds a request for another method on /plants too: 503, not 405', async () => {
+    const app = await buildTestApp({
+      config: { overload: { ...defaultOverloadLimits(), maxHeapUsedBytes: 1, sampleIntervalMs: 10 } }
+    })
+    await app.ready()
+    await until(() => app.isUnderPressure(), 5000, 'pressure seen')
+    const res = await app.inject({ method: 'GET', url: '/plants' })
+    expect(res.statusCode).toBe(503)
+    expect(res.headers.allow).toBeUndefined()
+    expect(res.json()).toEqual({ error: 503, message: 'the service is overloaded, retry later' })
+  })
+
   it('never reaches the store for a shed request (RSS limit)', async () => {
     const repository = countingRepository()
     const app = await buildTestApp({

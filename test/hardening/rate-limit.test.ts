@@ -1,9 +1,10 @@
 import { spawn, spawnSync } from 'node:child_process'
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import { createServer } from 'node:net'
 import { Redis } from 'ioredis'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import type { FastifyRequest } from 'fastify'
+import { createTokenSet } from '../../src/plugins/auth.js'
 import { rateLimitKey } from '../../src/plugins/rate-limit.js'
 import { buildTestApp, postPlant } from '../helpers.js'
 import { until } from './hardening-helpers.js'
@@ -78,6 +79,35 @@ describe('per-token rate limit, per process', () => {
     expect(key('Bearer token-a')).toMatch(/^[A-Za-z0-9_-]{43}$/)
     expect(key('bearer  token-a ')).toBe(key('Bearer token-a'))
     expect(key('Bearer token-b')).not.toBe(key('Bearer token-a'))
+    // What auth sets for an unnamed token is that same digest, computed when the tokens were loaded.
+    const client = createTokenSet(['token-a']).identify('token-a') ?? null
+    expect(rateLimitKey({ headers: { authorization: 'Bearer token-a' }, client } as FastifyRequest)).toBe(key('Bearer token-a'))
+  })
+
+  it('keys the count of a named client by client:<name>, not by its token', () => {
+    const client = createTokenSet([{ name: 'billing', token: 'token-a' }]).identify('token-a') ?? null
+    expect(rateLimitKey({ headers: { authorization: 'Bearer token-a' }, client } as FastifyRequest)).toBe('client:billing')
+  })
+
+  it('counts per client name: a named client keeps its count when its token is rotated under the same name', async () => {
+    const tokenSet = createTokenSet([{ name: 'billing', token: 'billing-old' }, { name: 'shop', token: 'shop-token' }])
+    const app = await buildTestApp({ tokenSet, config: { rateLimit: { perMinute: 2 } } })
+    expect((await postPlant(app, { id: 1, name: 'fern' }, json('billing-old'))).statusCode).toBe(200)
+    tokenSet.replace([{ name: 'billing', token: 'billing-new' }, { name: 'shop', token: 'shop-token' }])
+    const second = await postPlant(app, { id: 2, name: 'fern' }, json('billing-new'))
+    expect(second.statusCode).toBe(200)
+    expect(second.headers['ratelimit-remaining']).toBe('0')
+    expect((await postPlant(app, { id: 3, name: 'fern' }, json('billing-new'))).statusCode).toBe(429)
+    // Another client has its own count.
+    expect((await postPlant(app, { id: 4, name: 'fern' }, json('shop-token'))).statusCode).toBe(200)
+  })
+
+  it('counts a client listed by its SHA-256 under its name, apart from other tokens', async () => {
+    const digest = createHash('sha256').update('hashed-token').digest('hex')
+    const app = await buildTestApp({ tokens: [{ name: 'billing', sha256: digest }, 'token-b'], config: { rateLimit: { perMinute: 1 } } })
+    expect((await postPlant(app, { id: 1, name: 'fern' }, json('hashed-token'))).statusCode).toBe(200)
+    expect((await postPlant(app, { id: 2, name: 'fern' }, json('hashed-token'))).statusCode).toBe(429)
+    expect((await postPlant(app, { id: 3, name: 'fern' }, json('token-b'))).statusCode).toBe(200)
   })
 
   it('fails open when Redis is unreachable: starts, serves, never a 5xx', async () => {
@@ -116,6 +146,23 @@ describe('per-token rate limit shared through Redis', () => {
     for (const key of keys) expect(key).not.toContain(token)
     const ours = `plant-store:rate-limit:${rateLimitKey({ headers: { authorization: `Bearer ${token}` } } as FastifyRequest)}`
     expect(await redis.get(ours)).toBe('4')
+  })
+
+  it.skipIf(REDIS_URL === undefined)(`keys a named client's shared count by its name in Redis, never by its token${REDIS_SKIP}`, async () => {
+    const url = REDIS_URL ?? ''
+    const name = `client-${randomUUID()}`
+    const token = `run-${randomUUID()}`
+    const config = { rateLimit: { perMinute: 2, redisUrl: url } }
+    const replicaA = await buildTestApp({ tokens: [{ name, token }], config })
+    const replicaB = await buildTestApp({ tokens: [{ name, token }], config })
+    expect((await postPlant(replicaA, { id: 1, name: 'fern' }, json(token))).statusCode).toBe(200)
+    expect((await postPlant(replicaB, { id: 2, name: 'fern' }, json(token))).statusCode).toBe(200)
+    expect((await postPlant(replicaA, { id: 3, name: 'fern' }, json(token))).statusCode).toBe(429)
+
+    const redis = new Redis(url)
+    onTestFinished(() => { redis.disconnect() })
+    expect(await redis.get(`plant-store:rate-limit:client:${name}`)).toBe('3')
+    for (const key of await redis.keys('plant-store:rate-limit:*')) expect(key).not.toContain(token)
   })
 })
 

@@ -1,9 +1,10 @@
+import { createHash } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { Agent, request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { startServer, type ServerProcess } from '../e2e/server-process.js'
+import { SERVER, run, startServer, type ServerProcess } from '../e2e/server-process.js'
 import { until } from './hardening-helpers.js'
 
 function post (port: number, token: string, id: number, agent?: Agent): Promise<number> {
@@ -105,5 +106,60 @@ describe('token rotation with API_TOKENS_FILE (built server)', () => {
     server.child.kill('SIGHUP')
     await until(() => messages(server, from).some((m) => m.msg.startsWith('SIGHUP: nothing to reload')), 10000, 'SIGHUP logged')
     expect(await post(server.port, 'a-token', 1)).toBe(200)
+  })
+})
+
+describe('named clients and hashed tokens with API_TOKENS_FILE (built server)', () => {
+  const sha256 = (token: string) => createHash('sha256').update(token).digest('hex')
+  const accessLines = (server: ServerProcess) =>
+    server.stdout.map((line) => JSON.parse(line) as { msg: string, status?: number, client?: string }).filter((entry) => entry.msg === 'request')
+
+  it('names the client on the access line, hashed or plain; labels an unnamed token the same after a restart; refuses a reload with a bad line; logs no token', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'plant-store-tokens-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    const file = join(dir, 'tokens')
+    const secrets = ['billing-secret-0123456789', 'ci-token-0123456789', 'unnamed-token-0123456789']
+    writeFileSync(file, `billing:sha256:${sha256('billing-secret-0123456789')}\nci:ci-token-0123456789\nunnamed-token-0123456789\n`)
+    const label = `sha256:${sha256('unnamed-token-0123456789').slice(0, 12)}`
+
+    const first = await startServer({ API_TOKENS_FILE: file })
+    expect(await post(first.port, 'billing-secret-0123456789', 1)).toBe(200)
+    expect(await post(first.port, 'ci-token-0123456789', 2)).toBe(200)
+    expect(await post(first.port, 'unnamed-token-0123456789', 3)).toBe(200)
+    expect(await post(first.port, 'billing-secret-012345678', 4)).toBe(401)
+    await until(() => accessLines(first).length === 4, 5000, 'four access lines')
+    expect(accessLines(first).map((entry) => [entry.status, entry.client])).toEqual([[200, 'billing'], [200, 'ci'], [200, label], [401, undefined]])
+
+    // A reload with one bad line is refused whole: the line number in the warning, the old tokens stay.
+    const from = first.stdout.length
+    writeFileSync(file, `billing:sha256:${sha256('billing-secret-0123456789')}\nci:new-ci-token-0123456789\nci:other-ci-token-0123\n`)
+    first.child.kill('SIGHUP')
+    await until(() => messages(first, from).some((m) => m.msg.startsWith('tokens not reloaded')), 10000, 'refusal logged')
+    expect(messages(first, from).find((m) => m.msg.startsWith('tokens not reloaded'))?.reason).toBe('API_TOKENS_FILE line 3: duplicate client name (first on line 2); names are unique')
+    expect(await post(first.port, 'ci-token-0123456789', 5)).toBe(200)
+    expect(await post(first.port, 'new-ci-token-0123456789', 6)).toBe(401)
+    first.child.kill('SIGTERM')
+    expect(await first.exited).toEqual({ code: 0, signal: null })
+
+    // Another process (a restart) labels the unnamed token the same way.
+    writeFileSync(file, 'unnamed-token-0123456789\n')
+    const second = await startServer({ API_TOKENS_FILE: file })
+    expect(await post(second.port, 'unnamed-token-0123456789', 7)).toBe(200)
+    await until(() => accessLines(second).length === 1, 5000, 'one access line')
+    expect(accessLines(second)[0]?.client).toBe(label)
+
+    for (const output of [first.stdout.join('\n'), second.stdout.join('\n'), first.stderr(), second.stderr()]) {
+      for (const secret of [...secrets, 'new-ci-token', 'other-ci-token']) expect(output).not.toContain(secret)
+    }
+  }, 40000)
+
+  it('does not start with a bad line: one line on stderr naming the file\'s variable and the line number, never the token', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'plant-store-tokens-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    const file = join(dir, 'tokens')
+    writeFileSync(file, 'ci:ci-token-0123456789\nbilling:sha256:not-a-digest\n')
+    const proc = run(process.execPath, [SERVER], { PORT: '0', API_TOKENS_FILE: file })
+    expect((await proc.exited).code).toBe(1)
+    expect(proc.stderr()).toBe('plant-store: API_TOKENS_FILE line 2: sha256: must be followed by exactly 64 hex digits, the SHA-256 of the token\n')
   })
 })

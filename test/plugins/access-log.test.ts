@@ -1,6 +1,8 @@
+import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 import { StoreUnavailableError } from '../../src/errors.js'
+import { createTokenSet } from '../../src/plugins/auth.js'
 import { JSON_AUTH, TOKEN, buildTestApp, postPlant } from '../helpers.js'
 
 const parse = (lines: string[]) => lines.map((line) => JSON.parse(line) as Record<string, unknown>)
@@ -12,7 +14,7 @@ describe('access log', () => {
     const res = await postPlant(app, { id: 1, name: 'fern' })
     const entries = parse(lines)
     expect(entries).toHaveLength(1)
-    expect(entries[0]).toMatchObject({ level: 30, reqId: res.headers['x-request-id'], method: 'POST', route: '/plants', status: 200, msg: 'request' })
+    expect(entries[0]).toMatchObject({ level: 30, reqId: res.headers['x-request-id'], method: 'POST', route: '/plants', client: `sha256:${createHash('sha256').update(TOKEN).digest('hex').slice(0, 12)}`, status: 200, msg: 'request' })
     expect(typeof entries[0]?.ms).toBe('number')
   })
 
@@ -22,12 +24,14 @@ describe('access log', () => {
     await postPlant(app, { id: 1, name: 'fern' })
     await postPlant(app, { id: 2, name: 'ivy' })
     await app.inject({ method: 'DELETE', url: '/nope' })
+    await app.inject({ method: 'DELETE', url: '/plants' })
     const entries = parse(lines)
-    expect(entries.map((entry) => [entry.method, entry.route, entry.status])).toEqual([['POST', '/plants', 200], ['POST', '/plants', 200], ['DELETE', undefined, 404]])
+    expect(entries.map((entry) => [entry.method, entry.route, entry.status])).toEqual([['POST', '/plants', 200], ['POST', '/plants', 200], ['DELETE', undefined, 404], ['DELETE', '/plants', 405]])
     for (const line of lines) {
       expect(line.match(/"method"/g)).toHaveLength(1)
       expect(line.match(/"route"/g)?.length ?? 0).toBeLessThanOrEqual(1)
       expect(line.match(/"reqId"/g)).toHaveLength(1)
+      expect(line.match(/"client"/g)?.length ?? 0).toBeLessThanOrEqual(1)
     }
   })
 
@@ -79,5 +83,59 @@ describe('access log', () => {
     expect(res.headers['retry-after']).toBe('1')
     expect(res.json()).toEqual({ error: 503, message: 'the plant store is unavailable, retry later' })
     expect(parse(lines)).toEqual([expect.objectContaining({ level: 30, reqId: 'caller-id-2', status: 503, msg: 'request' })])
+  })
+
+  describe('client', () => {
+    const sha256 = (token: string) => createHash('sha256').update(token).digest('hex')
+    const json = (token: string) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' })
+
+    it('is the client name for a named token, plain or hashed', async () => {
+      const lines: string[] = []
+      const app = await buildTestApp({ logLines: lines, tokens: [{ name: 'ci', token: 'ci-token-123' }, { name: 'billing', sha256: sha256('billing-secret-1') }] })
+      await postPlant(app, { id: 1, name: 'fern' }, json('ci-token-123'))
+      await postPlant(app, { id: 2, name: 'fern' }, json('billing-secret-1'))
+      expect(parse(lines).map((entry) => [entry.client, entry.status])).toEqual([['ci', 200], ['billing', 200]])
+    })
+
+    it('follows a reload: the same token under a new name is logged under the new name', async () => {
+      const lines: string[] = []
+      const tokenSet = createTokenSet([{ name: 'ci', token: 'ci-token-123' }])
+      const app = await buildTestApp({ logLines: lines, tokenSet })
+      await postPlant(app, { id: 1, name: 'fern' }, json('ci-token-123'))
+      tokenSet.replace([{ name: 'deploy', token: 'ci-token-123' }])
+      await postPlant(app, { id: 1, name: 'fern' }, json('ci-token-123'))
+      expect(parse(lines).map((entry) => entry.client)).toEqual(['ci', 'deploy'])
+    })
+
+    it('is sha256: and 12 hex digits of the token\'s SHA-256 for an unnamed token: the same in another app, never the token or its start', async () => {
+      const token = 'Unnamed-token-0123456789'
+      const labels: unknown[] = []
+      for (const tokens of [[token], ['another-token', token]]) {
+        const lines: string[] = []
+        const app = await buildTestApp({ logLines: lines, tokens })
+        await postPlant(app, { id: 1, name: 'fern' }, json(token))
+        labels.push(parse(lines)[0]?.client)
+        expect(lines.join('\n')).not.toContain(token.slice(0, 8))
+      }
+      expect(labels).toEqual([`sha256:${sha256(token).slice(0, 12)}`, `sha256:${sha256(token).slice(0, 12)}`])
+    })
+
+    it('is on the lines of accepted requests whatever their status (400, 500), and absent without an accepted token (401, 404)', async () => {
+      const lines: string[] = []
+      const repository: PlantRepository = {
+        insert: async () => { throw new Error('unexpected') },
+        ready: async () => {},
+        close: async () => {}
+      }
+      const app = await buildTestApp({ logLines: lines, repository, tokens: [{ name: 'ci', token: 'ci-token-123' }] })
+      await postPlant(app, '{"id":', json('ci-token-123'))
+      await postPlant(app, { id: 1, name: 'fern' }, json('ci-token-123'))
+      await postPlant(app, { id: 1, name: 'fern' }, json('ci-token-1234'))
+      await postPlant(app, { id: 1, name: 'fern' }, { 'content-type': 'application/json' })
+      await app.inject({ method: 'GET', url: '/nope', headers: { authorization: 'Bearer ci-token-123' } })
+      const access = parse(lines).filter((entry) => entry.msg === 'request')
+      expect(access.map((entry) => [entry.status, entry.client])).toEqual([[400, 'ci'], [500, 'ci'], [401, undefined], [401, undefined], [404, undefined]])
+      for (const line of lines) expect(line).not.toContain('ci-token')
+    })
   })
 })

@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { createTokenSet } from '../../src/plugins/auth.js'
+import { createTokenSet, tokenRateLimitKey } from '../../src/plugins/auth.js'
+import { buildTestApp, postPlant } from '../helpers.js'
 
 describe('createTokenSet', () => {
   const tokens = ['alpha-token-1', 'ünïcødé-tøken', 'x'.repeat(300)]
@@ -35,5 +37,70 @@ describe('createTokenSet', () => {
     expect(() => set.replace([])).toThrow(/empty set/)
     expect(() => set.replace(['new-3', ''])).toThrow(/empty token/)
     expect(set.verify('new-1')).toBe(true)
+  })
+})
+
+describe('createTokenSet with client names and hashed entries', () => {
+  const sha256 = (token: string) => createHash('sha256').update(token).digest('hex')
+
+  it('accepts a token whose SHA-256 is listed, and names its client', () => {
+    const set = createTokenSet([{ name: 'billing', sha256: sha256('billing-secret-1') }, { name: 'shop', sha256: sha256('shop-secret-2') }])
+    expect(set.identify('billing-secret-1')).toMatchObject({ name: 'billing' })
+    expect(set.identify('shop-secret-2')).toMatchObject({ name: 'shop' })
+  })
+
+  it('refuses a wrong token, a near miss, the digest itself and the empty token when entries are hashed', () => {
+    const set = createTokenSet([{ name: 'billing', sha256: sha256('billing-secret-1') }])
+    for (const token of ['billing-secret-2', 'billing-secret-', 'billing-secret-11', sha256('billing-secret-1'), '']) {
+      expect(set.identify(token), token).toBeUndefined()
+      expect(set.verify(token), token).toBe(false)
+    }
+  })
+
+  it('finds the right client among plain, named and hashed entries together', () => {
+    const set = createTokenSet(['plain-1', { name: 'ci', token: 'ci-token' }, { name: 'billing', sha256: sha256('billing-secret-1') }, 'plain-2'])
+    expect(['plain-1', 'ci-token', 'billing-secret-1', 'plain-2', 'other'].map((token) => set.identify(token)?.name))
+      .toEqual([`sha256:${sha256('plain-1').slice(0, 12)}`, 'ci', 'billing', `sha256:${sha256('plain-2').slice(0, 12)}`, undefined])
+  })
+
+  it('labels an unnamed token with sha256: and the first 12 hex digits of its SHA-256: stable, never the token', () => {
+    const token = 'abcdef012345abcdef012345'
+    const first = createTokenSet([token]).identify(token)
+    expect(first?.name).toBe(`sha256:${sha256(token).slice(0, 12)}`)
+    expect(first?.name).not.toContain(token.slice(0, 4))
+    // Another set (another process, after a restart) gives the same label.
+    expect(createTokenSet(['x', token]).identify(token)?.name).toBe(first?.name)
+  })
+
+  it('keys the rate limit by client:<name> for a named client, by a digest of the token (not the token) otherwise', () => {
+    const set = createTokenSet(['plain-1', { name: 'ci', token: 'ci-token' }, { name: 'billing', sha256: sha256('billing-secret-1') }])
+    expect(set.identify('ci-token')?.rateLimitKey).toBe('client:ci')
+    expect(set.identify('billing-secret-1')?.rateLimitKey).toBe('client:billing')
+    expect(set.identify('plain-1')?.rateLimitKey).toBe(tokenRateLimitKey('plain-1'))
+    expect(tokenRateLimitKey('plain-1')).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    expect(tokenRateLimitKey('plain-1')).not.toContain('plain-1')
+  })
+
+  it('replace swaps hashed entries too, and refuses a token listed twice (also once plain, once hashed) or a malformed digest', () => {
+    const set = createTokenSet([{ name: 'old', sha256: sha256('old-token') }])
+    set.replace([{ name: 'new', sha256: sha256('new-token') }])
+    expect([set.verify('old-token'), set.verify('new-token')]).toEqual([false, true])
+    expect(() => set.replace(['a', 'a'])).toThrow(/listed twice/)
+    expect(() => set.replace([{ name: 'a', token: 't' }, { name: 'b', sha256: sha256('t') }])).toThrow(/listed twice/)
+    expect(() => set.replace([{ name: 'a', sha256: sha256('t').toUpperCase() }])).toThrow(/64 lowercase hex digits/)
+    expect(set.identify('new-token')?.name).toBe('new')
+  })
+})
+
+describe('auth with named and hashed tokens (app)', () => {
+  const sha256 = (token: string) => createHash('sha256').update(token).digest('hex')
+
+  it('answers 200 to a token listed only by its SHA-256, and 401 to a wrong one', async () => {
+    const app = await buildTestApp({ tokens: [{ name: 'billing', sha256: sha256('billing-secret-1') }] })
+    const json = (token: string) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' })
+    expect((await postPlant(app, { id: 1, name: 'fern' }, json('billing-secret-1'))).statusCode).toBe(200)
+    const wrong = await postPlant(app, { id: 2, name: 'fern' }, json('billing-secret-2'))
+    expect(wrong.statusCode).toBe(401)
+    expect(wrong.json()).toEqual({ error: 401, message: 'the bearer token is not valid' })
   })
 })

@@ -276,13 +276,6 @@ describe('POST /plants: other statuses', () => {
     expect(res.json()).toEqual({ error: 404, message: 'no route for GET /nope' })
   })
 
-  it('answers 404 Error for another method on /plants', async () => {
-    const app = await buildTestApp()
-    const res = await app.inject({ method: 'GET', url: '/plants', headers: AUTH })
-    expect(res.statusCode).toBe(404)
-    expect(res.json()).toEqual({ error: 404, message: 'no route for GET /plants' })
-  })
-
   it('answers 400 Error for a URL with bad percent-encoding', async () => {
     const app = await buildTestApp()
     const res = await app.inject({ method: 'POST', url: '/plants%', headers: JSON_AUTH, payload: '{}' })
@@ -324,5 +317,107 @@ describe('POST /plants: other statuses', () => {
     expect(res.statusCode).toBe(500)
     expect(res.json()).toEqual({ error: 500, message: 'internal server error' })
     expect(lines.some((line) => line.includes('disk controller on fire'))).toBe(true)
+  })
+})
+
+describe('/plants: other methods (405) and OPTIONS', () => {
+  const notAllowed = (method: string) => ({ error: 405, message: `${method} is not allowed on /plants; allowed: POST` })
+
+  it('answers 405 Error with Allow: POST for GET, PUT, PATCH, DELETE, TRACE and QUERY, without a token', async () => {
+    const app = await buildTestApp()
+    for (const method of ['GET', 'PUT', 'PATCH', 'DELETE', 'TRACE', 'QUERY'] as const) {
+      const res = await app.inject({ method, url: '/plants', ...(method === 'QUERY' ? { headers: { 'content-type': 'application/json' }, payload: '{}' } : {}) })
+      expect(res.statusCode, method).toBe(405)
+      expect(res.headers.allow, method).toBe('POST')
+      expect(res.headers['content-type'], method).toBe('application/json; charset=utf-8')
+      expect(res.headers['www-authenticate'], method).toBeUndefined()
+      expect(res.json(), method).toEqual(notAllowed(method))
+    }
+  })
+
+  it('answers 405 with Allow: POST and no body for HEAD (GET is not allowed, so neither is HEAD)', async () => {
+    const app = await buildTestApp()
+    const res = await app.inject({ method: 'HEAD', url: '/plants' })
+    expect(res.statusCode).toBe(405)
+    expect(res.headers.allow).toBe('POST')
+    expect(res.body).toBe('')
+  })
+
+  it('answers 405 for methods Fastify does not route (PROPFIND, PURGE), through the not-found handler', async () => {
+    const app = await buildTestApp()
+    for (const method of ['PROPFIND', 'PURGE']) {
+      const res = await app.inject({ method: method as 'GET', url: '/plants' })
+      expect(res.statusCode, method).toBe(405)
+      expect(res.headers.allow, method).toBe('POST')
+      expect(res.json(), method).toEqual(notAllowed(method))
+    }
+  })
+
+  it('answers 405 before reading the body: a PUT over BODY_LIMIT, with broken JSON or another type is still 405', async () => {
+    const app = await buildTestApp({ bodyLimit: 100 })
+    const bodies = [
+      { 'content-type': 'application/json', payload: JSON.stringify({ id: 1, name: 'x'.repeat(500) }) },
+      { 'content-type': 'application/json', payload: '{"id":' },
+      { 'content-type': 'text/plain', payload: 'fern' }
+    ]
+    for (const { payload, ...headers } of bodies) {
+      const res = await app.inject({ method: 'PUT', url: '/plants', headers: { ...AUTH, ...headers }, payload })
+      expect(res.statusCode, payload).toBe(405)
+      expect(res.json(), payload).toEqual(notAllowed('PUT'))
+    }
+  })
+
+  it('answers 405 whatever the token: a wrong one is not checked', async () => {
+    const app = await buildTestApp()
+    const res = await app.inject({ method: 'DELETE', url: '/plants', headers: { authorization: 'Bearer wrong' } })
+    expect(res.statusCode).toBe(405)
+    expect(res.headers['www-authenticate']).toBeUndefined()
+    expect(res.json()).toEqual(notAllowed('DELETE'))
+  })
+
+  it('answers 405 with a query string too; /plants/ (trailing slash) is another path, 404 for every method', async () => {
+    const app = await buildTestApp()
+    const query = await app.inject({ method: 'GET', url: '/plants?x=1' })
+    expect(query.statusCode).toBe(405)
+    expect(query.json()).toEqual(notAllowed('GET'))
+    const slash = await app.inject({ method: 'GET', url: '/plants/' })
+    expect(slash.statusCode).toBe(404)
+    expect(slash.json()).toEqual({ error: 404, message: 'no route for GET /plants/' })
+    expect((await postPlant(app, { id: 1, name: 'fern' })).statusCode).toBe(200)
+    expect((await app.inject({ method: 'POST', url: '/plants/', headers: JSON_AUTH, payload: '{"id":2,"name":"fern"}' })).statusCode).toBe(404)
+  })
+
+  it('carries x-request-id, nosniff and no-store on a 405, like every reply', async () => {
+    const app = await buildTestApp()
+    const res = await app.inject({ method: 'GET', url: '/plants', headers: { 'x-request-id': 'abc-405' } })
+    expect(res.statusCode).toBe(405)
+    expect(res.headers['x-request-id']).toBe('abc-405')
+    expect(res.headers['x-content-type-options']).toBe('nosniff')
+    expect(res.headers['cache-control']).toBe('no-store')
+  })
+
+  it('answers OPTIONS /plants with 204, Allow: POST, OPTIONS and no body, without a token', async () => {
+    const app = await buildTestApp()
+    const res = await app.inject({ method: 'OPTIONS', url: '/plants' })
+    expect(res.statusCode).toBe(204)
+    expect(res.headers.allow).toBe('POST, OPTIONS')
+    expect(res.headers['x-request-id']).toBeDefined()
+    expect(res.body).toBe('')
+  })
+
+  it('answers OPTIONS /plants with the 204 whatever body comes with it (never read)', async () => {
+    const app = await buildTestApp({ bodyLimit: 100 })
+    for (const [type, payload] of [['text/plain', 'x'], ['application/json', 'x'.repeat(200)]] as const) {
+      const res = await app.inject({ method: 'OPTIONS', url: '/plants', headers: { 'content-type': type }, payload })
+      expect(res.statusCode, type).toBe(204)
+      expect(res.headers.allow, type).toBe('POST, OPTIONS')
+    }
+  })
+
+  it('answers OPTIONS on an unknown path with 404, as before', async () => {
+    const app = await buildTestApp()
+    const res = await app.inject({ method: 'OPTIONS', url: '/nope' })
+    expect(res.statusCode).toBe(404)
+    expect(res.json()).toEqual({ error: 404, message: 'no route for OPTIONS /nope' })
   })
 })

@@ -1,0 +1,81 @@
+// The target registry of `npm run bench`: every target's name, what is started, with which
+// environment, and whether it is in the default run. Adding a target is one entry here (plus, when
+// it has a pass/fail check, one entry in CHECKS of bench/report.js).
+//
+// An entry:
+//   name       the name given to --targets
+//   kind       'http': a server started as a child process on its own port and loaded over HTTP
+//                (bench/run.js measureHttp); 'pgbench': pgbench itself (bench/load.js);
+//              'plant-memory': measured once, after the rounds (bench/memory-per-plant.js)
+//   optIn      absent: in the default run; a string (where it comes from): only when named in --targets
+//   script     http: the script node runs
+//   service    http: the real service (--cpu-prof applies; /readyz must answer 200 before the load)
+//   pg         http: loaded at --pg-connections instead of --connections
+//   prepare(round, ctx)  http: resolves { env } (the whole environment; the bench sets PORT and HOST),
+//              or { skipped: why }; optionally cleanup() (run after the round) and note
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { freshDatabase, postgresAvailable } from './postgres.js'
+import { BENCH, ROOT, TOKEN } from './util.js'
+
+const SERVICE = join(ROOT, 'dist', 'server.js')
+
+/** The service's environment: its own settings come from the bench only, never from the caller's shell. */
+export const serviceEnv = (extra) => {
+  const own = new Set(['PORT', 'HOST', 'LOG_LEVEL', 'API_TOKENS', 'API_TOKENS_FILE', 'DATABASE_URL', 'BODY_LIMIT', 'MAX_PLANTS', 'NODE_OPTIONS'])
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !own.has(name)))
+  return { ...env, API_TOKENS: TOKEN, LOG_LEVEL: 'info', MAX_PLANTS: '16000000', ...extra }
+}
+/** A baseline's environment: the caller's, plus its own variables. */
+const plainEnv = (extra) => async () => ({ env: { ...process.env, ...extra, PORT: '' } })
+
+/** bench/feature-ladder.js steps: what each feature costs (opt-in, never in the default run). */
+const LADDER_STEPS = [1, 2, 3, 4, 5, 6]
+
+export const TARGETS = [
+  { name: 'baseline-raw', kind: 'http', script: join(BENCH, 'baseline-raw.js'), prepare: plainEnv({}) },
+  { name: 'baseline-fastify', kind: 'http', script: join(BENCH, 'baseline-fastify.js'), prepare: plainEnv({}) },
+  { name: 'memory', kind: 'http', script: SERVICE, service: true, prepare: async () => ({ env: serviceEnv({}) }) },
+  {
+    name: 'sqlite',
+    kind: 'http',
+    script: SERVICE,
+    service: true,
+    // On the project's disk (not a tmpfs), so that the fsync before each 200 is a real one.
+    prepare: async (round, { runTmp }) => {
+      const file = join(runTmp, `bench-${round}.db`)
+      return {
+        env: serviceEnv({ DATABASE_URL: `sqlite:${file}` }),
+        cleanup: async () => { for (const suffix of ['', '-wal', '-shm']) rmSync(`${file}${suffix}`, { force: true }) }
+      }
+    }
+  },
+  {
+    name: 'postgres',
+    kind: 'http',
+    script: SERVICE,
+    service: true,
+    pg: true,
+    prepare: async (round) => {
+      const available = await postgresAvailable()
+      if (!available.ok) return { skipped: available.note }
+      const db = await freshDatabase(`service_${round}`)
+      return { env: serviceEnv({ DATABASE_URL: db.url }), cleanup: db.drop, note: db.note }
+    }
+  },
+  { name: 'pgbench', kind: 'pgbench' },
+  { name: 'plant-memory', kind: 'plant-memory' },
+  ...LADDER_STEPS.map((step) => ({
+    name: `ladder-${step}`,
+    kind: 'http',
+    optIn: 'bench/feature-ladder.js',
+    script: join(BENCH, 'feature-ladder.js'),
+    prepare: plainEnv({ STEP: String(step), API_TOKENS: TOKEN })
+  }))
+]
+
+export const targetByName = new Map(TARGETS.map((t) => [t.name, t]))
+export const DEFAULT_TARGETS = TARGETS.filter((t) => t.optIn === undefined).map((t) => t.name)
+/** Opt-in targets grouped by where they come from: [[optIn, [names…]], …]. */
+export const OPT_IN_GROUPS = [...new Set(TARGETS.map((t) => t.optIn).filter((from) => from !== undefined))]
+  .map((from) => [from, TARGETS.filter((t) => t.optIn === from).map((t) => t.name)])

@@ -1,0 +1,158 @@
+import type { LightMyRequestResponse } from 'fastify'
+import { describe, expect, it } from 'vitest'
+import { defaultOverloadLimits } from '../../src/config.js'
+import { AUTH, JSON_AUTH, buildTestApp, postPlant } from '../helpers.js'
+import { until } from '../hardening/hardening-helpers.js'
+import type { App } from '../../src/app.js'
+
+const APP = 'https://app.example.com'
+const OTHER = 'https://evil.example.net'
+const EXPOSED = 'x-request-id, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset, www-authenticate, allow, accept-encoding'
+
+const corsApp = (origins: string[] = [APP], config = {}) => buildTestApp({ config: { corsOrigins: origins, ...config } })
+
+/** The Access-Control-* headers of a reply, by name. */
+const corsHeaders = (res: LightMyRequestResponse) =>
+  Object.fromEntries(Object.entries(res.headers).filter(([name]) => name.startsWith('access-control-')))
+
+/** What a browser sends before a POST /plants with Authorization and Content-Type from `origin`. */
+const preflight = (app: App, origin: string) => app.inject({
+  method: 'OPTIONS',
+  url: '/plants',
+  headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' }
+})
+
+const plant = { id: 1, name: 'fern' }
+
+describe('CORS, unset (the default)', () => {
+  it('sends no CORS header and no Vary to a request with an Origin, and OPTIONS /plants stays the 204 with Allow', async () => {
+    const app = await buildTestApp()
+    const post = await postPlant(app, plant, { ...JSON_AUTH, origin: APP })
+    expect(post.statusCode).toBe(200)
+    expect(corsHeaders(post)).toEqual({})
+    expect(post.headers.vary).toBeUndefined()
+    const options = await preflight(app, APP)
+    expect(options.statusCode).toBe(204)
+    expect(options.headers.allow).toBe('POST, OPTIONS')
+    expect(corsHeaders(options)).toEqual({})
+  })
+})
+
+describe('CORS for listed origins (CORS_ORIGINS)', () => {
+  it('answers the preflight of POST /plants with Authorization and Content-Type: 204, no token, a 600 s max age', async () => {
+    const app = await corsApp()
+    const res = await preflight(app, APP)
+    expect(res.statusCode).toBe(204)
+    expect(res.body).toBe('')
+    expect(corsHeaders(res)).toEqual({
+      'access-control-allow-origin': APP,
+      'access-control-allow-methods': 'POST',
+      'access-control-allow-headers': 'authorization, content-type, content-encoding, x-request-id',
+      'access-control-expose-headers': EXPOSED,
+      'access-control-max-age': '600'
+    })
+    expect(res.headers.vary).toBe('Origin')
+    expect(res.headers['www-authenticate']).toBeUndefined()
+  })
+
+  it('lets the listed origin read the reply to its POST, with x-request-id, Retry-After and the RateLimit headers exposed', async () => {
+    const app = await corsApp()
+    const res = await postPlant(app, plant, { ...JSON_AUTH, origin: APP })
+    expect(res.statusCode).toBe(200)
+    expect(res.json()).toEqual({ name: 'fern' })
+    expect(corsHeaders(res)).toEqual({ 'access-control-allow-origin': APP, 'access-control-expose-headers': EXPOSED })
+    expect(res.headers.vary).toBe('Origin')
+  })
+
+  it('gives an unlisted origin no CORS header: its preflight is the plain OPTIONS 204, its POST has no Access-Control-*', async () => {
+    const app = await corsApp()
+    const options = await preflight(app, OTHER)
+    expect(options.statusCode).toBe(204)
+    expect(options.headers.allow).toBe('POST, OPTIONS')
+    expect(corsHeaders(options)).toEqual({})
+    const post = await postPlant(app, plant, { ...JSON_AUTH, origin: OTHER })
+    expect(post.statusCode).toBe(200)
+    expect(corsHeaders(post)).toEqual({})
+    expect(post.headers.vary).toBe('Origin')
+  })
+
+  it('compares origins exactly: another scheme, port, case or a trailing slash is not listed', async () => {
+    const app = await corsApp()
+    for (const origin of ['http://app.example.com', 'https://app.example.com:8443', 'https://APP.example.com', `${APP}/`, 'null']) {
+      expect(corsHeaders(await preflight(app, origin)), origin).toEqual({})
+    }
+  })
+
+  it('sends no CORS header to a request without Origin (same-origin or not a browser)', async () => {
+    const app = await corsApp()
+    const res = await postPlant(app, plant)
+    expect(res.statusCode).toBe(200)
+    expect(corsHeaders(res)).toEqual({})
+  })
+
+  it('carries the CORS headers on errors for a listed origin, so the page can read the Error record (401, 400, 404, 405, 415)', async () => {
+    const app = await corsApp()
+    const headers = { origin: APP }
+    const replies = [
+      await postPlant(app, plant, { ...headers, 'content-type': 'application/json' }),
+      await postPlant(app, '{"id":', { ...JSON_AUTH, ...headers }),
+      await app.inject({ method: 'GET', url: '/nope', headers }),
+      await app.inject({ method: 'DELETE', url: '/plants', headers }),
+      await postPlant(app, plant, { ...JSON_AUTH, ...headers, 'content-encoding': 'x-unknown' })
+    ]
+    expect(replies.map((res) => res.statusCode)).toEqual([401, 400, 404, 405, 415])
+    for (const res of replies) {
+      expect(corsHeaders(res), String(res.statusCode)).toEqual({ 'access-control-allow-origin': APP, 'access-control-expose-headers': EXPOSED })
+      expect(res.json().error).toBe(res.statusCode)
+    }
+  })
+
+  it('treats an OPTIONS without Access-Control-Request-Method as no preflight: the 204 with Allow, plus the simple CORS headers', async () => {
+    const app = await corsApp()
+    const res = await app.inject({ method: 'OPTIONS', url: '/plants', headers: { origin: APP } })
+    expect(res.statusCode).toBe(204)
+    expect(res.headers.allow).toBe('POST, OPTIONS')
+    expect(corsHeaders(res)).toEqual({ 'access-control-allow-origin': APP, 'access-control-expose-headers': EXPOSED })
+  })
+
+  it('allows every origin with Access-Control-Allow-Origin: * when CORS_ORIGINS is *', async () => {
+    const app = await corsApp(['*'])
+    const pre = await preflight(app, OTHER)
+    expect(pre.statusCode).toBe(204)
+    expect(pre.headers['access-control-allow-origin']).toBe('*')
+    expect(pre.headers['access-control-allow-headers']).toBe('authorization, content-type, content-encoding, x-request-id')
+    const post = await postPlant(app, plant, { ...JSON_AUTH, origin: OTHER })
+    expect(post.headers['access-control-allow-origin']).toBe('*')
+  })
+
+  it('does not count preflights against the rate limit, and a 429 carries the CORS headers', async () => {
+    const app = await corsApp([APP], { rateLimit: { perMinute: 1 } })
+    for (let i = 0; i < 3; i++) expect((await preflight(app, APP)).statusCode).toBe(204)
+    const served = await postPlant(app, plant, { ...JSON_AUTH, origin: APP })
+    expect(served.statusCode).toBe(200)
+    expect(served.headers['ratelimit-remaining']).toBe('0')
+    const limited = await postPlant(app, plant, { ...JSON_AUTH, origin: APP })
+    expect(limited.statusCode).toBe(429)
+    expect(limited.headers['retry-after']).toBeDefined()
+    expect(corsHeaders(limited)).toEqual({ 'access-control-allow-origin': APP, 'access-control-expose-headers': EXPOSED })
+  })
+
+  it('carries the CORS headers on a 503 shed under overload', async () => {
+    const app = await corsApp([APP], { overload: { ...defaultOverloadLimits(), maxHeapUsedBytes: 1, sampleIntervalMs: 10 } })
+    await app.ready()
+    await until(() => app.isUnderPressure(), 5000, 'pressure seen')
+    const res = await postPlant(app, plant, { ...AUTH, 'content-type': 'application/json', origin: APP })
+    expect(res.statusCode).toBe(503)
+    expect(res.headers['retry-after']).toBe('1')
+    expect(corsHeaders(res)).toEqual({ 'access-control-allow-origin': APP, 'access-control-expose-headers': EXPOSED })
+  })
+
+  it('answers preflights while requests are shed under overload (they cost nothing and need no token)', async () => {
+    const app = await corsApp([APP], { overload: { ...defaultOverloadLimits(), maxHeapUsedBytes: 1, sampleIntervalMs: 10 } })
+    await app.ready()
+    await until(() => app.isUnderPressure(), 5000, 'pressure seen')
+    const res = await preflight(app, APP)
+    expect(res.statusCode).toBe(204)
+    expect(res.headers['access-control-allow-origin']).toBe(APP)
+  })
+})

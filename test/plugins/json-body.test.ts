@@ -1,0 +1,143 @@
+import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib'
+import { describe, expect, it } from 'vitest'
+import { JSON_AUTH, buildTestApp, postPlant } from '../helpers.js'
+import type { App } from '../../src/app.js'
+
+const FERN = '{"id":1,"name":"fern","tag":"shade"}'
+const PLANT = { name: 'fern', tag: 'shade' }
+
+function postEncoded (app: App, body: Buffer, encoding: string) {
+  return app.inject({ method: 'POST', url: '/plants', headers: { ...JSON_AUTH, 'content-encoding': encoding }, payload: body })
+}
+
+/** Whether id 1 is stored: a replay of another plant with id 1 is a 409 then, a 200 otherwise. */
+async function isStored (app: App): Promise<boolean> {
+  return (await postPlant(app, { id: 1, name: 'probe' })).statusCode === 409
+}
+
+const unsupported = (coding: string) => ({ error: 415, message: `content-encoding "${coding}" is not supported: send the body with one of gzip, deflate, br, or with none` })
+
+describe('request bodies with a content coding (RFC 9110 §8.4)', () => {
+  it('decodes a gzip body and stores the plant it holds', async () => {
+    const app = await buildTestApp()
+    const res = await postEncoded(app, gzipSync(FERN), 'gzip')
+    expect(res.statusCode).toBe(200)
+    expect(res.json()).toEqual(PLANT)
+    expect(await isStored(app)).toBe(true)
+  })
+
+  it('decodes deflate (the zlib format) and br bodies', async () => {
+    const app = await buildTestApp()
+    expect((await postEncoded(app, deflateSync(FERN), 'deflate')).json()).toEqual(PLANT)
+    const br = await postEncoded(app, brotliCompressSync('{"id":2,"name":"moss"}'), 'br')
+    expect(br.statusCode).toBe(200)
+    expect(br.json()).toEqual({ name: 'moss' })
+  })
+
+  it('compares coding names case-insensitively and takes x-gzip as gzip', async () => {
+    const app = await buildTestApp()
+    for (const [id, coding] of [[1, 'GZIP'], [2, 'x-gzip'], [3, ' Gzip ']] as const) {
+      const res = await postEncoded(app, gzipSync(`{"id":${id},"name":"fern"}`), coding)
+      expect(res.statusCode, coding).toBe(200)
+    }
+  })
+
+  it('takes identity as no coding, alone or beside one other coding, in any order', async () => {
+    const app = await buildTestApp()
+    expect((await postEncoded(app, Buffer.from('{"id":1,"name":"fern"}'), 'identity')).statusCode).toBe(200)
+    expect((await postEncoded(app, gzipSync('{"id":2,"name":"fern"}'), 'gzip, identity')).statusCode).toBe(200)
+    expect((await postEncoded(app, gzipSync('{"id":3,"name":"fern"}'), 'identity,gzip')).statusCode).toBe(200)
+  })
+
+  it('keeps the int64 id exact and checks UTF-8 after decoding', async () => {
+    const app = await buildTestApp()
+    const big = await postEncoded(app, gzipSync('{"id":9007199254740993,"name":"a"}'), 'gzip')
+    expect(big.statusCode).toBe(200)
+    expect((await postPlant(app, { id: 9007199254740992, name: 'b' })).statusCode).toBe(200)
+    const latin1 = await postEncoded(app, gzipSync(Buffer.from([...Buffer.from('{"id":5,"name":"'), 0xe9, ...Buffer.from('"}')])), 'gzip')
+    expect(latin1.statusCode).toBe(400)
+    expect(latin1.json()).toEqual({ error: 400, message: 'body is not valid UTF-8' })
+  })
+
+  it('answers 415 Error with Accept-Encoding for a coding it does not decode, and stores nothing', async () => {
+    const app = await buildTestApp()
+    const res = await postEncoded(app, Buffer.from(FERN), 'x-unknown')
+    expect(res.statusCode).toBe(415)
+    expect(res.headers['accept-encoding']).toBe('gzip, deflate, br')
+    expect(res.json()).toEqual(unsupported('x-unknown'))
+    expect(await isStored(app)).toBe(false)
+  })
+
+  it('answers 415 for compress and zstd too (not decoded here)', async () => {
+    const app = await buildTestApp()
+    for (const coding of ['compress', 'zstd']) {
+      const res = await postEncoded(app, Buffer.from(FERN), coding)
+      expect(res.statusCode, coding).toBe(415)
+      expect(res.json(), coding).toEqual(unsupported(coding))
+    }
+  })
+
+  it('answers 415 for more than one coding (gzip of gzip), and stores nothing', async () => {
+    const app = await buildTestApp()
+    const res = await postEncoded(app, gzipSync(gzipSync(FERN)), 'gzip, gzip')
+    expect(res.statusCode).toBe(415)
+    expect(res.headers['accept-encoding']).toBe('gzip, deflate, br')
+    expect(res.json()).toEqual(unsupported('gzip, gzip'))
+    expect(await isStored(app)).toBe(false)
+  })
+
+  it('answers 400 Error for a corrupt or truncated gzip body, and for raw deflate sent as deflate', async () => {
+    const app = await buildTestApp()
+    const gzip = gzipSync(FERN)
+    const corrupt = Buffer.from(gzip)
+    corrupt[12] = (corrupt[12] ?? 0) ^ 0xff
+    for (const body of [Buffer.from(FERN), gzip.subarray(0, gzip.length - 6), corrupt]) {
+      const res = await postEncoded(app, body, 'gzip')
+      expect(res.statusCode).toBe(400)
+      expect(res.json()).toEqual({ error: 400, message: 'body is not valid gzip data' })
+    }
+    const raw = await postEncoded(app, deflateRawSync(FERN), 'deflate')
+    expect(raw.json()).toEqual({ error: 400, message: 'body is not valid deflate data' })
+    expect(await isStored(app)).toBe(false)
+  })
+
+  it('answers 413 Error when the decoded body is over BODY_LIMIT, even when the encoded one is small', async () => {
+    const app = await buildTestApp({ bodyLimit: 100 })
+    const body = gzipSync(JSON.stringify({ id: 1, name: 'x'.repeat(200) }))
+    expect(body.length).toBeLessThan(100)
+    const res = await postEncoded(app, body, 'gzip')
+    expect(res.statusCode).toBe(413)
+    expect(res.json()).toEqual({ error: 413, message: 'body must not be larger than 100 bytes once decoded' })
+    expect(await isStored(app)).toBe(false)
+  })
+
+  it('accepts a decoded body of exactly BODY_LIMIT bytes', async () => {
+    const text = '{"id":1,"name":"' + 'x'.repeat(100 - 18) + '"}'
+    expect(text.length).toBe(100)
+    const app = await buildTestApp({ bodyLimit: 100 })
+    expect((await postEncoded(app, gzipSync(text), 'gzip')).statusCode).toBe(200)
+  })
+
+  it('answers 413 for a gzip bomb (10 MB of zeros in 10 kB); test/e2e/http-semantics.test.ts shows it costs no memory', async () => {
+    const app = await buildTestApp()
+    const bomb = gzipSync(Buffer.alloc(10 * 2 ** 20), { level: 9 })
+    expect(bomb.length).toBeLessThan(16384)
+    const res = await postEncoded(app, bomb, 'gzip')
+    expect(res.statusCode).toBe(413)
+    expect(res.json()).toEqual({ error: 413, message: 'body must not be larger than 16384 bytes once decoded' })
+  })
+
+  it('answers 413 as before when the encoded body itself is over BODY_LIMIT', async () => {
+    const app = await buildTestApp({ bodyLimit: 100 })
+    const res = await postEncoded(app, Buffer.alloc(200), 'gzip')
+    expect(res.statusCode).toBe(413)
+    expect(res.json()).toEqual({ error: 413, message: 'body must not be larger than 100 bytes' })
+  })
+
+  it('checks the token before the coding: no token with an unknown coding is a 401', async () => {
+    const app = await buildTestApp()
+    const res = await app.inject({ method: 'POST', url: '/plants', headers: { 'content-type': 'application/json', 'content-encoding': 'x-unknown' }, payload: FERN })
+    expect(res.statusCode).toBe(401)
+    expect(res.headers['accept-encoding']).toBeUndefined()
+  })
+})

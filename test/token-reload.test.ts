@@ -1,0 +1,61 @@
+import { createHash } from 'node:crypto'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Writable } from 'node:stream'
+import pino from 'pino'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { readTokensFile } from '../src/config.js'
+import { createTokenSet } from '../src/plugins/auth.js'
+import { reloadTokens } from '../src/token-reload.js'
+
+const sha256 = (token: string) => createHash('sha256').update(token).digest('hex')
+
+function setUp (text: string) {
+  const dir = mkdtempSync(join(tmpdir(), 'plant-store-tokens-'))
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+  const file = join(dir, 'tokens')
+  writeFileSync(file, text)
+  const lines: string[] = []
+  const log = pino(new Writable({
+    write (chunk, _encoding, done) {
+      lines.push(...String(chunk).split('\n').filter((line) => line !== ''))
+      done()
+    }
+  }))
+  const tokens = createTokenSet(readTokensFile(file))
+  return { file, lines, tokens, options: { file, tokens, log } }
+}
+
+describe('reloadTokens', () => {
+  it('takes named and hashed entries from the file', () => {
+    const { file, tokens, options } = setUp('old-token\n')
+    writeFileSync(file, `ci:ci-token-1\nbilling:sha256:${sha256('billing-secret-1')}\n`)
+    expect(reloadTokens(options)).toBe(true)
+    expect(['old-token', 'ci-token-1', 'billing-secret-1'].map((token) => tokens.identify(token)?.name)).toEqual([undefined, 'ci', 'billing'])
+  })
+
+  it('refuses a file with one bad line whole, keeps the previous tokens, and logs the line number, never a token', () => {
+    const { file, lines, tokens, options } = setUp('ci:ci-token-1\n')
+    writeFileSync(file, `ci:ci-token-2\n\nbilling:sha256:${sha256('billing-secret-1').slice(2)}\nshop:shop-token-1\n`)
+    expect(reloadTokens(options)).toBe(false)
+    expect(tokens.identify('ci-token-1')?.name).toBe('ci')
+    expect(tokens.verify('ci-token-2')).toBe(false)
+    expect(tokens.verify('shop-token-1')).toBe(false)
+    expect(lines).toHaveLength(1)
+    expect(JSON.parse(lines[0] ?? '')).toMatchObject({
+      level: 40,
+      msg: 'tokens not reloaded; the previous tokens stay accepted',
+      reason: 'API_TOKENS_FILE line 3: sha256: must be followed by exactly 64 hex digits, the SHA-256 of the token'
+    })
+    for (const secret of ['ci-token', 'shop-token', sha256('billing-secret-1').slice(2)]) expect(lines[0]).not.toContain(secret)
+  })
+
+  it('refuses a duplicate client name, keeping the previous tokens', () => {
+    const { file, lines, tokens, options } = setUp('ci:ci-token-1\n')
+    writeFileSync(file, 'ci:ci-token-2\nci:ci-token-3\n')
+    expect(reloadTokens(options)).toBe(false)
+    expect(tokens.verify('ci-token-1')).toBe(true)
+    expect(JSON.parse(lines[0] ?? '')).toMatchObject({ reason: 'API_TOKENS_FILE line 2: duplicate client name (first on line 1); names are unique' })
+  })
+})
