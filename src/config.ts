@@ -14,6 +14,8 @@ const Env = Type.Object({
   // PostgreSQL only: connections per process, and the longest one statement may run (SET LOCAL).
   DATABASE_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
   DATABASE_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000 }),
+  // Off by default: named prepared statements break behind a transaction-mode pooler.
+  DATABASE_PREPARED_STATEMENTS: Type.Union([Type.Literal('off'), Type.Literal('on')], { default: 'off' }),
   BODY_LIMIT: Type.Integer({ minimum: 64, maximum: 1048576, default: 16384 }),
   MAX_PLANTS: Type.Integer({ minimum: 1, maximum: 16000000, default: 1000000 }),
   SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 8000 }),
@@ -48,6 +50,8 @@ export interface Config {
   databasePoolMax: number
   /** PostgreSQL: a statement running longer is cancelled by the server and answered 503. */
   databaseStatementTimeoutMs: number
+  /** PostgreSQL: named prepared statements, for a direct connection or session pooling only. */
+  databasePreparedStatements: boolean
   bodyLimit: number
   maxPlants: number
   shutdownTimeoutMs: number
@@ -307,6 +311,7 @@ export function loadConfig (env: NodeJS.ProcessEnv): Config {
     databaseUrl: values.DATABASE_URL === '' ? 'memory:' : values.DATABASE_URL,
     databasePoolMax: values.DATABASE_POOL_MAX,
     databaseStatementTimeoutMs: values.DATABASE_STATEMENT_TIMEOUT_MS,
+    databasePreparedStatements: values.DATABASE_PREPARED_STATEMENTS === 'on',
     bodyLimit: values.BODY_LIMIT,
     maxPlants: values.MAX_PLANTS,
     shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS,

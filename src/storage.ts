@@ -9,6 +9,8 @@ export interface StorageOptions {
   /** PostgreSQL: connections of this process (default 10) and statement timeout (default 5000 ms). */
   databasePoolMax?: number
   databaseStatementTimeoutMs?: number
+  /** PostgreSQL: named prepared statements (not through a transaction-mode pooler). Default false. */
+  databasePreparedStatements?: boolean
   /**
    * Where store failures are logged, throttled (plants/observed-plant-repository.ts). The server
    * always passes its logger: errors.ts does not log store failures per request.
@@ -25,7 +27,7 @@ export async function createRepository (options: StorageOptions): Promise<PlantR
   return options.log === undefined ? repository : createObservedPlantRepository(repository, { log: options.log })
 }
 
-async function createStore ({ databaseUrl, maxPlants, databasePoolMax, databaseStatementTimeoutMs }: StorageOptions): Promise<PlantRepository> {
+async function createStore ({ databaseUrl, maxPlants, databasePoolMax, databaseStatementTimeoutMs, databasePreparedStatements }: StorageOptions): Promise<PlantRepository> {
   if (databaseUrl === 'memory:') {
     const { createMemoryPlantRepository } = await import('./plants/memory-plant-repository.js')
     return createMemoryPlantRepository({ maxPlants })
@@ -43,7 +45,8 @@ async function createStore ({ databaseUrl, maxPlants, databasePoolMax, databaseS
     return createPostgresPlantRepository({
       connectionString: databaseUrl,
       ...(databasePoolMax === undefined ? {} : { maxConnections: databasePoolMax }),
-      ...(databaseStatementTimeoutMs === undefined ? {} : { statementTimeoutMs: databaseStatementTimeoutMs })
+      ...(databaseStatementTimeoutMs === undefined ? {} : { statementTimeoutMs: databaseStatementTimeoutMs }),
+      ...(databasePreparedStatements === undefined ? {} : { preparedStatements: databasePreparedStatements })
     })
   }
   // Only the scheme is named: the rest of a URL may carry a password.

@@ -14,6 +14,13 @@ export interface PostgresPlantRepositoryOptions {
   /** How long to wait for a connection, and for a statement (DATABASE_STATEMENT_TIMEOUT_MS), before answering 503. Default 3000 / 5000 ms. */
   connectionTimeoutMs?: number
   statementTimeoutMs?: number
+  /**
+   * Named prepared statements (DATABASE_PREPARED_STATEMENTS=on): the server parses and plans the
+   * batch insert once per connection instead of once per batch. Only where a statement stays on the
+   * connection that prepared it: directly, PgBouncer in session mode, or a pooler that tracks them
+   * (PgBouncer ≥ 1.21 with max_prepared_statements). Default false: works through any pooler.
+   */
+  preparedStatements?: boolean
 }
 
 /**
@@ -94,6 +101,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   // listener it would kill the process. The pool drops that client; the next query opens a new one.
   pool.on('error', () => {})
   const begin = beginWithTimeouts(statementTimeout)
+  const prepared = options.preparedStatements === true
 
   /** Runs one statement in a transaction of its own, under the statement timeout, in one round trip. */
   async function transaction<Row extends pg.QueryResultRow> (statement: pg.QueryConfig): Promise<pg.QueryResult<Row>> {
@@ -181,6 +189,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     let created: Set<string>
     try {
       const result = await transaction<{ id: string }>({
+        ...(prepared ? { name: 'plants-insert-batch' } : {}),
         text: INSERT_BATCH,
         values: [rows.map((row) => row.key), rows.map((row) => row.plant.name), rows.map((row) => row.plant.tag ?? null)]
       })
@@ -199,7 +208,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       try {
         // A separate statement: its snapshot sees the rows other transactions committed meanwhile,
         // which is what made ON CONFLICT skip these ids.
-        const result = await transaction<StoredRow>({ text: SELECT_STORED, values: [others] })
+        const result = await transaction<StoredRow>({ ...(prepared ? { name: 'plants-select-stored' } : {}), text: SELECT_STORED, values: [others] })
         for (const row of result.rows) stored.set(row.id, row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag })
       } catch (error) {
         failure = storeError(error)

@@ -31,6 +31,9 @@ function defineSuite (target: PostgresTarget): void {
   afterAll(() => schemas.dropAll())
 
   repositoryContract(`postgres, ${target.name}`, async () => createPostgresPlantRepository({ connectionString: await schemas.create() }))
+  if (target.preparedStatements) {
+    repositoryContract(`postgres, ${target.name}, DATABASE_PREPARED_STATEMENTS=on`, async () => createPostgresPlantRepository({ connectionString: await schemas.create(), preparedStatements: true }))
+  }
 
   function open (connectionString: string) {
     const store = createPostgresPlantRepository({ connectionString })
