@@ -1,6 +1,11 @@
-import { describe, expect, it } from 'vitest'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { StoreFullError, StoreUnavailableError } from '../../src/errors.js'
 import { createMemoryPlantRepository } from '../../src/plants/memory-plant-repository.js'
+import { createSqlitePlantRepository } from '../../src/plants/sqlite-plant-repository.js'
 import { createObservedPlantRepository, failureKind } from '../../src/plants/observed-plant-repository.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 import { repositoryContract } from './repository-contract.js'
@@ -49,5 +54,34 @@ describe('createObservedPlantRepository', () => {
     expect(failureKind(unavailable(withCode('terminating connection due to administrator command', '57P01')))).toBe('down')
     expect(failureKind(new StoreFullError({ cause: withCode('could not extend file', '53100') }))).toBe('full')
     expect(failureKind(unavailable())).toBe('closed')
+  })
+
+  it('logs a SQLite file that is busy (another process writes) and full as their own kinds, once each with the count', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'plant-store-observed-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    const lines: Record<string, unknown>[] = []
+    const log = { warn: (fields: object) => { lines.push(fields as Record<string, unknown>) }, info: (fields: object) => { lines.push(fields as Record<string, unknown>) } }
+    const busyPath = join(dir, 'busy.db')
+    const busy = createObservedPlantRepository(createSqlitePlantRepository({ path: busyPath, busyTimeoutMs: 20 }), { log, intervalMs: 60000 })
+    onTestFinished(() => busy.close())
+    const other = new Database(busyPath)
+    onTestFinished(() => { other.close() })
+    other.exec('BEGIN IMMEDIATE')
+    for (let i = 0; i < 3; i++) await expect(busy.insert(i, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
+    other.exec('COMMIT')
+
+    const full = createObservedPlantRepository(createSqlitePlantRepository({ path: join(dir, 'full.db'), maxPageCount: 12 }), { log, intervalMs: 60000 })
+    onTestFinished(() => full.close())
+    let refusals = 0
+    for (let id = 0; id < 2000 && refusals < 3; id++) {
+      await full.insert(id, { name: 'a fairly long plant name '.repeat(20) }).catch((error: unknown) => {
+        expect(error).toBeInstanceOf(StoreFullError)
+        refusals++
+      })
+    }
+    expect(lines.map((line) => [line.failure, line.refused, (line.cause as { code?: string } | undefined)?.code])).toEqual([
+      ['busy', 1, 'SQLITE_BUSY'],
+      ['full', 1, 'SQLITE_FULL']
+    ])
   })
 })
