@@ -75,6 +75,13 @@ export const CHECKS = [
     shown: times
   },
   {
+    measure: ({ options }) => `postgres store through PgBouncer (transaction mode) req/s vs pgbench (${options.pgConnections} connections)`,
+    target: '≥ 0.80×',
+    value: ({ S }) => ratio(S['postgres-pooled']?.rps, S.pgbench?.rps),
+    pass: (v) => v >= 0.80,
+    shown: times
+  },
+  {
     measure: 'start to first answer vs baseline-fastify',
     target: '≤ 1.5×',
     value: ({ S }) => ratio(S.memory?.startMs, S['baseline-fastify']?.startMs),
@@ -153,7 +160,7 @@ export function printReport ({ summary, plantMemory, skipped, notes, checks, opt
 export function writeResults ({ startedAt, machine, tool, pin, serverCpus, loadCpus, options, summary, plantMemory, rounds, skipped, notes, checks }) {
   const rows = tableRows(summary, options)
   const header = tableHeader(summary)
-  const settings = `${tool}${pin ? `, server on CPU ${serverCpus}, load on CPU ${loadCpus}` : ', no pinning'}, ${options.rounds} rounds × (${options.warmup} s warm-up + ${options.duration} s), ${options.connections} connections (postgres/pgbench ${options.pgConnections})`
+  const settings = `${tool}${pin ? `, server on CPU ${serverCpus}, load on CPU ${loadCpus}` : ', no pinning'}, ${options.rounds} rounds × (${options.warmup} s warm-up + ${options.duration} s), ${options.connections} connections (postgres, postgres-pooled, pgbench ${options.pgConnections})`
   const md = [
     `# Plant Store benchmark, ${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
     '',

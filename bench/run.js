@@ -47,7 +47,7 @@ if (args.help) {
   --warmup S           warm-up seconds before each measured window (default 3; --quick 1)
   --rounds N           interleaved rounds; the table shows medians (default 3; --quick 2)
   --connections N      concurrent connections for the HTTP targets (default 50)
-  --pg-connections N   connections for the postgres target and pgbench (default 16)
+  --pg-connections N   connections for the postgres targets and pgbench (default 16)
   --targets a,b        any of ${DEFAULT_TARGETS.join(', ')} (default: all);
 ${OPT_IN_GROUPS.map(([from, names]) => `                       also ${names.join(', ')} (${from}, opt-in)`).join('\n')}
   --quick              short run for development (about a minute)
@@ -216,7 +216,7 @@ console.log(`Plant Store benchmark, ${startedAt.toISOString()}`)
 console.log(`machine: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGB} GB, ${machine.os}, node ${machine.node}`)
 console.log(`load generator: ${tool}${tool === 'autocannon' ? ' (wrk is not installed: apt-get install wrk; autocannon saturates itself near 50k req/s on 2 cores)' : ''}` +
   `; ${pin ? `server pinned to CPU ${serverCpus}, load generator to CPU ${loadCpus} (taskset)` : 'no CPU pinning'}`)
-console.log(`rounds ${options.rounds} × (warm-up ${options.warmup} s + ${options.duration} s); ${options.connections} connections (postgres and pgbench: ${options.pgConnections})`)
+console.log(`rounds ${options.rounds} × (warm-up ${options.warmup} s + ${options.duration} s); ${options.connections} connections (postgres, postgres-pooled and pgbench: ${options.pgConnections})`)
 console.log(`targets: ${options.targets.join(', ')}\n`)
 
 const rounds = Object.fromEntries(options.targets.map((t) => [t, []]))

@@ -15,6 +15,7 @@
 //              or { skipped: why }; optionally cleanup() (run after the round) and note
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
+import { startPgBouncer } from './pgbouncer.js'
 import { freshDatabase, postgresAvailable } from './postgres.js'
 import { BENCH, ROOT, TOKEN } from './util.js'
 
@@ -22,7 +23,7 @@ const SERVICE = join(ROOT, 'dist', 'server.js')
 
 /** The service's environment: its own settings come from the bench only, never from the caller's shell. */
 export const serviceEnv = (extra) => {
-  const own = new Set(['PORT', 'HOST', 'LOG_LEVEL', 'API_TOKENS', 'API_TOKENS_FILE', 'DATABASE_URL', 'BODY_LIMIT', 'MAX_PLANTS', 'NODE_OPTIONS', 'METRICS_PORT', 'METRICS_HOST', 'OTEL_EXPORTER_OTLP_ENDPOINT'])
+  const own = new Set(['PORT', 'HOST', 'LOG_LEVEL', 'API_TOKENS', 'API_TOKENS_FILE', 'DATABASE_URL', 'DATABASE_POOL_MAX', 'DATABASE_STATEMENT_TIMEOUT_MS', 'DATABASE_PREPARED_STATEMENTS', 'BODY_LIMIT', 'MAX_PLANTS', 'NODE_OPTIONS', 'METRICS_PORT', 'METRICS_HOST', 'OTEL_EXPORTER_OTLP_ENDPOINT'])
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !own.has(name)))
   // Metrics on, as the Docker image runs them (METRICS_PORT=9464): a free port, nothing scrapes it. No OTLP export.
   return { ...env, API_TOKENS: TOKEN, LOG_LEVEL: 'info', MAX_PLANTS: '16000000', METRICS_PORT: '0', ...extra }
@@ -62,6 +63,34 @@ export const TARGETS = [
       if (!available.ok) return { skipped: available.note }
       const db = await freshDatabase(`service_${round}`)
       return { env: serviceEnv({ DATABASE_URL: db.url }), cleanup: db.drop, note: db.note }
+    }
+  },
+  {
+    // The same service and load through PgBouncer in transaction mode, started here (bench/pgbouncer.js).
+    name: 'postgres-pooled',
+    kind: 'http',
+    script: SERVICE,
+    service: true,
+    pg: true,
+    prepare: async (round) => {
+      const available = await postgresAvailable()
+      if (!available.ok) return { skipped: available.note }
+      const db = await freshDatabase(`pooled_${round}`)
+      const server = new URL(db.url)
+      let bouncer
+      try {
+        bouncer = await startPgBouncer({ host: server.hostname, port: Number(server.port || 5432) })
+      } catch (error) {
+        await db.drop()
+        return { skipped: error.message }
+      }
+      const pooled = new URL(db.url)
+      pooled.host = `127.0.0.1:${bouncer.port}`
+      return {
+        env: serviceEnv({ DATABASE_URL: pooled.toString() }),
+        cleanup: async () => { await bouncer.stop(); await db.drop() },
+        note: db.note
+      }
     }
   },
   { name: 'pgbench', kind: 'pgbench' },

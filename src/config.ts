@@ -11,6 +11,11 @@ const Env = Type.Object({
   API_TOKENS: Type.Optional(Type.String()),
   API_TOKENS_FILE: Type.Optional(Type.String({ minLength: 1 })),
   DATABASE_URL: Type.String({ default: 'memory:' }),
+  // PostgreSQL only: connections per process, and the longest one statement may run (SET LOCAL).
+  DATABASE_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+  DATABASE_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000 }),
+  // Off by default: named prepared statements break behind a transaction-mode pooler.
+  DATABASE_PREPARED_STATEMENTS: Type.Union([Type.Literal('off'), Type.Literal('on')], { default: 'off' }),
   BODY_LIMIT: Type.Integer({ minimum: 64, maximum: 1048576, default: 16384 }),
   MAX_PLANTS: Type.Integer({ minimum: 1, maximum: 16000000, default: 1000000 }),
   SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 8000 }),
@@ -45,6 +50,12 @@ export interface Config {
   /** Where the tokens came from, when a file: the service can read it again (rotation). */
   tokensFile?: string
   databaseUrl: string
+  /** PostgreSQL connections of this process (DATABASE_POOL_MAX). */
+  databasePoolMax: number
+  /** PostgreSQL: a statement running longer is cancelled by the server and answered 503. */
+  databaseStatementTimeoutMs: number
+  /** PostgreSQL: named prepared statements, for a direct connection or session pooling only. */
+  databasePreparedStatements: boolean
   bodyLimit: number
   maxPlants: number
   shutdownTimeoutMs: number
@@ -323,6 +334,9 @@ export function loadConfig (env: NodeJS.ProcessEnv): Config {
     tokens,
     ...(values.API_TOKENS_FILE === undefined ? {} : { tokensFile: values.API_TOKENS_FILE }),
     databaseUrl: values.DATABASE_URL === '' ? 'memory:' : values.DATABASE_URL,
+    databasePoolMax: values.DATABASE_POOL_MAX,
+    databaseStatementTimeoutMs: values.DATABASE_STATEMENT_TIMEOUT_MS,
+    databasePreparedStatements: values.DATABASE_PREPARED_STATEMENTS === 'on',
     bodyLimit: values.BODY_LIMIT,
     maxPlants: values.MAX_PLANTS,
     shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS,

@@ -44,6 +44,10 @@ const frameworkMessages: Record<string, (request: FastifyRequest) => string> = {
 /** What a 503 tells a client to wait before it retries, unless the error set its own. */
 const RETRY_AFTER_SECONDS = '1'
 
+function quietlyRefused (error: FastifyError): boolean {
+  return error instanceof OverloadedError || error instanceof StoreUnavailableError || error instanceof StoreFullError || error instanceof NotReadyError
+}
+
 function statusOf (error: FastifyError): number {
   const status = error.statusCode
   return status !== undefined && status >= 400 && status <= 599 ? status : 500
@@ -65,8 +69,10 @@ export function sendError (error: FastifyError, request: FastifyRequest, reply: 
   let message: string
   if (status >= 500) {
     if (status === 500) request.log.error({ err: error }, 'request failed')
-    // A shed request is logged by plugins/under-pressure.ts once per interval, not here each time.
-    else if (!(error instanceof OverloadedError)) request.log.warn({ err: error }, 'request refused')
+    // Logged once per interval, not here each time: a shed request by plugins/under-pressure.ts,
+    // a store failure (and so a /readyz that fails with it) by plants/observed-plant-repository.ts.
+    // During an outage every refused request still has its access line.
+    else if (!quietlyRefused(error)) request.log.warn({ err: error }, 'request refused')
     message = status === 500 ? 'internal server error' : error.code?.startsWith('PLANTS_') === true ? error.message : STATUS_CODES[status] ?? 'server error'
     if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', RETRY_AFTER_SECONDS)
   } else {

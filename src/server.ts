@@ -11,10 +11,11 @@ import { watchTokens } from './token-reload.js'
 /** The process: configuration, store, app, listen, and signals turned into a graceful close. */
 async function main (): Promise<void> {
   const config = loadConfig(process.env)
-  const repository = await createRepository(config)
-  const tokens = createTokenSet(config.tokens)
   // JSON lines on stdout, each event-loop turn's lines in one write (lib/log-destination.ts).
   const logger = pino({ level: config.logLevel }, new TurnBatchedDestination(1))
+  // Store failures are logged throttled, by the store's wrapper, not per request (README, Logs).
+  const repository = await createRepository({ ...config, log: logger })
+  const tokens = createTokenSet(config.tokens)
   // Counted only when served: without METRICS_PORT no request pays for metrics, and prom-client
   // (about 70 ms of start-up) is not loaded.
   const metrics = config.metrics === undefined ? undefined : (await import('./plugins/metrics.js')).createMetrics()

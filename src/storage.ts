@@ -1,16 +1,33 @@
 import { ConfigError } from './config.js'
+import type { FailureLogger } from './lib/failure-log.js'
+import { createObservedPlantRepository } from './plants/observed-plant-repository.js'
 import type { PlantRepository } from './plants/plant-repository.js'
 
 export interface StorageOptions {
   databaseUrl: string
   maxPlants: number
+  /** PostgreSQL: connections of this process (default 10) and statement timeout (default 5000 ms). */
+  databasePoolMax?: number
+  databaseStatementTimeoutMs?: number
+  /** PostgreSQL: named prepared statements (not through a transaction-mode pooler). Default false. */
+  databasePreparedStatements?: boolean
+  /**
+   * Where store failures are logged, throttled (plants/observed-plant-repository.ts). The server
+   * always passes its logger: errors.ts does not log store failures per request.
+   */
+  log?: FailureLogger
 }
 
 /**
  * The one place that picks a store. Each adapter is imported only when chosen, so the memory
  * store never loads a database driver (better-sqlite3 is a native module).
  */
-export async function createRepository ({ databaseUrl, maxPlants }: StorageOptions): Promise<PlantRepository> {
+export async function createRepository (options: StorageOptions): Promise<PlantRepository> {
+  const repository = await createStore(options)
+  return options.log === undefined ? repository : createObservedPlantRepository(repository, { log: options.log })
+}
+
+async function createStore ({ databaseUrl, maxPlants, databasePoolMax, databaseStatementTimeoutMs, databasePreparedStatements }: StorageOptions): Promise<PlantRepository> {
   if (databaseUrl === 'memory:') {
     const { createMemoryPlantRepository } = await import('./plants/memory-plant-repository.js')
     return createMemoryPlantRepository({ maxPlants })
@@ -25,7 +42,12 @@ export async function createRepository ({ databaseUrl, maxPlants }: StorageOptio
   }
   if (/^postgres(?:ql)?:\/\//.test(databaseUrl)) {
     const { createPostgresPlantRepository } = await import('./plants/postgres-plant-repository.js')
-    return createPostgresPlantRepository({ connectionString: databaseUrl })
+    return createPostgresPlantRepository({
+      connectionString: databaseUrl,
+      ...(databasePoolMax === undefined ? {} : { maxConnections: databasePoolMax }),
+      ...(databaseStatementTimeoutMs === undefined ? {} : { statementTimeoutMs: databaseStatementTimeoutMs }),
+      ...(databasePreparedStatements === undefined ? {} : { preparedStatements: databasePreparedStatements })
+    })
   }
   // Only the scheme is named: the rest of a URL may carry a password.
   const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:/.exec(databaseUrl)?.[0]

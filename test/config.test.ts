@@ -9,6 +9,7 @@ describe('loadConfig', () => {
   it('uses the documented defaults', () => {
     expect(loadConfig({ API_TOKENS: 'a' })).toEqual({
       port: 3000, host: '127.0.0.1', logLevel: 'info', tokens: [{ token: 'a' }], databaseUrl: 'memory:',
+      databasePoolMax: 10, databaseStatementTimeoutMs: 5000, databasePreparedStatements: false,
       bodyLimit: 16384, maxPlants: 1000000, shutdownTimeoutMs: 8000,
       http: { headersTimeoutMs: 10000, requestTimeoutMs: 15000, connectionTimeoutMs: 30000, keepAliveTimeoutMs: 72000, maxHeaderBytes: 16384 },
       overload: { maxEventLoopDelayMs: 200, maxHeapUsedBytes: defaultMaxHeapUsedBytes(), maxRssBytes: 0, sampleIntervalMs: 1000 }
@@ -35,6 +36,11 @@ describe('loadConfig', () => {
     expect(loadConfig({ API_TOKENS_FILE: file })).toMatchObject({ tokens: [{ token: 'one' }, { token: 'two' }], tokensFile: file })
   })
 
+  it('reads the PostgreSQL pool size and statement timeout', () => {
+    expect(loadConfig({ API_TOKENS: 'a', DATABASE_POOL_MAX: '40', DATABASE_STATEMENT_TIMEOUT_MS: '1500', DATABASE_PREPARED_STATEMENTS: 'on' }))
+      .toMatchObject({ databasePoolMax: 40, databaseStatementTimeoutMs: 1500, databasePreparedStatements: true })
+  })
+
   const refusals: [string, NodeJS.ProcessEnv, RegExp][] = [
     ['no token at all', {}, /^API_TOKENS: set API_TOKENS/],
     ['only blank tokens', { API_TOKENS: ' , ' }, /^API_TOKENS: at least one bearer token/],
@@ -47,6 +53,11 @@ describe('loadConfig', () => {
     ['an unknown LOG_LEVEL', { API_TOKENS: 'a', LOG_LEVEL: 'loud' }, /^LOG_LEVEL/],
     ['a BODY_LIMIT below 64', { API_TOKENS: 'a', BODY_LIMIT: '10' }, /^BODY_LIMIT must be >= 64/],
     ['a MAX_PLANTS of 0', { API_TOKENS: 'a', MAX_PLANTS: '0' }, /^MAX_PLANTS must be >= 1/],
+    ['a DATABASE_POOL_MAX of 0', { API_TOKENS: 'a', DATABASE_POOL_MAX: '0' }, /^DATABASE_POOL_MAX must be >= 1/],
+    ['a DATABASE_POOL_MAX that is not a number', { API_TOKENS: 'a', DATABASE_POOL_MAX: 'ten' }, /^DATABASE_POOL_MAX must be integer/],
+    ['a DATABASE_STATEMENT_TIMEOUT_MS below 100', { API_TOKENS: 'a', DATABASE_STATEMENT_TIMEOUT_MS: '0' }, /^DATABASE_STATEMENT_TIMEOUT_MS must be >= 100/],
+    ['a DATABASE_PREPARED_STATEMENTS other than on or off', { API_TOKENS: 'a', DATABASE_PREPARED_STATEMENTS: 'yes' }, /^DATABASE_PREPARED_STATEMENTS/],
+    ['a DATABASE_STATEMENT_TIMEOUT_MS above 10 minutes', { API_TOKENS: 'a', DATABASE_STATEMENT_TIMEOUT_MS: '600001' }, /^DATABASE_STATEMENT_TIMEOUT_MS must be <= 600000/],
     ['a CORS origin with a path', { API_TOKENS: 'a', CORS_ORIGINS: 'https://a.example/app' }, /^CORS_ORIGINS: origin 1 \(https:\/\/a\.example\/app\) is not scheme:\/\/host\[:port\] as a browser sends it: write https:\/\/a\.example \(/],
     ['a CORS origin with a trailing slash', { API_TOKENS: 'a', CORS_ORIGINS: 'https://a.example, https://b.example/' }, /^CORS_ORIGINS: origin 2 \(https:\/\/b\.example\/\) .* write https:\/\/b\.example /],
     ['a CORS origin with capitals or a default port', { API_TOKENS: 'a', CORS_ORIGINS: 'https://A.example:443' }, /^CORS_ORIGINS: origin 1 .* write https:\/\/a\.example /],

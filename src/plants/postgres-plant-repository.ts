@@ -4,13 +4,23 @@ import type { Plant, PlantId } from '../schemas.js'
 import { samePlant, type InsertOutcome, type PlantRepository, type StoreObserver } from './plant-repository.js'
 
 export interface PostgresPlantRepositoryOptions {
-  /** `postgres://…`; `?options=-c search_path=<schema>` picks a schema other than `public`. */
+  /**
+   * `postgres://…`, to the server or to a pooler in front of it (PgBouncer in transaction or session
+   * mode). `?options=-c search_path=<schema>` picks a schema on a direct connection only: poolers refuse it.
+   */
   connectionString: string
-  /** Connections of this process. Budget them across replicas against the server's max_connections. Default 10. */
+  /** Connections of this process (DATABASE_POOL_MAX). Budget them across replicas against the pooler's or server's limit. Default 10. */
   maxConnections?: number
-  /** How long to wait for a connection, and for a statement, before answering 503. Default 3000 / 5000 ms. */
+  /** How long to wait for a connection, and for a statement (DATABASE_STATEMENT_TIMEOUT_MS), before answering 503. Default 3000 / 5000 ms. */
   connectionTimeoutMs?: number
   statementTimeoutMs?: number
+  /**
+   * Named prepared statements (DATABASE_PREPARED_STATEMENTS=on): the server parses and plans the
+   * batch insert once per connection instead of once per batch. Only where a statement stays on the
+   * connection that prepared it: directly, PgBouncer in session mode, or a pooler that tracks them
+   * (PgBouncer ≥ 1.21 with max_prepared_statements). Default false: works through any pooler.
+   */
+  preparedStatements?: boolean
 }
 
 /**
@@ -66,21 +76,47 @@ interface StoredRow {
  * `ready()` rejects and inserts answer 503 until it is reachable.
  */
 export function createPostgresPlantRepository (options: PostgresPlantRepositoryOptions): PlantRepository {
-  const statementTimeout = options.statementTimeoutMs ?? 5000
+  const statementTimeout = Math.trunc(options.statementTimeoutMs ?? 5000)
+  // Only what every pooler passes through (PgBouncer in transaction mode, RDS Proxy, Supavisor…):
+  // - no startup parameter but application_name: PgBouncer refuses statement_timeout, options and
+  //   the like ("unsupported startup parameter"), so the service would never become ready;
+  // - no session state: the timeouts are SET LOCAL inside each transaction (transaction pooling
+  //   hands each transaction any server connection, and a session SET would leak to other clients);
+  // - no named prepared statement: it lives on one server connection, and the next transaction may
+  //   run on another one ("prepared statement … already exists" / "does not exist").
   const pool = new pg.Pool({
     connectionString: options.connectionString,
     max: options.maxConnections ?? 10,
     connectionTimeoutMillis: options.connectionTimeoutMs ?? 3000,
-    statement_timeout: statementTimeout,
-    // The client gives up a little after the server should have: covers a black-holed connection.
+    // The client gives up a little after the server should have: covers a black-holed connection
+    // (in pipeline mode pg then destroys the connection, and the pool opens a new one).
     query_timeout: statementTimeout + 1000,
-    idle_in_transaction_session_timeout: statementTimeout,
     keepAlive: true,
-    application_name: 'plant-store'
+    application_name: 'plant-store',
+    // A transaction's statements (BEGIN and the timeouts, the statement, COMMIT) leave together:
+    // one round trip per batch, as cheap as the single implicit-transaction statement it replaces.
+    pipeline: true
   })
   // An idle client's error (server restart, failover, network cut) is emitted on the pool; without a
   // listener it would kill the process. The pool drops that client; the next query opens a new one.
   pool.on('error', () => {})
+  const begin = beginWithTimeouts(statementTimeout)
+  const prepared = options.preparedStatements === true
+
+  /** Runs one statement in a transaction of its own, under the statement timeout, in one round trip. */
+  async function transaction<Row extends pg.QueryResultRow> (statement: pg.QueryConfig): Promise<pg.QueryResult<Row>> {
+    const client = await pool.connect()
+    client.on('error', ignore)
+    // Every promise is awaited (allSettled), so a statement that fails after the first cannot go unhandled.
+    const [opened, result, committed] = await Promise.allSettled([client.query(begin), client.query<Row>(statement), client.query('COMMIT')])
+    const failure = [opened, result, committed].find((outcome) => outcome.status === 'rejected')
+    client.removeListener('error', ignore)
+    // A server's refusal (timeout, lock, constraint) leaves a usable connection (COMMIT of a failed
+    // transaction rolls it back); anything else (reset, read timeout) may not: the pool drops it.
+    client.release(failure !== undefined && !(failure.reason instanceof pg.DatabaseError))
+    if (failure !== undefined) throw failure.reason
+    return (result as PromiseFulfilledResult<pg.QueryResult<Row>>).value
+  }
 
   let migrated = false
   let closed = false
@@ -90,7 +126,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   let retryDelay = 250
 
   function connect (): void {
-    attempt = migrate(pool).then(() => {
+    attempt = migrate(pool, begin).then(() => {
       migrated = true
       attempt = undefined
     }, (error: unknown) => {
@@ -154,8 +190,8 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     const rows = [...firsts.values()].sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
     let created: Set<string>
     try {
-      const result = await pool.query<{ id: string }>({
-        name: 'plants-insert-batch',
+      const result = await transaction<{ id: string }>({
+        ...(prepared ? { name: 'plants-insert-batch' } : {}),
         text: INSERT_BATCH,
         values: [rows.map((row) => row.key), rows.map((row) => row.plant.name), rows.map((row) => row.plant.tag ?? null)]
       })
@@ -174,7 +210,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       try {
         // A separate statement: its snapshot sees the rows other transactions committed meanwhile,
         // which is what made ON CONFLICT skip these ids.
-        const result = await pool.query<StoredRow>({ name: 'plants-select-stored', text: SELECT_STORED, values: [others] })
+        const result = await transaction<StoredRow>({ ...(prepared ? { name: 'plants-select-stored' } : {}), text: SELECT_STORED, values: [others] })
         for (const row of result.rows) stored.set(row.id, row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag })
       } catch (error) {
         failure = storeError(error)
@@ -217,15 +253,27 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   }
 }
 
-/** Brings the schema to the newest version. The advisory lock makes replicas starting together take turns. */
-async function migrate (pool: pg.Pool): Promise<void> {
+/** A checked-out client reports a lost connection as an event too; the query's rejection carries it. */
+function ignore (): void {}
+
+/**
+ * Opens a transaction with the timeouts as SET LOCAL: they end with it, so they hold through a
+ * pooler in transaction mode and never leak to another client of the same server connection.
+ */
+function beginWithTimeouts (ms: number): string {
+  return `BEGIN; SET LOCAL statement_timeout = ${ms}; SET LOCAL idle_in_transaction_session_timeout = ${ms}`
+}
+
+/**
+ * Brings the schema to the newest version. The advisory lock makes replicas starting together take
+ * turns; it is transaction-scoped (released by COMMIT), so it works through transaction pooling too.
+ */
+async function migrate (pool: pg.Pool, begin: string): Promise<void> {
   const client = await pool.connect()
-  // A checked-out client reports a lost connection as an event too; the query's rejection carries it.
-  const ignore = (): void => {}
   client.on('error', ignore)
   let broken = false
   try {
-    await client.query('BEGIN')
+    await client.query(begin)
     await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [MIGRATION_LOCK])
     await client.query('CREATE TABLE IF NOT EXISTS plant_store_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())')
     const { rows } = await client.query<{ version: number }>('SELECT coalesce(max(version), 0)::int AS version FROM plant_store_migrations')

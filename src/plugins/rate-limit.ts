@@ -4,6 +4,7 @@ import fp from 'fastify-plugin'
 import { Redis } from 'ioredis'
 import type { RateLimitConfig } from '../config.js'
 import { RateLimitedError } from '../errors.js'
+import { createFailureLog } from '../lib/failure-log.js'
 import { tokenRateLimitKey } from './auth.js'
 
 export interface TokenRateLimitOptions {
@@ -64,15 +65,16 @@ async function connectRedis (app: FastifyInstance, url: string, timeoutMs: numbe
     connectTimeout: timeoutMs,
     lazyConnect: true
   })
-  let lastLogged = 0
   // Without a listener, an 'error' event would crash the process. ioredis keeps reconnecting (at
-  // most every 2 s), so at most one line every 10 s.
-  redis.on('error', (err: Error) => {
-    const now = Date.now()
-    if (now - lastLogged < 10000) return
-    lastLogged = now
-    app.log.warn({ err: { message: err.message } }, 'rate limit store (Redis) unavailable; requests are served without a limit')
+  // most every 2 s); its errors are logged at most once per second per kind, with their count, and
+  // once when Redis is back (lib/failure-log.ts). Commands fail at once meanwhile (no offline queue)
+  // and the limiter skips them, so no request logs anything of its own.
+  const failures = createFailureLog({ log: app.log, subject: 'rate limit store (Redis)', counted: 'errors', effect: 'requests are served without a limit' })
+  redis.on('error', (err: Error & { code?: string }) => {
+    failures.failed(err.code === 'ECONNREFUSED' ? 'refused' : 'down', 'connection', err)
   })
+  redis.on('ready', () => failures.recovered())
+  app.addHook('onClose', async () => failures.close())
   const connected = redis.connect().then(() => true, () => false)
   const timedOut = new Promise<false>((resolve) => setTimeout(resolve, timeoutMs, false).unref())
   if (!await Promise.race([connected, timedOut])) {

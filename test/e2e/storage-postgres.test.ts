@@ -1,24 +1,29 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { createSwitchableProxy, createTestSchemas, type TestSchemas } from '../plants/postgres-test-schemas.js'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest'
+import { createSwitchableProxy, freePort, postgresTargets, requiredButMissing, type PostgresTarget, type TestSchemas } from '../plants/postgres-test-schemas.js'
 import { createUntilKilled, get, mapConcurrently, postPlant, startServer } from './storage-process.js'
 
-const url = process.env.TEST_DATABASE_URL
-const required = process.env.REQUIRE_POSTGRES === '1'
-
-if (url === undefined && required) {
+for (const message of requiredButMissing()) {
   describe('built server on PostgreSQL', () => {
-    it('runs: REQUIRE_POSTGRES=1 turns the skip into a failure', () => {
-      expect.fail('REQUIRE_POSTGRES=1 but TEST_DATABASE_URL is not set: the PostgreSQL end-to-end tests would be skipped')
+    it('runs: REQUIRE_POSTGRES=1 / REQUIRE_PGBOUNCER=1 turn a skip into a failure', () => {
+      expect.fail(message)
     })
   })
 }
 
-const schemaOf = (connectionString: string): string => new URL(connectionString).searchParams.get('options')?.split('=')[1] ?? ''
+for (const target of postgresTargets()) {
+  describe.skipIf(target.skip !== undefined)(target.skip !== undefined ? `PostgreSQL end-to-end tests (${target.name}) skipped: ${target.skip}` : `built server on PostgreSQL, ${target.name}`, () => {
+    defineSuite(target)
+  })
+}
 
-describe.skipIf(url === undefined)(url === undefined ? 'PostgreSQL end-to-end tests skipped: TEST_DATABASE_URL is not set' : 'built server on PostgreSQL', () => {
+/** The server's stdout so far, in bytes. */
+const stdoutBytes = (lines: readonly string[]): number => lines.reduce((sum, line) => sum + Buffer.byteLength(line) + 1, 0)
+
+function defineSuite (target: PostgresTarget): void {
   let schemas: TestSchemas
-  beforeAll(() => {
-    schemas = createTestSchemas(url as string)
+  beforeAll(async () => {
+    schemas = await target.open()
   })
   afterAll(() => schemas.dropAll())
 
@@ -51,7 +56,7 @@ describe.skipIf(url === undefined)(url === undefined ? 'PostgreSQL end-to-end te
       mapConcurrently(ids, 24, async (id) => (await postPlant(a.url, id, `a ${id}`)).status),
       mapConcurrently([...ids].reverse(), 24, async (id) => (await postPlant(b.url, id, `b ${id}`)).status).then((statuses) => statuses.reverse())
     ])
-    const stored = await schemas.query<{ id: string, name: string }>(`SELECT id::text AS id, name FROM ${schemaOf(env.DATABASE_URL)}.plants`)
+    const stored = await schemas.query<{ id: string, name: string }>(`SELECT id::text AS id, name FROM ${schemas.schemaOf(env.DATABASE_URL)}.plants`)
     expect(stored.rows).toHaveLength(ids.length)
     const names = new Map(stored.rows.map((row) => [row.id, row.name]))
     const inconsistent = ids.filter((id, i) => {
@@ -62,7 +67,7 @@ describe.skipIf(url === undefined)(url === undefined ? 'PostgreSQL end-to-end te
   })
 
   it('stays up when the database is unreachable at start: /livez 200, /readyz and POST 503 with Retry-After', async () => {
-    const server = await startServer({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/test' })
+    const server = await startServer({ DATABASE_URL: await schemas.create({ port: await freePort() }) })
     expect((await get(server.url, '/livez')).status).toBe(200)
     const ready = await get(server.url, '/readyz')
     expect(ready.status).toBe(503)
@@ -78,19 +83,82 @@ describe.skipIf(url === undefined)(url === undefined ? 'PostgreSQL end-to-end te
     expect(await server.exited).toEqual({ code: 0, signal: null })
   })
 
-  it('becomes ready by itself when the database comes up after the start', async () => {
-    const target = new URL(url as string)
-    const proxy = await createSwitchableProxy({ host: target.hostname, port: Number(target.port || 5432) })
-    const databaseUrl = new URL(await schemas.create())
-    databaseUrl.host = `127.0.0.1:${proxy.port}`
-    const server = await startServer({ DATABASE_URL: databaseUrl.toString() })
-    try {
-      expect((await get(server.url, '/readyz')).status).toBe(503)
-      await proxy.up()
-      await vi.waitFor(async () => expect((await get(server.url, '/readyz')).status).toBe(200), { timeout: 15000, interval: 100 })
-      expect((await postPlant(server.url, 1n, 'fern')).status).toBe(200)
-    } finally {
-      await proxy.down()
-    }
+  it('becomes ready by itself when the database comes up after the start, answers 503 while it is lost, and recovers without a restart', { timeout: 60000 }, async () => {
+    const upstream = new URL(process.env.TEST_DATABASE_URL as string)
+    const proxy = await createSwitchableProxy({ host: upstream.hostname, port: Number(upstream.port || 5432) })
+    onTestFinished(() => proxy.down())
+    const server = await startServer({ DATABASE_URL: await schemas.create({ port: proxy.port }) })
+    expect((await get(server.url, '/readyz')).status).toBe(503)
+    await proxy.up()
+    await vi.waitFor(async () => expect((await get(server.url, '/readyz')).status).toBe(200), { timeout: 15000, interval: 100 })
+    expect((await postPlant(server.url, 1n, 'fern')).status).toBe(200)
+
+    await proxy.down()
+    const lost = await postPlant(server.url, 2n, 'moss')
+    expect(lost.status).toBe(503)
+    expect(lost.headers.get('retry-after')).toBe('1')
+    expect((await get(server.url, '/readyz')).status).toBe(503)
+
+    await proxy.up()
+    await vi.waitFor(async () => expect((await postPlant(server.url, 2n, 'moss')).status).toBe(200), { timeout: 20000, interval: 100 })
+    expect((await postPlant(server.url, 1n, 'fern')).status).toBe(200)
+    await server.waitForLine((line) => line.includes('"msg":"store back"'))
   })
-})
+
+  it('answers 503 within the statement timeout when a lock blocks the insert, and the server cancels the statement', { timeout: 30000 }, async () => {
+    const timeoutMs = 1000
+    const databaseUrl = new URL(await schemas.create())
+    const name = `plant-store-lock-${process.pid}-${target.name.length}`
+    databaseUrl.searchParams.set('application_name', name)
+    const server = await startServer({ DATABASE_URL: databaseUrl.toString(), DATABASE_STATEMENT_TIMEOUT_MS: String(timeoutMs) })
+    await vi.waitFor(async () => expect((await get(server.url, '/readyz')).status).toBe(200), { timeout: 10000, interval: 50 })
+    // Another session (straight to the server) holds the table, as a long migration or a stuck transaction would.
+    const holder = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL })
+    holder.on('error', () => {})
+    await holder.connect()
+    onTestFinished(() => holder.end())
+    await holder.query('BEGIN')
+    await holder.query(`LOCK TABLE ${schemas.schemaOf(databaseUrl.toString())}.plants IN ACCESS EXCLUSIVE MODE`)
+    const started = performance.now()
+    const blocked = await postPlant(server.url, 1n, 'fern')
+    const elapsed = performance.now() - started
+    expect(blocked.status).toBe(503)
+    expect(blocked.body).toEqual({ error: 503, message: 'the plant store is unavailable, retry later' })
+    expect(blocked.headers.get('retry-after')).toBe('1')
+    // It waited for the lock, and gave up at the server's timeout: the driver's own read timeout
+    // (the statement timeout + 1 s) would have come later.
+    expect(elapsed).toBeGreaterThanOrEqual(timeoutMs - 50)
+    expect(elapsed).toBeLessThan(timeoutMs + 1000)
+    // The server cancelled the statement (a client that only stopped waiting would leave it queued on the lock).
+    const waiting = await schemas.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND state = 'active' AND wait_event_type = 'Lock'", [name])
+    expect(waiting.rows).toEqual([{ n: 0 }])
+    const logged = JSON.parse(await server.waitForLine((line) => line.includes('"msg":"store failing')))
+    expect(logged).toMatchObject({ failure: 'timeout', during: 'insert', refused: 1, cause: { code: '57014' } })
+
+    await holder.query('ROLLBACK')
+    expect((await postPlant(server.url, 1n, 'fern')).status).toBe(200)
+  })
+
+  it('writes at most 400 bytes of log per refused request while the database is unreachable', { timeout: 60000 }, async () => {
+    const server = await startServer({ DATABASE_URL: await schemas.create({ port: await freePort() }), LOG_LEVEL: 'info' })
+    const before = stdoutBytes(server.stdout)
+    const count = 400
+    const statuses = await mapConcurrently(Array.from({ length: count }, (_, i) => BigInt(i)), 16, async (id) => {
+      const reply = await postPlant(server.url, id, 'fern')
+      expect(reply.headers.get('retry-after')).toBe('1')
+      return reply.status
+    })
+    expect(statuses.filter((status) => status !== 503)).toEqual([])
+    // Every refused request still has its access line.
+    await vi.waitFor(() => expect(server.stdout.filter((line) => line.includes('"status":503')).length).toBe(count), { timeout: 5000, interval: 20 })
+    const perRequest = (stdoutBytes(server.stdout) - before) / count
+    expect(perRequest).toBeLessThanOrEqual(400)
+    // The cause is there, counted, without a stack.
+    const failures = server.stdout.filter((line) => line.includes('"msg":"store failing'))
+    expect(failures.length).toBeGreaterThan(0)
+    expect(failures.length).toBeLessThan(count / 10)
+    expect(failures.join('\n')).not.toContain('"stack"')
+    expect(JSON.parse(failures[0] as string)).toMatchObject({ level: 40, subject: 'store', during: 'insert', cause: { message: expect.any(String) } })
+  })
+}

@@ -190,6 +190,9 @@ describe('per-token rate limit when Redis goes away', () => {
       const res = await postPlant(app, { id, name: 'fern' })
       expect(res.statusCode).toBe(200)
     }
-    await until(() => lines.some((line) => line.includes('rate limit store (Redis) unavailable')), 5000, 'warning logged')
+    await until(() => lines.some((line) => line.includes('rate limit store (Redis) failing')), 5000, 'warning logged')
+    const warning = JSON.parse(lines.find((line) => line.includes('rate limit store (Redis) failing')) as string)
+    expect(warning).toMatchObject({ level: 40, subject: 'rate limit store (Redis)', errors: 1, msg: expect.stringMatching(/requests are served without a limit$/) })
+    expect(warning).not.toHaveProperty('err')
   })
 })

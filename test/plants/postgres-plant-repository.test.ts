@@ -3,31 +3,37 @@ import { StoreUnavailableError } from '../../src/errors.js'
 import type { InsertOutcome } from '../../src/plants/plant-repository.js'
 import { createPostgresPlantRepository } from '../../src/plants/postgres-plant-repository.js'
 import { repositoryContract } from './repository-contract.js'
-import { createSwitchableProxy, createTestSchemas, withSchema, type TestSchemas } from './postgres-test-schemas.js'
+import { createSwitchableProxy, freePort, postgresTargets, requiredButMissing, type PostgresTarget, type TestSchemas } from './postgres-test-schemas.js'
 
-const url = process.env.TEST_DATABASE_URL
-const required = process.env.REQUIRE_POSTGRES === '1'
-
-if (url === undefined && !required) {
-  // The file-level summary only says "skipped": say why where a person reads the run.
-  console.warn('PostgreSQL tests skipped: TEST_DATABASE_URL is not set (CI sets it and REQUIRE_POSTGRES=1)')
-}
-if (url === undefined && required) {
+for (const message of requiredButMissing()) {
   describe('PostgreSQL store', () => {
-    it('runs: REQUIRE_POSTGRES=1 turns the skip into a failure', () => {
-      expect.fail('REQUIRE_POSTGRES=1 but TEST_DATABASE_URL is not set: the PostgreSQL tests would be skipped')
+    it('runs: REQUIRE_POSTGRES=1 / REQUIRE_PGBOUNCER=1 turn a skip into a failure', () => {
+      expect.fail(message)
     })
   })
 }
 
-describe.skipIf(url === undefined)(url === undefined ? 'PostgreSQL tests skipped: TEST_DATABASE_URL is not set' : 'PostgreSQL store', () => {
+for (const target of postgresTargets()) {
+  if (target.skip !== undefined) {
+    // The file-level summary only says "skipped": say why where a person reads the run.
+    console.warn(`PostgreSQL tests (${target.name}) skipped: ${target.skip} (CI sets REQUIRE_POSTGRES=1 and REQUIRE_PGBOUNCER=1)`)
+  }
+  describe.skipIf(target.skip !== undefined)(target.skip !== undefined ? `PostgreSQL tests (${target.name}) skipped: ${target.skip}` : `PostgreSQL store, ${target.name}`, () => {
+    defineSuite(target)
+  })
+}
+
+function defineSuite (target: PostgresTarget): void {
   let schemas: TestSchemas
-  beforeAll(() => {
-    schemas = createTestSchemas(url as string)
+  beforeAll(async () => {
+    schemas = await target.open()
   })
   afterAll(() => schemas.dropAll())
 
-  repositoryContract('postgres', async () => createPostgresPlantRepository({ connectionString: await schemas.create() }))
+  repositoryContract(`postgres, ${target.name}`, async () => createPostgresPlantRepository({ connectionString: await schemas.create() }))
+  if (target.preparedStatements) {
+    repositoryContract(`postgres, ${target.name}, DATABASE_PREPARED_STATEMENTS=on`, async () => createPostgresPlantRepository({ connectionString: await schemas.create(), preparedStatements: true }))
+  }
 
   function open (connectionString: string) {
     const store = createPostgresPlantRepository({ connectionString })
@@ -50,7 +56,7 @@ describe.skipIf(url === undefined)(url === undefined ? 'PostgreSQL tests skipped
     const connectionString = await schemas.create()
     const stores = Array.from({ length: 6 }, () => open(connectionString))
     await Promise.all(stores.map((store) => store.ready()))
-    const schema = new URL(connectionString).searchParams.get('options')?.split('=')[1]
+    const schema = schemas.schemaOf(connectionString)
     const versions = await schemas.query(`SELECT version FROM ${schema}.plant_store_migrations`)
     expect(versions.rows).toEqual([{ version: 1 }])
     const columns = await schemas.query(
@@ -75,7 +81,7 @@ describe.skipIf(url === undefined)(url === undefined ? 'PostgreSQL tests skipped
       Promise.all([...ids].reverse().map((id) => b.insert(id, { name: `b${id}` }))).then((outcomes) => outcomes.reverse())
     ])
     const stored = await schemas.query<{ id: string, name: string }>(
-      `SELECT id::text AS id, name FROM ${new URL(connectionString).searchParams.get('options')?.split('=')[1]}.plants`)
+      `SELECT id::text AS id, name FROM ${schemas.schemaOf(connectionString)}.plants`)
     const names = new Map(stored.rows.map((row) => [row.id, row.name]))
     expect(names.size).toBe(ids.length)
     ids.forEach((id, i) => {
@@ -86,18 +92,16 @@ describe.skipIf(url === undefined)(url === undefined ? 'PostgreSQL tests skipped
   })
 
   it('starts when the database is down: ready() and inserts reject with StoreUnavailableError', async () => {
-    const store = open(withSchema('postgres://postgres@127.0.0.1:1/test', 'public'))
+    const store = open(new URL(await schemas.create({ port: await freePort() })).toString())
     await expect(store.ready()).rejects.toBeInstanceOf(StoreUnavailableError)
     await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
   })
 
   it('becomes ready by itself when the database comes up, and recovers after losing it while running', async () => {
-    const target = new URL(url as string)
-    const proxy = await createSwitchableProxy({ host: target.hostname, port: Number(target.port || 5432) })
+    const server = new URL(process.env.TEST_DATABASE_URL as string)
+    const proxy = await createSwitchableProxy({ host: server.hostname, port: Number(server.port || 5432) })
     onTestFinished(() => proxy.down())
-    const viaProxy = new URL(await schemas.create())
-    viaProxy.host = `127.0.0.1:${proxy.port}`
-    const store = open(viaProxy.toString())
+    const store = open(await schemas.create({ port: proxy.port }))
     await expect(store.ready()).rejects.toBeInstanceOf(StoreUnavailableError)
 
     await proxy.up()
@@ -148,4 +152,4 @@ describe.skipIf(url === undefined)(url === undefined ? 'PostgreSQL tests skipped
     expect(stats?.poolIdleConnections).toBe(stats?.poolConnections)
     expect(stats?.poolWaitingRequests).toBe(0)
   })
-})
+}

@@ -51,7 +51,8 @@ describe('access log', () => {
   })
 
   it('carries the request id on every line of a request: the 500 and 503 error lines and the access line', async () => {
-    for (const failure of [new Error('unexpected'), new StoreUnavailableError()]) {
+    // A 503 of no known kind: store failures are logged by the store's wrapper instead (next test).
+    for (const failure of [new Error('unexpected'), Object.assign(new Error('upstream refused'), { statusCode: 503 })]) {
       const lines: string[] = []
       const repository: PlantRepository = {
         insert: async () => { throw failure },
@@ -68,6 +69,20 @@ describe('access log', () => {
       // Once, not twice: the access line is not written through a child that already has the id.
       for (const line of lines) expect(line.match(/"reqId"/g)).toHaveLength(1)
     }
+  })
+  it('writes only the access line for a request refused by a store failure, with its 503 Error record and Retry-After', async () => {
+    const lines: string[] = []
+    const repository: PlantRepository = {
+      insert: async () => { throw new StoreUnavailableError({ cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }) }) },
+      ready: async () => {},
+      close: async () => {}
+    }
+    const app = await buildTestApp({ repository, logLines: lines })
+    const res = await postPlant(app, { id: 1, name: 'fern' }, { ...JSON_AUTH, 'x-request-id': 'caller-id-2' })
+    expect(res.statusCode).toBe(503)
+    expect(res.headers['retry-after']).toBe('1')
+    expect(res.json()).toEqual({ error: 503, message: 'the plant store is unavailable, retry later' })
+    expect(parse(lines)).toEqual([expect.objectContaining({ level: 30, reqId: 'caller-id-2', status: 503, msg: 'request' })])
   })
 
   describe('client', () => {
