@@ -38,6 +38,9 @@ export const TARGETS = [
   { name: 'baseline-raw', kind: 'http', script: join(BENCH, 'baseline-raw.js'), prepare: plainEnv({}) },
   { name: 'baseline-fastify', kind: 'http', script: join(BENCH, 'baseline-fastify.js'), prepare: plainEnv({}) },
   { name: 'memory', kind: 'http', script: SERVICE, service: true, prepare: async () => ({ env: serviceEnv({}) }) },
+  // The memory target without its metrics listener (METRICS_PORT empty: nothing counted, prom-client
+  // not loaded): side by side with `memory`, what metrics cost per request.
+  { name: 'memory-no-metrics', kind: 'http', optIn: 'the cost of metrics', script: SERVICE, service: true, prepare: async () => ({ env: serviceEnv({ METRICS_PORT: '' }) }) },
   {
     name: 'sqlite',
     kind: 'http',
