@@ -181,6 +181,31 @@ describe('the quick access line (lineLogger)', () => {
     expect(JSON.parse(quick.lines[1] ?? '')).toMatchObject({ reqId: 'caller-"quoted"-\\id', client: 'billing', status: 409, msg: 'request' })
   })
 
+  it('writes every duration as pino does: whole, one and two decimals, below 1, long ones, and not rounded to hundredths', () => {
+    const quick = logger()
+    const slow = logger()
+    const { write } = lineLogger(quick.log)
+    const durations = [0, 0.01, 0.05, 0.1, 0.2, 1, 1.2, 1.16, 9.99, 10, 100.5, 12345.67, 21474836.47, 21474836.48, 1e9 + 0.25, 1.234, Math.PI, Number.NaN, Number.POSITIVE_INFINITY]
+    for (let hundredths = 0; hundredths < 20000; hundredths += 7) durations.push(Math.round(hundredths) / 100)
+    for (let i = 0; i < 2000; i++) durations.push(Math.round(Math.random() * 1e7) / 100)
+    for (const ms of durations) {
+      write?.('a', 200, ms)
+      slow.log.info({ reqId: 'a', status: 200, ms }, 'request')
+    }
+    expect(quick.lines).toEqual(slow.lines)
+  })
+
+  it('quotes every request id as pino does, whatever its characters', () => {
+    const quick = logger()
+    const slow = logger()
+    const { write } = lineLogger(quick.log)
+    for (const reqId of ['', 'plain', 'with space', 'tab\there', 'new\nline', 'quote"', 'back\\slash', 'caf\u00e9', '\u007f', '~!#$%&*+./:;<=>?@[]^_`{|}', 'x'.repeat(150)]) {
+      write?.(reqId, 200, 1)
+      slow.log.info({ reqId, status: 200, ms: 1 }, 'request')
+    }
+    expect(quick.lines).toEqual(slow.lines)
+  })
+
   it('follows the child\'s level and bindings as they change', () => {
     const quick = logger()
     const { write } = lineLogger(quick.log)
