@@ -7,7 +7,7 @@ import { AccessLog, requestId, requestLoggerFactory } from './plugins/access-log
 import { auth, type TokenSet } from './plugins/auth.js'
 import { drain } from './plugins/drain.js'
 import { jsonBody } from './plugins/json-body.js'
-import type { Metrics, metricsPlugin as MetricsPlugin } from './plugins/metrics.js'
+import type { Metrics } from './plugins/metrics.js'
 import { openapi } from './plugins/openapi.js'
 import { processHealth } from './plugins/process-health.js'
 import type { Tracing } from './plugins/tracing.js'
@@ -38,11 +38,9 @@ const DRAIN_GRACE_MS = 500
 export async function buildApp ({ config, tokens, repository: store, logger, metrics }: AppOptions) {
   const limits = config.http ?? defaultHttpLimits
   let repository = store
-  let metricsPlugin: typeof MetricsPlugin | undefined
   if (metrics !== undefined) {
     // Loaded only with metrics on: prom-client costs about 70 ms of start-up (server.ts loads it then too).
-    const [plugin, metered] = await Promise.all([import('./plugins/metrics.js'), import('./plants/metered-plant-repository.js')])
-    metricsPlugin = plugin.metricsPlugin
+    const metered = await import('./plants/metered-plant-repository.js')
     repository = metered.createMeteredPlantRepository(store, metrics.registry)
   }
   let tracing: Tracing | undefined
@@ -66,7 +64,12 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
     },
     genReqId: requestId,
     requestIdHeader: false,
-    logController: new AccessLog(),
+    // With metrics on, every reply that goes through the hooks is counted when it completes (the
+    // access log's completion callback: no onResponse hook per request). Replies that bypass the
+    // hooks (a bad URL, malformed HTTP) are counted below where they are made.
+    logController: new AccessLog(metrics === undefined
+      ? undefined
+      : (request, reply, route) => { metrics.requests.observe(request.method, route, reply.statusCode, reply.elapsedTime / 1000) }),
     childLoggerFactory: requestLoggerFactory,
     // Requests that arrive while closing are served, with Connection: close (below), instead of
     // Fastify's fixed 503 body; /readyz turns 503 so the load balancer stops sending them.
@@ -108,8 +111,7 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
   })
   app.addHook('onClose', async () => { await repository.close() })
 
-  // First, so that shed, refused and failed requests are counted and traced too.
-  if (metrics !== undefined && metricsPlugin !== undefined) await app.register(metricsPlugin, { metrics })
+  // First, so that shed, refused and failed requests are traced too.
   if (tracing !== undefined) await app.register(tracing.plugin)
 
   await app.register(drain, { graceMs: DRAIN_GRACE_MS })

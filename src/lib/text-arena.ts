@@ -4,6 +4,30 @@ const CHUNK_BYTES = 4 * 1024 * 1024
 const HEADER_BYTES = 8
 const NO_TAG = -1
 
+/** Texts up to this long are copied by writeUtf8's loop when ASCII; longer ones by Buffer#write. */
+const ASCII_LOOP_MAX = 64
+
+/**
+ * Writes a text as UTF-8 at an offset and returns the bytes written, as `buffer.write(text,
+ * offset, 'utf8')` does. A short ASCII text (most names and tags) is copied code unit by code
+ * unit: Buffer#write crosses into C++ for each call, about 900 instructions for an 11-character
+ * name (bench/README.md, "Instructions per request"). Any other text goes to Buffer#write, which
+ * overwrites what the loop had copied.
+ */
+function writeUtf8 (buffer: Buffer, text: string, offset: number): number {
+  const length = text.length
+  if (length <= ASCII_LOOP_MAX) {
+    let i = 0
+    for (; i < length; i++) {
+      const unit = text.charCodeAt(i)
+      if (unit >= 0x80) break
+      buffer[offset + i] = unit
+    }
+    if (i === length) return length
+  }
+  return buffer.write(text, offset, 'utf8')
+}
+
 /**
  * Pairs of texts (a plant's name and optional tag) kept as UTF-8 bytes in chunks of memory outside
  * the JS heap, appended and never moved; each is found again by the number add() returned. The
@@ -30,8 +54,8 @@ export class TextArena {
     if (this.#used + reserve > this.#chunk.length || this.#used >= CHUNK_BYTES) this.#newChunk(reserve)
     const chunk = this.#chunk
     const start = this.#used
-    const nameBytes = chunk.write(name, start + HEADER_BYTES, 'utf8')
-    const tagBytes = tag === undefined ? 0 : chunk.write(tag, start + HEADER_BYTES + nameBytes, 'utf8')
+    const nameBytes = writeUtf8(chunk, name, start + HEADER_BYTES)
+    const tagBytes = tag === undefined ? 0 : writeUtf8(chunk, tag, start + HEADER_BYTES + nameBytes)
     chunk.writeUInt32LE(nameBytes, start)
     chunk.writeInt32LE(tag === undefined ? NO_TAG : tagBytes, start + 4)
     this.#used = start + HEADER_BYTES + nameBytes + tagBytes

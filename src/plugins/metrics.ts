@@ -1,5 +1,3 @@
-import type { FastifyInstance } from 'fastify'
-import fp from 'fastify-plugin'
 import { collectDefaultMetrics, Counter, Registry } from 'prom-client'
 import { HotHistogram, type HistogramChild } from '../lib/hot-metrics.js'
 
@@ -91,20 +89,3 @@ export function createMetrics (): Metrics {
     tokenReload: (taken) => (taken ? ok : refused).inc()
   }
 }
-
-export interface MetricsPluginOptions {
-  metrics: Metrics
-}
-
-/**
- * Observes every reply that goes through Fastify's hooks: routed, 404, 401, 503 shed, 4xx/5xx
- * errors alike. Replies that bypass the hooks (a bad URL, malformed HTTP) are counted in app.ts
- * where they are made. A callback hook: an async one costs a promise per request.
- */
-export const metricsPlugin = fp(async function metrics (app: FastifyInstance, { metrics }: MetricsPluginOptions) {
-  const requests = metrics.requests
-  app.addHook('onResponse', (request, reply, done) => {
-    requests.observe(request.method, request.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000)
-    done()
-  })
-}, { name: 'metrics' })

@@ -14,6 +14,13 @@ describe('TextArena', () => {
     expect('tag' in arena.read(handles[0] as number)).toBe(false)
   })
 
+  it('gives back short ASCII texts (copied by its own loop), texts that turn non-ASCII midway, and ASCII past the loop\'s length', () => {
+    const arena = new TextArena()
+    const texts = ['a', 'x'.repeat(63), 'x'.repeat(64), 'x'.repeat(65), 'x'.repeat(300), `${'y'.repeat(40)}é${'z'.repeat(10)}`, `${'y'.repeat(63)}€`, 'fern\u007f', 'ok then 🌵']
+    const handles = texts.map((text, i) => arena.add(text, texts[texts.length - 1 - i]))
+    expect(handles.map((handle) => arena.read(handle))).toEqual(texts.map((text, i) => ({ name: text, tag: texts[texts.length - 1 - i] })))
+  })
+
   it('round-trips any well-formed text, across chunk boundaries (property)', () => {
     const arena = new TextArena()
     const stored: Array<[number, { name: string, tag?: string }]> = []
