@@ -9,8 +9,8 @@
 //   4  the same at info: one access line per request, written per event-loop turn
 //   5  bearer auth (plugins/auth: @fastify/bearer-auth, SHA-256 digests)
 //   6  request ids, the security headers, the shutdown onSend hook, @fastify/under-pressure
-//   7  Prometheus metrics (plugins/metrics: the onResponse histogram; plants/metered-plant-repository),
-//      counted as with METRICS_PORT set, nothing scraping
+//   7  Prometheus metrics (plugins/metrics: the request histogram, counted in AccessLog's completion
+//      callback as app.ts does; plants/metered-plant-repository), as with METRICS_PORT set, nothing scraping
 // The `memory` target is step 7 plus the rest of the real service (timeouts, error handlers,
 // health routes, OpenAPI). Listens on 127.0.0.1:$PORT; STEP selects the step.
 import Fastify from 'fastify'
@@ -22,7 +22,7 @@ import { createMemoryPlantRepository } from '../dist/plants/memory-plant-reposit
 import { createPlantService } from '../dist/plants/plant-service.js'
 import { AccessLog, requestId, requestLoggerFactory } from '../dist/plugins/access-log.js'
 import { auth, createTokenSet } from '../dist/plugins/auth.js'
-import { createMetrics, metricsPlugin } from '../dist/plugins/metrics.js'
+import { createMetrics } from '../dist/plugins/metrics.js'
 import { createMeteredPlantRepository } from '../dist/plants/metered-plant-repository.js'
 import { jsonBody } from '../dist/plugins/json-body.js'
 import { setSecurityHeaders } from '../dist/plugins/security-headers.js'
@@ -33,11 +33,14 @@ import { validatorCompiler } from '../dist/validation.js'
 const step = Number(process.env.STEP)
 if (!(step >= 1 && step <= 7)) throw new Error('feature-ladder: STEP must be 1 to 7')
 
+const metrics = step >= 7 ? createMetrics() : undefined
 const options = { logger: false }
 if (step >= 3) {
   options.logger = undefined
   options.loggerInstance = pino({ level: step >= 4 ? 'info' : 'warn' }, new TurnBatchedDestination(1))
-  options.logController = new AccessLog()
+  options.logController = new AccessLog(metrics === undefined
+    ? undefined
+    : (request, reply, route) => { metrics.requests.observe(request.method, route, reply.statusCode, reply.elapsedTime / 1000) })
   options.childLoggerFactory = requestLoggerFactory
 }
 if (step >= 6) Object.assign(options, { genReqId: requestId, requestIdHeader: false })
@@ -59,8 +62,6 @@ if (step >= 6) {
   await app.register(overload, { limits })
 }
 
-const metrics = step >= 7 ? createMetrics() : undefined
-if (metrics !== undefined) await app.register(metricsPlugin, { metrics })
 const store = createMemoryPlantRepository({ maxPlants: 16_000_000 })
 const plants = createPlantService(metrics === undefined ? store : createMeteredPlantRepository(store, metrics.registry))
 const schema = { body: Type.Ref(NewPlant), response: { 200: Type.Ref(Plant) } }
