@@ -19,12 +19,13 @@ import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { performance } from 'node:perf_hooks'
 import { parseArgs } from 'node:util'
 import { targetByName } from './targets.js'
 import { BENCH, call, fmt, freePort, has, median, RESULTS, ratio, resultLine, ROOT, run, sleep, TOKEN } from './util.js'
 
 export const DEFAULT_INSTRUCTION_TARGETS = ['baseline-fastify', 'ladder-1', 'ladder-2', 'ladder-3', 'ladder-4', 'ladder-5', 'ladder-6', 'memory']
-export const INSTRUCTION_DEFAULTS = { requests: 5000, warmup: 10000, windows: 3, connections: 50 }
+export const INSTRUCTION_DEFAULTS = { requests: 5000, warmup: 10000, windows: 3, connections: 50, idleSeconds: 5 }
 
 export const callgrindAvailable = () => has('valgrind', ['--version']) && has('callgrind_control', ['--version'])
 
@@ -104,9 +105,12 @@ export async function measureInstructions (name, ctx) {
     const windows = []
     const mainWindows = []
     let non2xx = warm.non2xx + warm.errors + settle.non2xx + settle.errors
+    const seconds = []
     let before = parseTotals((await control(['-e', 'Ir'])).stdout)
     for (let i = 0; i < ctx.windows; i++) {
+      const startedAt = performance.now()
       const r = await fixedLoad(ctx.requests)
+      seconds.push((performance.now() - startedAt) / 1000)
       non2xx += r.non2xx + r.errors
       const after = parseTotals((await control(['-e', 'Ir'])).stdout)
       if (before === null || after === null) return { skipped: 'could not read callgrind counters (callgrind_control -e)' }
@@ -114,12 +118,25 @@ export async function measureInstructions (name, ctx) {
       mainWindows.push((after.main - before.main) / r.requests)
       before = after
     }
+    // What the process executes with no request at all (timers: under-pressure's and prom-client's
+    // samplers, Node's connection checks), per second. Under callgrind a window lasts about 50× as
+    // long as it would at full speed, so this time-driven part weighs about 50× as much per request
+    // as it does in production: reported beside the figure, never subtracted from it.
+    let idlePerSecond
+    if (ctx.idleSeconds > 0) {
+      const startedAt = performance.now()
+      await sleep(ctx.idleSeconds * 1000)
+      const after = parseTotals((await control(['-e', 'Ir'])).stdout)
+      if (after !== null) idlePerSecond = (after.total - before.total) / ((performance.now() - startedAt) / 1000)
+    }
+    const windowSeconds = median(seconds)
     if (ctx.profileDir !== undefined) {
       await control(['--dump=counted windows'])
       const { nameJitFrames } = await import('./callgrind-names.js')
       nameJitFrames(`${outFile}.1`, `/tmp/perf-${child.pid}.map`)
     }
-    return { perRequest: median(windows), mainPerRequest: median(mainWindows), windows, mainWindows, requests: ctx.requests * ctx.windows, non2xx }
+    const timeDriven = idlePerSecond === undefined ? undefined : idlePerSecond * windowSeconds / ctx.requests
+    return { perRequest: median(windows), mainPerRequest: median(mainWindows), windows, mainWindows, requests: ctx.requests * ctx.windows, non2xx, idlePerSecond, windowSeconds, timeDriven }
   } finally {
     if (!exited) {
       const gone = new Promise((resolve) => child.once('exit', resolve))
@@ -145,6 +162,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       warmup: { type: 'string' },
       windows: { type: 'string' },
       connections: { type: 'string' },
+      idle: { type: 'string' },
       processes: { type: 'string' },
       profile: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false }
@@ -157,6 +175,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   --windows N          counted windows; the figure is their median (default ${INSTRUCTION_DEFAULTS.windows})
   --warmup N           uncounted requests first (default ${INSTRUCTION_DEFAULTS.warmup})
   --connections N      keep-alive connections (default ${INSTRUCTION_DEFAULTS.connections})
+  --idle S             then S seconds without requests: what timers execute per second, shown as
+                       "time-driven" per request at the windows' pace (default ${INSTRUCTION_DEFAULTS.idleSeconds}; 0: not measured)
   --processes N        fresh server processes per target, the figure is their median (default 1): V8
                        optimises some processes worse than others (bench/README.md), ±15% seen
   --profile            keep callgrind's output of the counted windows in bench/results/profiles/
@@ -183,7 +203,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     requests: count(args.requests, INSTRUCTION_DEFAULTS.requests, 'requests'),
     warmup: count(args.warmup, INSTRUCTION_DEFAULTS.warmup, 'warmup'),
     windows: count(args.windows, INSTRUCTION_DEFAULTS.windows, 'windows'),
-    connections: count(args.connections, INSTRUCTION_DEFAULTS.connections, 'connections')
+    connections: count(args.connections, INSTRUCTION_DEFAULTS.connections, 'connections'),
+    idleSeconds: args.idle === '0' ? 0 : count(args.idle, INSTRUCTION_DEFAULTS.idleSeconds, 'idle')
   }
   const processes = count(args.processes, 1, 'processes')
   const startedAt = new Date()
@@ -204,6 +225,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
         windows: runs.flatMap((x) => x.windows),
         mainWindows: runs.flatMap((x) => x.mainWindows),
         processes: runs.map((x) => x.perRequest),
+        timeDriven: runs.some((x) => x.timeDriven === undefined) ? undefined : median(runs.map((x) => x.timeDriven)),
+        windowSeconds: median(runs.map((x) => x.windowSeconds)),
         requests: runs.reduce((a, x) => a + x.requests, 0),
         non2xx: runs.reduce((a, x) => a + x.non2xx, 0)
       }
@@ -211,15 +234,19 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       console.log(r.skipped !== undefined
         ? `${name.padEnd(16)} SKIPPED: ${r.skipped}`
         : `${name.padEnd(16)} ${fmt(r.perRequest).padStart(9)} instructions/request (main thread ${fmt(r.mainPerRequest)}${r.processes ? `; processes ${r.processes.map((p) => fmt(p)).join(', ')}` : ''}; windows ${r.windows.map((w, i) => `${fmt(w)}/${fmt(r.mainWindows[i])}`).join(', ')})` +
+          (r.timeDriven === undefined ? '' : `; time-driven ${fmt(r.timeDriven)} (idle rate × ${fmt(r.windowSeconds, 1)} s a window)`) +
           (r.non2xx > 0 ? `  !! ${r.non2xx} non-2xx or errors` : ''))
     }
   } finally {
     rmSync(runTmp, { recursive: true, force: true })
   }
   const base = results['baseline-fastify']?.perRequest
-  const lines = ['| target | instructions/request | main thread | × baseline-fastify |', '|---|---:|---:|---:|']
+  const baseTimed = results['baseline-fastify'] === undefined || results['baseline-fastify'].timeDriven === undefined ? undefined : base - results['baseline-fastify'].timeDriven
+  const lines = ['| target | instructions/request | main thread | × baseline-fastify | of which time-driven | without it | × baseline-fastify without |', '|---|---:|---:|---:|---:|---:|---:|']
   for (const [name, r] of Object.entries(results)) {
-    if (r.skipped === undefined) lines.push(`| ${name} | ${fmt(r.perRequest)} | ${fmt(r.mainPerRequest)} | ${fmt(ratio(r.perRequest, base), 2)} |`)
+    if (r.skipped !== undefined) continue
+    const less = r.timeDriven === undefined ? undefined : r.perRequest - r.timeDriven
+    lines.push(`| ${name} | ${fmt(r.perRequest)} | ${fmt(r.mainPerRequest)} | ${fmt(ratio(r.perRequest, base), 2)} | ${r.timeDriven === undefined ? '–' : fmt(r.timeDriven)} | ${less === undefined ? '–' : fmt(less)} | ${less === undefined ? '–' : fmt(ratio(less, baseTimed), 2)} |`)
   }
   console.log('\n' + lines.join('\n'))
   const md = [`# Instructions per request, ${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`, '', `Machine: ${machine}. callgrind, ${ctx.warmup} warm-up requests, ${ctx.windows} × ${ctx.requests} counted, ${ctx.connections} connections.`, '', ...lines, ''].join('\n')

@@ -102,7 +102,6 @@ const pin = !args['no-pin'] && os.cpus().length >= 2 && has('taskset', ['-c', '0
 const threads = Math.round(num(args.threads, pin ? 1 : 2, 'threads'))
 const serverCpus = args['server-cpus']
 const loadCpus = args['load-cpus']
-const devNull = openSync('/dev/null', 'w')
 const runTmp = join(RESULTS, `tmp-${process.pid}`)
 const profileDir = join(RESULTS, 'profiles')
 mkdirSync(runTmp, { recursive: true })
@@ -133,8 +132,12 @@ async function startServer (target, env) {
   const [command, rest] = pinned(serverCpus, [process.execPath, ...(target.service ? nodeFlags() : []), target.script])
   let stderr = ''
   const started = process.hrtime.bigint()
-  // stdout (the access log) goes to /dev/null through a file descriptor: a real sink, never a full pipe.
-  const child = spawn(command, rest, { env, cwd: ROOT, stdio: ['ignore', devNull, 'pipe'] })
+  // stdout (the access log, at info) goes to a real file, as in production: each line is written
+  // (page cache, not /dev/null's free discard), never into a full pipe. Truncated at every start;
+  // the run's tmp folder goes at the end.
+  const stdout = openSync(join(runTmp, `${target.name}.stdout`), 'w')
+  const child = spawn(command, rest, { env, cwd: ROOT, stdio: ['ignore', stdout, 'pipe'] })
+  closeSync(stdout)
   child.stderr.setEncoding('utf8').on('data', (chunk) => { stderr = (stderr + chunk).slice(-4000) })
   let exited = false
   child.once('exit', () => { exited = true })
@@ -269,7 +272,6 @@ try {
     }
   }
 } finally {
-  closeSync(devNull)
   rmSync(runTmp, { recursive: true, force: true })
 }
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import pino from 'pino'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 import { StoreUnavailableError } from '../../src/errors.js'
 import { lineLogger } from '../../src/plugins/access-log.js'
@@ -208,6 +208,26 @@ describe('the quick access line (lineLogger)', () => {
       slow.log.info({ reqId: 'a', status: 200, ms }, 'request')
     }
     expect(quick.lines).toEqual(slow.lines)
+  })
+
+  it('writes pino\'s default timestamp as pino does, made again when the millisecond changes', () => {
+    const clock = [1700000000000, 1700000000000, 1700000000001, 1799999999999, 1799999999999]
+    const lines = (write: (log: pino.Logger) => void) => {
+      const out: string[] = []
+      const log = pino({}, { write: (line: string) => { out.push(line) } }).child({ method: 'POST', route: '/plants' })
+      const now = vi.spyOn(Date, 'now')
+      for (const t of clock) now.mockReturnValueOnce(t)
+      try {
+        for (let i = 0; i < clock.length; i++) write(log)
+      } finally {
+        now.mockRestore()
+      }
+      return out
+    }
+    const quick = lines((log) => { lineLogger(log).write?.('a', 200, 1.5) })
+    const slow = lines((log) => { log.info({ reqId: 'a', status: 200, ms: 1.5 }, 'request') })
+    expect(quick).toEqual(slow)
+    expect(quick.map((line) => JSON.parse(line).time)).toEqual(clock)
   })
 
   it('quotes every request id as pino does, whatever its characters', () => {
