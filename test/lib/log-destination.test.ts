@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -33,6 +33,16 @@ describe('TurnBatchedDestination', () => {
     closeSync(fd)
   })
 
+  it('writes text beyond ASCII as UTF-8, byte for byte', async () => {
+    const { path, fd } = tempFile()
+    const destination = new TurnBatchedDestination(fd)
+    const lines = ['{"name":"Monstera déliciosa"}\n', '{"name":"蘭 🌵"}\n', '{"n":3}\n']
+    for (const line of lines) destination.write(line)
+    await nextTurn()
+    expect(readFileSync(path)).toEqual(Buffer.from(lines.join(''), 'utf8'))
+    closeSync(fd)
+  })
+
   it('flushSync (pino\'s logger.flush) writes what is pending at once', () => {
     const { path, fd } = tempFile()
     const destination = new TurnBatchedDestination(fd)
@@ -40,6 +50,22 @@ describe('TurnBatchedDestination', () => {
     destination.flushSync()
     expect(readFileSync(path, 'utf8')).toBe('{"n":1}\n')
     closeSync(fd)
+  })
+
+  it('writes every line, in order, into a pipe that fills up and is read late', async () => {
+    const module = fileURLToPath(new URL('../../dist/lib/log-destination.js', import.meta.url))
+    // About 4 MB in one turn: far more than a pipe holds (64 KiB), so writes come back short or EAGAIN.
+    const script = `import pino from 'pino'; import { TurnBatchedDestination } from ${JSON.stringify(module)};
+      const log = pino({}, new TurnBatchedDestination(1)); for (let n = 0; n < 20000; n++) log.info({ n, pad: 'é'.repeat(80) })`
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../..', import.meta.url)), stdio: ['ignore', 'pipe', 'inherit'] })
+    child.stdout.pause()
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const chunks: Buffer[] = []
+    child.stdout.on('data', (chunk: Buffer) => { chunks.push(chunk) }).resume()
+    const code = await new Promise((resolve) => child.once('close', resolve))
+    expect(code).toBe(0)
+    const numbers = Buffer.concat(chunks).toString('utf8').trim().split('\n').map((line) => (JSON.parse(line) as { n: number }).n)
+    expect(numbers).toEqual(Array.from({ length: 20000 }, (_, n) => n))
   })
 
   it('writes what was logged in the turn in which the process exits', () => {
