@@ -1,4 +1,4 @@
-// Feature ladder for `npm run bench -- --targets baseline-fastify,ladder-1,…,ladder-6,memory`:
+// Feature ladder for `npm run bench -- --targets baseline-fastify,ladder-1,…,ladder-7,memory`:
 // what each feature of the service costs, measured as baseline-fastify plus the service's own
 // modules (from dist/), one feature more per step. Step N includes every step below it:
 //   1  the int64 JSON parser (plugins/json-body) and TypeBox validation (validation.js) instead of

@@ -8,7 +8,7 @@
 // figure is the counted instructions ÷ answered requests, the median of the windows (V8's
 // background threads, GC and compilation, make single windows vary).
 //
-//   npm run bench:instructions                      baseline-fastify, ladder-1…6, memory
+//   npm run bench:instructions                      baseline-fastify, ladder-1…7, memory
 //   npm run bench:instructions -- --targets baseline-fastify,memory --requests 10000
 //   npm run bench -- --instructions …               the same column beside the req/s table
 //
@@ -24,7 +24,7 @@ import { parseArgs } from 'node:util'
 import { targetByName } from './targets.js'
 import { BENCH, call, fmt, freePort, has, median, RESULTS, ratio, resultLine, ROOT, run, sleep, TOKEN } from './util.js'
 
-export const DEFAULT_INSTRUCTION_TARGETS = ['baseline-fastify', 'ladder-1', 'ladder-2', 'ladder-3', 'ladder-4', 'ladder-5', 'ladder-6', 'memory']
+export const DEFAULT_INSTRUCTION_TARGETS = ['baseline-fastify', 'ladder-1', 'ladder-2', 'ladder-3', 'ladder-4', 'ladder-5', 'ladder-6', 'ladder-7', 'memory']
 export const INSTRUCTION_DEFAULTS = { requests: 5000, warmup: 10000, windows: 3, connections: 50, idleSeconds: 5 }
 
 export const callgrindAvailable = () => has('valgrind', ['--version']) && has('callgrind_control', ['--version'])
