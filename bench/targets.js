@@ -69,6 +69,22 @@ export const TARGETS = [
     }
   },
   {
+    // postgres with DATABASE_PREPARED_STATEMENTS=on (three pipelined messages per batch, the insert
+    // prepared once per connection) beside the default one message per batch: whether the opt-in pays.
+    name: 'postgres-prepared',
+    kind: 'http',
+    optIn: 'the cost of DATABASE_PREPARED_STATEMENTS',
+    script: SERVICE,
+    service: true,
+    pg: true,
+    prepare: async (round) => {
+      const available = await postgresAvailable()
+      if (!available.ok) return { skipped: available.note }
+      const db = await freshDatabase(`prepared_${round}`)
+      return { env: serviceEnv({ DATABASE_URL: db.url, DATABASE_PREPARED_STATEMENTS: 'on' }), cleanup: db.drop, note: db.note }
+    }
+  },
+  {
     // The same service and load through PgBouncer in transaction mode, started here (bench/pgbouncer.js).
     name: 'postgres-pooled',
     kind: 'http',

@@ -16,9 +16,11 @@ export interface PostgresPlantRepositoryOptions {
   statementTimeoutMs?: number
   /**
    * Named prepared statements (DATABASE_PREPARED_STATEMENTS=on): the server parses and plans the
-   * batch insert once per connection instead of once per batch. Only where a statement stays on the
-   * connection that prepared it: directly, PgBouncer in session mode, or a pooler that tracks them
-   * (PgBouncer ≥ 1.21 with max_prepared_statements). Default false: works through any pooler.
+   * batch insert once per connection instead of once per batch, at the price of a transaction of
+   * three messages (the extended protocol cannot carry BEGIN, the timeout and the insert in one).
+   * Only where a statement stays on the connection that prepared it: directly, PgBouncer in session
+   * mode, or a pooler that tracks them (PgBouncer ≥ 1.21 with max_prepared_statements). Default
+   * false: one message per batch, through any pooler.
    */
   preparedStatements?: boolean
 }
@@ -48,8 +50,9 @@ const MAX_BATCH = 1000
  */
 const MAX_BATCHES_IN_FLIGHT = 4
 
-// One statement per batch. Ids travel as text and are cast to int8 by the server: never a JS number.
-// `id::text` on the way back, so no int8 type parser (global or per pool) can round it.
+// With DATABASE_PREPARED_STATEMENTS=on, one named statement per batch. Ids travel as text and are
+// cast to int8 by the server: never a JS number. `id::text` on the way back, so no int8 type parser
+// (global or per pool) can round it.
 const INSERT_BATCH = `INSERT INTO plants (id, name, tag)
   SELECT id, name, tag FROM unnest($1::int8[], $2::text[], $3::text[]) AS batch (id, name, tag)
   ON CONFLICT (id) DO NOTHING
@@ -84,6 +87,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   //   hands each transaction any server connection, and a session SET would leak to other clients);
   // - no named prepared statement: it lives on one server connection, and the next transaction may
   //   run on another one ("prepared statement … already exists" / "does not exist").
+  // Each batch is one message of two statements, the timeout and the insert (oneMessage below).
   const pool = new pg.Pool({
     connectionString: options.connectionString,
     max: options.maxConnections ?? 10,
@@ -93,17 +97,47 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     query_timeout: statementTimeout + 1000,
     keepAlive: true,
     application_name: 'plant-store',
-    // A transaction's statements (BEGIN and the timeouts, the statement, COMMIT) leave together:
-    // one round trip per batch, as cheap as the single implicit-transaction statement it replaces.
+    // With prepared statements, a transaction's three messages (BEGIN and the timeouts, the
+    // statement, COMMIT) leave together: one round trip per batch.
     pipeline: true
   })
   // An idle client's error (server restart, failover, network cut) is emitted on the pool; without a
   // listener it would kill the process. The pool drops that client; the next query opens a new one.
   pool.on('error', () => {})
   const begin = beginWithTimeouts(statementTimeout)
+  const setStatementTimeout = `SET LOCAL statement_timeout = ${statementTimeout}`
   const prepared = options.preparedStatements === true
 
-  /** Runs one statement in a transaction of its own, under the statement timeout, in one round trip. */
+  /**
+   * Runs one statement under the statement timeout as one simple-protocol message:
+   * `SET LOCAL statement_timeout = …; <statement>`. PostgreSQL runs the statements of one message
+   * as one implicit transaction: committed when the last one succeeds, rolled back when one fails,
+   * and the connection is idle again either way (no ROLLBACK to send, nothing a pooler must hold).
+   * SET LOCAL holds inside it, and the statement timeout applies to each statement of such a
+   * message (PostgreSQL 13 and later), so it bounds the insert. One message out and one reply back
+   * per batch: less work for the driver, a pooler and the server than the three messages of an
+   * explicit transaction (bench/results/reference.md).
+   */
+  async function oneMessage<Row extends pg.QueryResultRow> (statement: string): Promise<pg.QueryResult<Row>> {
+    const client = await pool.connect()
+    client.on('error', ignore)
+    let failure: unknown
+    try {
+      // A message of two statements gives two results: SET's, then the statement's.
+      const results = await client.query<Row>(`${setStatementTimeout}; ${statement}`) as unknown as [pg.QueryResult, pg.QueryResult<Row>]
+      return results[1]
+    } catch (error) {
+      failure = error
+      throw error
+    } finally {
+      client.removeListener('error', ignore)
+      // A server's refusal (timeout, lock, constraint) leaves a usable, idle connection; anything
+      // else (reset, read timeout) may not: the pool drops it.
+      client.release(failure !== undefined && !(failure instanceof pg.DatabaseError))
+    }
+  }
+
+  /** The same with a named prepared statement, which needs the extended protocol: BEGIN and the timeouts, the statement, COMMIT, pipelined. */
   async function transaction<Row extends pg.QueryResultRow> (statement: pg.QueryConfig): Promise<pg.QueryResult<Row>> {
     const client = await pool.connect()
     client.on('error', ignore)
@@ -174,6 +208,9 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
 
   function enqueue (id: PlantId, plant: Plant): Promise<InsertOutcome> {
     if (closed) return Promise.reject(new StoreUnavailableError())
+    // Validation refuses NUL (schemas.ts); were one to come here anyway, it is refused alone rather
+    // than failing its whole batch (PostgreSQL text cannot hold it, and a message cannot carry it).
+    if (plant.name.includes('\0') || plant.tag?.includes('\0') === true) return Promise.reject(new TypeError('a plant\'s text holds a NUL character'))
     const big = BigInt(id)
     return new Promise<InsertOutcome>((resolve, reject) => {
       queue.push({ key: big.toString(), id: big, plant, resolve, reject })
@@ -190,11 +227,13 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     const rows = [...firsts.values()].sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
     let created: Set<string>
     try {
-      const result = await transaction<{ id: string }>({
-        ...(prepared ? { name: 'plants-insert-batch' } : {}),
-        text: INSERT_BATCH,
-        values: [rows.map((row) => row.key), rows.map((row) => row.plant.name), rows.map((row) => row.plant.tag ?? null)]
-      })
+      const result = prepared
+        ? await transaction<{ id: string }>({
+          name: 'plants-insert-batch',
+          text: INSERT_BATCH,
+          values: [rows.map((row) => row.key), rows.map((row) => row.plant.name), rows.map((row) => row.plant.tag ?? null)]
+        })
+        : await oneMessage<{ id: string }>(insertStatement(rows))
       created = new Set(result.rows.map((row) => row.id))
     } catch (error) {
       const failure = storeError(error)
@@ -210,7 +249,9 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       try {
         // A separate statement: its snapshot sees the rows other transactions committed meanwhile,
         // which is what made ON CONFLICT skip these ids.
-        const result = await transaction<StoredRow>({ ...(prepared ? { name: 'plants-select-stored' } : {}), text: SELECT_STORED, values: [others] })
+        const result = prepared
+          ? await transaction<StoredRow>({ name: 'plants-select-stored', text: SELECT_STORED, values: [others] })
+          : await oneMessage<StoredRow>(`SELECT id::text AS id, name, tag FROM plants WHERE id IN (${others.join(', ')})`)
         for (const row of result.rows) stored.set(row.id, row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag })
       } catch (error) {
         failure = storeError(error)
@@ -251,6 +292,21 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       await pool.end()
     }
   }
+}
+
+/**
+ * The batch's insert with its values as SQL literals, for oneMessage (the simple protocol has no
+ * parameters): each id is a BigInt's decimal text, each name and tag goes through pg's
+ * escapeLiteral (quotes and backslashes doubled, an E'' literal when there is a backslash, so it
+ * reads the same whatever standard_conforming_strings says), and enqueue refuses NUL. `id::text`
+ * on the way back, so no int8 type parser (global or per pool) can round it.
+ */
+function insertStatement (rows: readonly Pending[]): string {
+  let values = ''
+  for (const { key, plant } of rows) {
+    values += `${values === '' ? '' : ', '}(${key}, ${pg.escapeLiteral(plant.name)}, ${plant.tag === undefined ? 'NULL' : pg.escapeLiteral(plant.tag)})`
+  }
+  return `INSERT INTO plants (id, name, tag) VALUES ${values} ON CONFLICT (id) DO NOTHING RETURNING id::text AS id`
 }
 
 /** A checked-out client reports a lost connection as an event too; the query's rejection carries it. */

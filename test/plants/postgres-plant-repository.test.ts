@@ -1,3 +1,4 @@
+import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest'
 import { StoreUnavailableError } from '../../src/errors.js'
 import type { InsertOutcome } from '../../src/plants/plant-repository.js'
@@ -137,6 +138,57 @@ function defineSuite (target: PostgresTarget): void {
     await store.ready()
     await store.close()
     await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
+  })
+
+  // A batch is one message with its values as SQL literals (postgres-plant-repository.ts, insertStatement).
+  it('stores texts that read as SQL exactly, in one batch, and runs none of them', async () => {
+    const connectionString = await schemas.create()
+    const store = open(connectionString)
+    await store.ready()
+    const sizes: number[] = []
+    store.observe?.({ batch: (size) => sizes.push(size) })
+    const texts = [
+      "'); DROP TABLE plants; --",
+      "O'Brien''s \\' fern \\\\ \\",
+      "E'\\x41' $$ dollar $$ $q$ quoted $q$",
+      '/* comment */ -- line comment',
+      "\\'; SELECT pg_sleep(10); --"
+    ]
+    const outcomes = await Promise.all(texts.map((text, i) => store.insert(i + 1, { name: text, tag: text })))
+    expect(sizes).toEqual([texts.length])
+    expect(outcomes).toEqual(texts.map(() => 'created'))
+    const { rows } = await schemas.query(`SELECT id::text AS id, name, tag FROM ${schemas.schemaOf(connectionString)}.plants ORDER BY id`)
+    expect(rows).toEqual(texts.map((text, i) => ({ id: String(i + 1), name: text, tag: text })))
+    expect(await Promise.all(texts.map((text, i) => store.insert(i + 1, { name: text, tag: text })))).toEqual(texts.map(() => 'same'))
+  })
+
+  it('refuses a text holding NUL on its own (validation stops it before the store), and stores the rest of its batch', async () => {
+    const store = open(await schemas.create())
+    await store.ready()
+    const [withNul, fern] = await Promise.allSettled([store.insert(1, { name: 'a\0b' }), store.insert(2, { name: 'fern' })])
+    expect(withNul.status).toBe('rejected')
+    expect(fern).toEqual({ status: 'fulfilled', value: 'created' })
+  })
+
+  it('stores nothing of a batch whose insert times out (one implicit transaction), and the next batch is stored', { timeout: 20000 }, async () => {
+    const connectionString = await schemas.create()
+    const store = createPostgresPlantRepository({ connectionString, statementTimeoutMs: 300 })
+    onTestFinished(() => store.close())
+    await store.ready()
+    const table = `${schemas.schemaOf(connectionString)}.plants`
+    // Another session (straight to the server) holds id 2 uncommitted: the batch waits for that row's lock.
+    const holder = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL })
+    holder.on('error', () => {})
+    await holder.connect()
+    onTestFinished(() => holder.end())
+    await holder.query('BEGIN')
+    await holder.query(`INSERT INTO ${table} (id, name) VALUES (2, 'held')`)
+    const outcomes = await Promise.allSettled([1, 2, 3].map((id) => store.insert(id, { name: 'fern' })))
+    for (const outcome of outcomes) expect(outcome).toMatchObject({ status: 'rejected', reason: expect.any(StoreUnavailableError) })
+    expect((outcomes[0] as PromiseRejectedResult).reason.cause).toMatchObject({ code: '57014' })
+    await holder.query('ROLLBACK')
+    expect((await schemas.query(`SELECT count(*)::int AS n FROM ${table}`)).rows).toEqual([{ n: 0 }])
+    expect(await Promise.all([1, 2, 3].map((id) => store.insert(id, { name: 'fern' })))).toEqual(['created', 'created', 'created'])
   })
 
   it('reports each batch\'s size to an observer, and the pool\'s connections (metrics)', async () => {
