@@ -2,6 +2,7 @@
 // memory-per-plant measure, each with the parsing of its result.
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { startPgBouncer } from './pgbouncer.js'
 import { freshDatabase, pgClient, postgresAvailable } from './postgres.js'
 import { BENCH, has, percentile, resultLine, run, TOKEN } from './util.js'
 
@@ -38,13 +39,29 @@ export function createLoad (ctx) {
     }
   }
 
-  /** pgbench's single-row insert, at the postgres target's concurrency: the ceiling for that store. */
-  async function measurePgbench (round) {
+  /**
+   * pgbench's single-row insert, at the postgres target's concurrency: the ceiling for that store.
+   * pooled: through a PgBouncer in transaction mode started for it, as postgres-pooled is.
+   */
+  async function measurePgbench (round, { pooled = false } = {}) {
     const available = await postgresAvailable()
     if (!available.ok) return { skipped: available.note }
     if (!has('pgbench', ['--version'])) return { skipped: 'pgbench is not installed (Debian package postgresql-client)' }
-    const db = await freshDatabase(`pgbench_${round}`)
+    const db = await freshDatabase(`pgbench_${pooled ? 'pooled_' : ''}${round}`)
+    let bouncer
     try {
+      let url = db.url
+      if (pooled) {
+        const server = new URL(db.url)
+        try {
+          bouncer = await startPgBouncer({ host: server.hostname, port: Number(server.port || 5432) })
+        } catch (error) {
+          return { skipped: error.message }
+        }
+        const through = new URL(db.url)
+        through.host = `127.0.0.1:${bouncer.port}`
+        url = through.toString()
+      }
       const c = await pgClient(db.url)
       await c.query('DROP TABLE IF EXISTS plant_bench_pgbench')
       await c.query('CREATE TABLE plant_bench_pgbench (id bigint PRIMARY KEY, name text NOT NULL, tag text)')
@@ -54,7 +71,7 @@ export function createLoad (ctx) {
       const clients = options.pgConnections
       const common = ['-n', '-c', String(clients), '-j', String(Math.min(threads, clients)), '-f', script]
       const pgbench = async (seconds, logPrefix) => {
-        const argv = ['pgbench', ...common, '-T', String(seconds), ...(logPrefix ? ['-l', `--log-prefix=${logPrefix}`] : []), db.url]
+        const argv = ['pgbench', ...common, '-T', String(seconds), ...(logPrefix ? ['-l', `--log-prefix=${logPrefix}`] : []), url]
         const [command, rest] = pinned(loadCpus, argv)
         return run(command, rest, { timeoutMs: (seconds + 30) * 1000, cwd: runTmp })
       }
@@ -75,6 +92,7 @@ export function createLoad (ctx) {
       latencies.sort((a, b) => a - b)
       return { rps: Number(tps[1]), p50: percentile(latencies, 50), p99: percentile(latencies, 99), non2xx: failed === null ? 0 : Number(failed[1]), socketErrors: 0, connections: clients }
     } finally {
+      await bouncer?.stop().catch(() => {})
       await db.drop().catch(() => {})
     }
   }

@@ -201,7 +201,10 @@ async function measureHttp (name, round) {
 }
 
 /** One round of one load target, whatever its kind. */
-const measureRound = (name, round) => targetByName.get(name).kind === 'pgbench' ? measurePgbench(round) : measureHttp(name, round)
+const measureRound = (name, round) => {
+  const target = targetByName.get(name)
+  return target.kind === 'pgbench' ? measurePgbench(round, { pooled: target.pooled === true }) : measureHttp(name, round)
+}
 
 // ---------------------------------------------------------------------------------------------
 // The run

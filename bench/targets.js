@@ -113,6 +113,9 @@ export const TARGETS = [
     }
   },
   { name: 'pgbench', kind: 'pgbench' },
+  // pgbench's same insert through a PgBouncer of its own (transaction mode, bench/pgbouncer.js): what
+  // the pooler's hop costs a client that has no HTTP in its loop, beside postgres-pooled.
+  { name: 'pgbench-pooled', kind: 'pgbench', pooled: true },
   { name: 'plant-memory', kind: 'plant-memory' },
   ...LADDER_STEPS.map((step) => ({
     name: `ladder-${step}`,
