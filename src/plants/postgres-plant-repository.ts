@@ -38,6 +38,9 @@ const MIGRATIONS: readonly string[] = [
    )`
 ]
 
+/** server_version_num of PostgreSQL 13.0: the oldest server whose statement timeout holds in a batch's message. */
+const MIN_SERVER_VERSION = 130000
+
 /** Any constant shared by every replica; serializes their migrations. */
 const MIGRATION_LOCK = '7165617846240257'
 
@@ -330,6 +333,10 @@ async function migrate (pool: pg.Pool, begin: string): Promise<void> {
   let broken = false
   try {
     await client.query(begin)
+    // Before 13, PostgreSQL timed a message of several statements as a whole, from before its SET
+    // LOCAL: a batch's statement timeout would not hold (oneMessage). Refused, with the reason.
+    const server = await client.query<{ version: number, text: string }>("SELECT current_setting('server_version_num')::int AS version, current_setting('server_version') AS text")
+    assertSupportedServer(server.rows[0])
     await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [MIGRATION_LOCK])
     await client.query('CREATE TABLE IF NOT EXISTS plant_store_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())')
     const { rows } = await client.query<{ version: number }>('SELECT coalesce(max(version), 0)::int AS version FROM plant_store_migrations')
@@ -347,6 +354,13 @@ async function migrate (pool: pg.Pool, begin: string): Promise<void> {
   } finally {
     client.removeListener('error', ignore)
     client.release(broken)
+  }
+}
+
+/** Throws, naming the server's version, unless it is PostgreSQL 13 or later (server_version_num, server_version). */
+export function assertSupportedServer (server: { version: number, text: string } | undefined): void {
+  if (server === undefined || !(server.version >= MIN_SERVER_VERSION)) {
+    throw new Error(`PostgreSQL 13 or later is needed; the server is ${server?.text ?? 'of an unknown version'}`)
   }
 }
 

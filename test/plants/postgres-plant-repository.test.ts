@@ -2,7 +2,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest'
 import { StoreUnavailableError } from '../../src/errors.js'
 import type { InsertOutcome } from '../../src/plants/plant-repository.js'
-import { createPostgresPlantRepository } from '../../src/plants/postgres-plant-repository.js'
+import { assertSupportedServer, createPostgresPlantRepository } from '../../src/plants/postgres-plant-repository.js'
 import { repositoryContract } from './repository-contract.js'
 import { createSwitchableProxy, freePort, postgresTargets, requiredButMissing, type PostgresTarget, type TestSchemas } from './postgres-test-schemas.js'
 
@@ -13,6 +13,16 @@ for (const message of requiredButMissing()) {
     })
   })
 }
+
+// No server needed: the version check the migration runs first.
+describe('PostgreSQL server version', () => {
+  it('accepts 13 and later, and refuses 12 and older naming the version (a batch\'s statement timeout needs 13)', () => {
+    expect(() => { assertSupportedServer({ version: 130000, text: '13.0' }) }).not.toThrow()
+    expect(() => { assertSupportedServer({ version: 170002, text: '17.2' }) }).not.toThrow()
+    expect(() => { assertSupportedServer({ version: 120022, text: '12.22' }) }).toThrow('PostgreSQL 13 or later is needed; the server is 12.22')
+    expect(() => { assertSupportedServer(undefined) }).toThrow('PostgreSQL 13 or later is needed')
+  })
+})
 
 for (const target of postgresTargets()) {
   if (target.skip !== undefined) {
