@@ -2,7 +2,7 @@
 // memory-per-plant measure, each with the parsing of its result.
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { startPgBouncer } from './pgbouncer.js'
+import { pgBouncerFor } from './pgbouncer.js'
 import { freshDatabase, pgClient, postgresAvailable } from './postgres.js'
 import { BENCH, has, percentile, resultLine, run, TOKEN } from './util.js'
 
@@ -50,18 +50,14 @@ export function createLoad (ctx) {
     const db = await freshDatabase(`pgbench_${pooled ? 'pooled_' : ''}${round}`)
     let bouncer
     try {
-      let url = db.url
       if (pooled) {
-        const server = new URL(db.url)
         try {
-          bouncer = await startPgBouncer({ host: server.hostname, port: Number(server.port || 5432) })
+          bouncer = await pgBouncerFor(db.url)
         } catch (error) {
           return { skipped: error.message }
         }
-        const through = new URL(db.url)
-        through.host = `127.0.0.1:${bouncer.port}`
-        url = through.toString()
       }
+      const url = bouncer?.url ?? db.url
       const c = await pgClient(db.url)
       await c.query('DROP TABLE IF EXISTS plant_bench_pgbench')
       await c.query('CREATE TABLE plant_bench_pgbench (id bigint PRIMARY KEY, name text NOT NULL, tag text)')

@@ -17,6 +17,15 @@ export function findPgBouncer () {
   })
 }
 
+/** A PgBouncer (startPgBouncer) in front of the server of a database URL; resolves { url (the same database through it), stop }. */
+export async function pgBouncerFor (databaseUrl) {
+  const server = new URL(databaseUrl)
+  const bouncer = await startPgBouncer({ host: server.hostname, port: Number(server.port || 5432) })
+  const through = new URL(databaseUrl)
+  through.host = `127.0.0.1:${bouncer.port}`
+  return { url: through.toString(), stop: bouncer.stop }
+}
+
 /** Starts a pgbouncer that routes every database name to `upstream`; resolves { port, stop }. */
 export async function startPgBouncer (upstream) {
   const binary = findPgBouncer()

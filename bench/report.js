@@ -32,7 +32,11 @@ export function summarize (rounds, loadTargets, instructions = {}) {
   return summary
 }
 
-const times = (v) => `${fmt(v, 2)}×`
+/** Four decimals near a multiple of 0.05, where every target lies: 0.7998 must not read as "0.80×", which passes. */
+const times = (v) => {
+  const off = Math.abs(v - Math.round(v * 20) / 20)
+  return `${fmt(v, off > 0 && off < 0.005 ? 4 : 2)}×`
+}
 
 /**
  * The issue's targets, one entry per check: measure (its text, or a function of the run's options),

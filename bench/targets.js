@@ -15,7 +15,7 @@
 //              or { skipped: why }; optionally cleanup() (run after the round) and note
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { startPgBouncer } from './pgbouncer.js'
+import { pgBouncerFor } from './pgbouncer.js'
 import { freshDatabase, postgresAvailable } from './postgres.js'
 import { BENCH, ROOT, TOKEN } from './util.js'
 
@@ -30,6 +30,39 @@ export const serviceEnv = (extra) => {
 }
 /** A baseline's environment: the caller's, plus its own variables. */
 const plainEnv = (extra) => async () => ({ env: { ...process.env, ...extra, PORT: '' } })
+
+/**
+ * The service on a fresh PostgreSQL database per round (named `<prefix>_<round>`), with `extra` in
+ * its environment; `pooled`: through a PgBouncer in transaction mode started for the round.
+ */
+function postgresTarget (name, prefix, extra, { pooled = false } = {}) {
+  return {
+    name,
+    kind: 'http',
+    script: SERVICE,
+    service: true,
+    pg: true,
+    prepare: async (round) => {
+      const available = await postgresAvailable()
+      if (!available.ok) return { skipped: available.note }
+      const db = await freshDatabase(`${prefix}_${round}`)
+      let bouncer
+      if (pooled) {
+        try {
+          bouncer = await pgBouncerFor(db.url)
+        } catch (error) {
+          await db.drop()
+          return { skipped: error.message }
+        }
+      }
+      return {
+        env: serviceEnv({ DATABASE_URL: bouncer?.url ?? db.url, ...extra }),
+        cleanup: async () => { await bouncer?.stop(); await db.drop() },
+        note: db.note
+      }
+    }
+  }
+}
 
 /** bench/feature-ladder.js steps: what each feature costs (opt-in, never in the default run). */
 const LADDER_STEPS = [1, 2, 3, 4, 5, 6, 7]
@@ -55,63 +88,12 @@ export const TARGETS = [
       }
     }
   },
-  {
-    name: 'postgres',
-    kind: 'http',
-    script: SERVICE,
-    service: true,
-    pg: true,
-    prepare: async (round) => {
-      const available = await postgresAvailable()
-      if (!available.ok) return { skipped: available.note }
-      const db = await freshDatabase(`service_${round}`)
-      return { env: serviceEnv({ DATABASE_URL: db.url }), cleanup: db.drop, note: db.note }
-    }
-  },
-  {
-    // postgres with DATABASE_PREPARED_STATEMENTS=on (three pipelined messages per batch, the insert
-    // prepared once per connection) beside the default one message per batch: whether the opt-in pays.
-    name: 'postgres-prepared',
-    kind: 'http',
-    optIn: 'the cost of DATABASE_PREPARED_STATEMENTS',
-    script: SERVICE,
-    service: true,
-    pg: true,
-    prepare: async (round) => {
-      const available = await postgresAvailable()
-      if (!available.ok) return { skipped: available.note }
-      const db = await freshDatabase(`prepared_${round}`)
-      return { env: serviceEnv({ DATABASE_URL: db.url, DATABASE_PREPARED_STATEMENTS: 'on' }), cleanup: db.drop, note: db.note }
-    }
-  },
-  {
-    // The same service and load through PgBouncer in transaction mode, started here (bench/pgbouncer.js).
-    name: 'postgres-pooled',
-    kind: 'http',
-    script: SERVICE,
-    service: true,
-    pg: true,
-    prepare: async (round) => {
-      const available = await postgresAvailable()
-      if (!available.ok) return { skipped: available.note }
-      const db = await freshDatabase(`pooled_${round}`)
-      const server = new URL(db.url)
-      let bouncer
-      try {
-        bouncer = await startPgBouncer({ host: server.hostname, port: Number(server.port || 5432) })
-      } catch (error) {
-        await db.drop()
-        return { skipped: error.message }
-      }
-      const pooled = new URL(db.url)
-      pooled.host = `127.0.0.1:${bouncer.port}`
-      return {
-        env: serviceEnv({ DATABASE_URL: pooled.toString() }),
-        cleanup: async () => { await bouncer.stop(); await db.drop() },
-        note: db.note
-      }
-    }
-  },
+  postgresTarget('postgres', 'service', {}),
+  // postgres with DATABASE_PREPARED_STATEMENTS=on (three pipelined messages per batch, the insert
+  // prepared once per connection) beside the default one message per batch: whether the opt-in pays.
+  { ...postgresTarget('postgres-prepared', 'prepared', { DATABASE_PREPARED_STATEMENTS: 'on' }), optIn: 'the cost of DATABASE_PREPARED_STATEMENTS' },
+  // The same service and load through PgBouncer in transaction mode, started here (bench/pgbouncer.js).
+  postgresTarget('postgres-pooled', 'pooled', {}, { pooled: true }),
   { name: 'pgbench', kind: 'pgbench' },
   // pgbench's same insert through a PgBouncer of its own (transaction mode, bench/pgbouncer.js): what
   // the pooler's hop costs a client that has no HTTP in its loop, beside postgres-pooled.
