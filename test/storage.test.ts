@@ -40,7 +40,7 @@ describe('createRepository', () => {
   it('loads better-sqlite3 and its native addon only for a sqlite: URL (the check can see it)', async () => {
     const loaded = await loadedBy(`sqlite:${join(dir, 'plants.db')}`)
     expect(loaded.drivers).toEqual(['better-sqlite3'])
-    expect(loaded.addons).toEqual([expect.stringMatching(/better_sqlite3\.node$/)])
+    expect(loaded.addons).toEqual([expect.stringMatching(/node_modules[\\/]better-sqlite3[\\/].*\.node$/)])
   })
 
   it('loads pg and no native module for a postgres:// URL', async () => {
