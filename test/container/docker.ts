@@ -1,0 +1,73 @@
+import { execFile, spawnSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+
+/** What a docker command printed, and how it ended. */
+export interface DockerResult {
+  code: number
+  stdout: string
+  stderr: string
+}
+
+/** Runs `docker …` to its end; never throws for a non-zero exit (the caller asserts on `code`). */
+export function dockerResult (args: string[], { timeoutMs = 120000 }: { timeoutMs?: number } = {}): Promise<DockerResult> {
+  return new Promise((resolve, reject) => {
+    execFile('docker', args, { timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      if (error !== null && typeof error.code !== 'number') reject(new Error(`docker ${args[0] ?? ''}: ${error.message}`))
+      else resolve({ code: error === null ? 0 : Number(error.code), stdout, stderr })
+    })
+  })
+}
+
+/** Runs `docker …` and returns its trimmed stdout; a non-zero exit is an error that shows stderr. */
+export async function docker (args: string[], options: { timeoutMs?: number } = {}): Promise<string> {
+  const result = await dockerResult(args, options)
+  if (result.code !== 0) throw new Error(`docker ${args.join(' ')} exited ${result.code}: ${result.stderr.trim()}`)
+  return result.stdout.trim()
+}
+
+/** Why no Docker engine can be used here, or undefined when one answers. */
+export function dockerUnavailable (): string | undefined {
+  const probe = spawnSync('docker', ['version', '--format', '{{.Server.Version}}'], { encoding: 'utf8', timeout: 15000 })
+  if (probe.error !== undefined) return `the docker client cannot run (${probe.error.message})`
+  if (probe.status !== 0) return `no Docker engine answers (\`docker version\`: ${probe.stderr.trim().split('\n').at(-1) ?? ''})`
+  return undefined
+}
+
+/** A name no other run on this engine uses (several people share an engine). */
+export const uniqueName = (prefix: string): string => `${prefix}-${process.pid}-${randomBytes(4).toString('hex')}`
+
+/** `docker inspect` of one container, the fields the tests read. */
+export interface ContainerState {
+  Status: string
+  Running: boolean
+  OOMKilled: boolean
+  ExitCode: number
+  Health?: { Status: string, Log: { ExitCode: number, Output: string }[] }
+}
+
+export async function containerState (id: string): Promise<ContainerState> {
+  return JSON.parse(await docker(['inspect', '--format', '{{json .State}}', id])) as ContainerState
+}
+
+/** The host address of a published container port (published on 127.0.0.1 only). */
+export async function publishedUrl (id: string, containerPort: number): Promise<string> {
+  const mapping = (await docker(['port', id, `${containerPort}/tcp`])).split('\n').find((line) => line.startsWith('127.0.0.1:'))
+  if (mapping === undefined) throw new Error(`container port ${containerPort} is not published on 127.0.0.1`)
+  return `http://${mapping}`
+}
+
+/** Polls `check` (every 50 ms) until it returns a value other than undefined, or fails after `timeoutMs`. */
+export async function waitFor<T> (what: string, check: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  let lastError: unknown
+  for (;;) {
+    try {
+      const value = await check()
+      if (value !== undefined) return value
+    } catch (error) {
+      lastError = error
+    }
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms${lastError === undefined ? '' : ` (last: ${String(lastError)})`}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
