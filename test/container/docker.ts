@@ -56,7 +56,13 @@ export async function publishedUrl (id: string, containerPort: number): Promise<
   return `http://${mapping}`
 }
 
-/** Polls `check` (every 50 ms) until it returns a value other than undefined, or fails after `timeoutMs`. */
+/** Thrown by a `waitFor` check when waiting longer cannot help (the container exited). */
+export class GiveUp extends Error {}
+
+/**
+ * Polls `check` (every 50 ms) until it returns a value other than undefined, or fails after
+ * `timeoutMs`. A check that throws is retried (not listening yet), unless it throws GiveUp.
+ */
 export async function waitFor<T> (what: string, check: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs
   let lastError: unknown
@@ -65,6 +71,7 @@ export async function waitFor<T> (what: string, check: () => Promise<T | undefin
       const value = await check()
       if (value !== undefined) return value
     } catch (error) {
+      if (error instanceof GiveUp) throw error
       lastError = error
     }
     if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms${lastError === undefined ? '' : ` (last: ${String(lastError)})`}`)

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { E2E_TOKEN, mapConcurrently, postPlant } from '../e2e/storage-process.js'
-import { containerState, docker, dockerResult, dockerUnavailable, publishedUrl, uniqueName, waitFor } from './docker.js'
+import { containerState, docker, dockerResult, dockerUnavailable, GiveUp, publishedUrl, uniqueName, waitFor } from './docker.js'
 
 // The Docker image as users deploy it, built from a clean checkout of the committed files (HEAD) on
 // the local stand-in for node:24-bookworm-slim that .ci/docker-base.sh builds (no registry answers
@@ -73,15 +73,16 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
     const api = await publishedUrl(id, 3000)
     await waitFor(`container ${name} ready`, async () => {
       const state = await containerState(id)
-      if (!state.Running) throw new Error(`exited ${state.ExitCode}: ${(await dockerResult(['logs', id])).stderr}`)
+      if (!state.Running) throw new GiveUp(`container ${name} exited ${state.ExitCode}: ${(await dockerResult(['logs', id])).stderr}`)
       return (await fetch(`${api}/readyz`)).status === 200 ? true : undefined
     }, 20000)
     return { id, api, metrics: await publishedUrl(id, 9464) }
   }
 
-  const post = (api: string, body: string, token: string | undefined = E2E_TOKEN): Promise<Response> => fetch(`${api}/plants`, {
+  /** POST /plants with this JSON text; `null` sends no Authorization header. */
+  const post = (api: string, body: string, token: string | null = E2E_TOKEN): Promise<Response> => fetch(`${api}/plants`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) },
+    headers: { 'content-type': 'application/json', ...(token === null ? {} : { authorization: `Bearer ${token}` }) },
     body
   })
 
@@ -98,7 +99,7 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
       expect([conflict.status, await conflict.json()]).toEqual([409, { error: 409, message: 'a plant with id 1 already exists with another name or tag' }])
       const bad = await post(main.api, '{"id":"1","name":"Fern"}')
       expect([bad.status, await bad.json()]).toEqual([400, { error: 400, message: 'body/id must be an integer between -9223372036854775808 and 9223372036854775807' }])
-      const anonymous = await post(main.api, '{"id":2,"name":"Fern"}', undefined)
+      const anonymous = await post(main.api, '{"id":2,"name":"Fern"}', null)
       expect(anonymous.status).toBe(401)
       expect(anonymous.headers.get('www-authenticate')).toBe('Bearer realm="plants"')
       expect(((await anonymous.json()) as { error: number }).error).toBe(401)
@@ -261,7 +262,8 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
   })
 
   it('with --memory 96m fills the memory store to 507s, p99 under 50 ms, never OOM-killed', { timeout: 90000 }, async () => {
-    const { id, api } = await startContainer(['--memory', '96m', '--memory-swap', '96m', '--env', 'MAX_PLANTS=100000000'])
+    // The largest capacity the service accepts, far beyond what 96 MiB holds: the limit must come from memory.
+    const { id, api } = await startContainer(['--memory', '96m', '--memory-swap', '96m', '--env', 'MAX_PLANTS=16000000'])
     const fill = JSON.parse(await runToEnd(process.execPath, [join(root, 'test', 'container', 'fill-until-full.mjs'), api, E2E_TOKEN, '25'], 60000)) as {
       requests: number, statuses: Record<string, number>, full: boolean, afterFull: { 507: number, other: number }, last200: number[], p99Ms: number, errors: number, timeouts: number
     }
