@@ -5,12 +5,23 @@ import { join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { ConfigError, defaultMaxHeapUsedBytes, loadConfig, parseTokens, readTokensFile } from '../src/config.js'
 
+const noLimit = { memoryLimit: () => undefined }
+const MiB = 1024 * 1024
+
 describe('loadConfig', () => {
-  it('uses the documented defaults', () => {
-    expect(loadConfig({ API_TOKENS: 'a' })).toEqual({
+  it('bounds the memory store at 75 % of a container\'s memory limit by default; MEMORY_STORE_MAX_RSS_BYTES overrides it, 0 turns it off', () => {
+    const in96MiB = { memoryLimit: () => 96 * MiB }
+    expect(loadConfig({ API_TOKENS: 'a' }, in96MiB).memoryStoreMaxRssBytes).toBe(72 * MiB)
+    expect(loadConfig({ API_TOKENS: 'a', MEMORY_STORE_MAX_RSS_BYTES: String(50 * MiB) }, in96MiB).memoryStoreMaxRssBytes).toBe(50 * MiB)
+    expect(loadConfig({ API_TOKENS: 'a', MEMORY_STORE_MAX_RSS_BYTES: '0' }, in96MiB).memoryStoreMaxRssBytes).toBe(0)
+    expect(loadConfig({ API_TOKENS: 'a', MEMORY_STORE_MAX_RSS_BYTES: String(MiB) }, noLimit).memoryStoreMaxRssBytes).toBe(MiB)
+  })
+
+  it('uses the documented defaults (outside a container: no memory limit)', () => {
+    expect(loadConfig({ API_TOKENS: 'a' }, noLimit)).toEqual({
       port: 3000, host: '127.0.0.1', logLevel: 'info', tokens: [{ token: 'a' }], databaseUrl: 'memory:',
       databasePoolMax: 10, databaseStatementTimeoutMs: 5000, databasePreparedStatements: false,
-      bodyLimit: 16384, maxPlants: 1000000, shutdownTimeoutMs: 8000,
+      bodyLimit: 16384, maxPlants: 1000000, memoryStoreMaxRssBytes: 0, shutdownTimeoutMs: 8000,
       http: { headersTimeoutMs: 10000, requestTimeoutMs: 15000, connectionTimeoutMs: 30000, keepAliveTimeoutMs: 72000, maxHeaderBytes: 16384 },
       overload: { maxEventLoopDelayMs: 200, maxHeapUsedBytes: defaultMaxHeapUsedBytes(), maxRssBytes: 0, sampleIntervalMs: 1000 }
     })
