@@ -160,6 +160,7 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
     const started = Date.now()
     await docker(['stop', '--time', '10', id])
     const elapsedMs = Date.now() - started
+    console.info(`container tests: docker stop took ${elapsedMs} ms`)
     const state = await containerState(id)
     expect({ exitCode: state.ExitCode, oomKilled: state.OOMKilled }).toEqual({ exitCode: 0, oomKilled: false })
     expect(elapsedMs).toBeLessThan(3000)
@@ -204,6 +205,7 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
     expect({ running: killed.Running, exitCode: killed.ExitCode, oomKilled: killed.OOMKilled }).toEqual({ running: false, exitCode: 137, oomKilled: false })
     expect(unanswered).toBeGreaterThan(0) // the kill came with requests in flight
     expect(acknowledged.length).toBeGreaterThanOrEqual(1000)
+    console.info(`container tests: SQLite: ${acknowledged.length} plants acknowledged, ${unanswered} requests cut by docker kill`)
 
     const second = await startContainer(sqlite)
     const replays = await mapConcurrently(acknowledged, 32, (id) => postPlant(second.api, id, `plant ${id}`))
