@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { E2E_TOKEN, mapConcurrently, postPlant } from '../e2e/storage-process.js'
+import { createUntilDead, E2E_TOKEN, mapConcurrently, postPlant } from '../e2e/storage-process.js'
 import { containerState, docker, dockerResult, dockerUnavailable, GiveUp, publishedUrl, uniqueName, waitFor } from './docker.js'
 
 // The Docker image as users deploy it, built from a clean checkout of the committed files (HEAD) on
@@ -176,31 +176,10 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
     const first = await startContainer(sqlite)
 
     // 32 clients send new plants until 1,000 are acknowledged; then docker kill (SIGKILL) lands while
-    // they are still sending. Ids above 2^53 as well, as the e2e test does.
-    const acknowledged: bigint[] = []
-    let n = 0
-    let killing: Promise<string> | undefined
-    let unanswered = 0
-    await Promise.all(Array.from({ length: 32 }, async () => {
-      while (true) {
-        const id = n % 2 === 0 ? BigInt(n) : 2n ** 62n + BigInt(n)
-        n++
-        try {
-          const reply = await postPlant(first.api, id, `plant ${id}`)
-          if (reply.status !== 200) throw new Error(`unexpected ${reply.status} ${JSON.stringify(reply.body)}`)
-          acknowledged.push(id)
-        } catch (error) {
-          if (killing === undefined) throw error
-          unanswered++
-          return
-        }
-        if (acknowledged.length >= 1000 && killing === undefined) {
-          // A container that had already died (e.g. the GC abort of better-sqlite3 < 13) fails here.
-          killing = docker(['kill', '--signal', 'KILL', first.id])
-        }
-      }
-    }))
-    await killing
+    // they are still sending (a container that had already died, e.g. by the GC abort of
+    // better-sqlite3 < 13, fails the kill). Ids above 2^53 as well, as the e2e test does.
+    const { acknowledged, unanswered } = await createUntilDead(first.api, 1000, 32, (n) => n % 2 === 0 ? BigInt(n) : 2n ** 62n + BigInt(n),
+      async () => { await docker(['kill', '--signal', 'KILL', first.id]) })
     const killed = await containerState(first.id)
     expect({ running: killed.Running, exitCode: killed.ExitCode, oomKilled: killed.OOMKilled }).toEqual({ running: false, exitCode: 137, oomKilled: false })
     expect(unanswered).toBeGreaterThan(0) // the kill came with requests in flight

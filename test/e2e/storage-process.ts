@@ -53,33 +53,42 @@ export async function mapConcurrently<T, R> (items: readonly T[], concurrency: n
  * then SIGKILLs the server with requests still in flight. Returns the ids that got a 200, and how
  * many requests the kill left without a reply.
  */
-export async function createUntilKilled (server: ServerProcess, count: number, concurrency: number, idOf: (n: number) => bigint): Promise<{ acknowledged: bigint[], unanswered: number }> {
+export function createUntilKilled (server: ServerProcess, count: number, concurrency: number, idOf: (n: number) => bigint): Promise<{ acknowledged: bigint[], unanswered: number }> {
+  return createUntilDead(server.url, count, concurrency, idOf, async () => {
+    server.child.kill('SIGKILL')
+    const { signal } = await server.exited
+    if (signal !== 'SIGKILL') throw new Error(`server ended with ${signal} instead of SIGKILL`)
+  })
+}
+
+/**
+ * The same for a server this process does not own (a container): `kill` kills it and resolves once
+ * it is dead; a `kill` that fails (the server had already died) fails the call.
+ */
+export async function createUntilDead (url: string, count: number, concurrency: number, idOf: (n: number) => bigint, kill: () => Promise<void>): Promise<{ acknowledged: bigint[], unanswered: number }> {
   const acknowledged: bigint[] = []
   let unanswered = 0
   let n = 0
-  let killed = false
-  // Writers keep sending until the process is seen dead, so the kill always lands mid-traffic.
-  let dead = false
-  void server.exited.then(() => { dead = true })
+  let killing: Promise<void> | undefined
+  // Writers keep sending until a request fails after the kill, so the kill always lands mid-traffic.
   await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (!dead) {
+    for (;;) {
       const id = idOf(n++)
       try {
-        const reply = await postPlant(server.url, id, `plant ${id}`)
+        const reply = await postPlant(url, id, `plant ${id}`)
         if (reply.status !== 200) throw new Error(`unexpected ${reply.status} ${JSON.stringify(reply.body)}`)
         acknowledged.push(id)
       } catch (error) {
-        if (!killed) throw error
+        if (killing === undefined) throw error
         unanswered++
         return
       }
-      if (acknowledged.length >= count && !killed) {
-        killed = true
-        server.child.kill('SIGKILL')
+      if (acknowledged.length >= count && killing === undefined) {
+        killing = kill()
+        killing.catch(() => {}) // observed below, after the writers stop
       }
     }
   }))
-  const { signal } = await server.exited
-  if (signal !== 'SIGKILL') throw new Error(`server ended with ${signal} instead of SIGKILL`)
+  await killing
   return { acknowledged, unanswered }
 }
