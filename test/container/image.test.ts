@@ -40,13 +40,15 @@ const runToEnd = (command: string, args: string[], timeoutMs: number): Promise<s
 describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Docker image' : `the Docker image (skipped: ${unavailable})`, () => {
   const containers = new Set<string>()
   const volumes = new Set<string>()
-  const checkout = mkdtempSync(join(tmpdir(), 'plant-store-image-'))
-  const revision = git('rev-parse', 'HEAD')
-  const source = (() => {
-    try { return git('remote', 'get-url', 'origin') } catch { return `file://${root}` }
-  })()
+  // Set in beforeAll: collecting a skipped suite must leave nothing behind and need no git.
+  let checkout: string | undefined
+  let revision = ''
+  let source = ''
 
   beforeAll(async () => {
+    revision = git('rev-parse', 'HEAD')
+    try { source = git('remote', 'get-url', 'origin') } catch { source = `file://${root}` }
+    checkout = mkdtempSync(join(tmpdir(), 'plant-store-image-'))
     // Only committed files count: what a user's `git clone` would build.
     execFileSync('bash', ['-c', 'git -C "$1" archive --format=tar HEAD | tar -x -C "$2"', '_', root, checkout])
     await runToEnd('bash', [join(checkout, '.ci', 'docker-base.sh')], 900000)
@@ -61,7 +63,7 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
     for (const id of containers) await dockerResult(['rm', '--force', '--volumes', id])
     for (const volume of volumes) await dockerResult(['volume', 'rm', '--force', volume])
     await dockerResult(['image', 'rm', IMAGE])
-    rmSync(checkout, { recursive: true, force: true })
+    if (checkout !== undefined) rmSync(checkout, { recursive: true, force: true })
   }, 120000)
 
   /** Starts the image detached with the API and metrics ports published on 127.0.0.1; waits for /readyz. */
