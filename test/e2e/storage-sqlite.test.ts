@@ -35,10 +35,10 @@ describe('built server on SQLite', () => {
     const server = await startBuiltServer(
       { API_TOKENS: E2E_TOKEN, DATABASE_URL: `sqlite:${join(dir, 'gc', 'plants.db')}` },
       { args: ['--expose-gc', '--import', FORCED_GC, SERVER] })
-    const ids = Array.from({ length: 2000 }, (_, n) => BigInt(n + 1))
+    const ids = Array.from({ length: 1000 }, (_, n) => BigInt(n + 1))
     const statuses = await mapConcurrently(ids, 32, async (id) => (await postPlant(server.url, id, `plant ${id}`)).status)
     expect(statuses.filter((status) => status !== 200)).toEqual([])
-    const replays = await mapConcurrently(ids.slice(0, 200), 32, async (id) => (await postPlant(server.url, id, `plant ${id}`)).status)
+    const replays = await mapConcurrently(ids.slice(0, 100), 32, async (id) => (await postPlant(server.url, id, `plant ${id}`)).status)
     expect(replays.filter((status) => status !== 200)).toEqual([])
     server.child.kill('SIGTERM')
     expect(await server.exited).toEqual({ code: 0, signal: null })
