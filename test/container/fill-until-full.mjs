@@ -10,7 +10,8 @@ const NAME = 'a container plant 20' // 20 bytes
 const AFTER_FULL_MS = 1000
 let nextId = 0
 let firstFullAt
-const afterFull = { 507: 0, other: 0 }
+const afterFull = {} // status → count, of the answers after the first 507
+const LAST = 500
 const last = []
 
 const instance = autocannon({
@@ -28,14 +29,13 @@ const instance = autocannon({
 })
 instance.on('response', (_client, statusCode) => {
   last.push(statusCode)
-  if (last.length > 200) last.shift()
+  if (last.length > LAST) last.shift()
   if (statusCode === 507 && firstFullAt === undefined) {
     firstFullAt = Date.now()
     // The store is full: keep asking for a second, so that "ends in 507s" is seen, not assumed.
     setTimeout(() => instance.stop(), AFTER_FULL_MS)
   } else if (firstFullAt !== undefined) {
-    if (statusCode === 507) afterFull[507]++
-    else afterFull.other++
+    afterFull[statusCode] = (afterFull[statusCode] ?? 0) + 1
   }
 })
 const result = await instance
@@ -46,7 +46,7 @@ process.stdout.write(JSON.stringify({
   statuses,
   full: firstFullAt !== undefined,
   afterFull,
-  last200: [...new Set(last)],
+  lastStatuses: [...new Set(last)], // of the last 500 answers
   p50Ms: result.latency.p50,
   p99Ms: result.latency.p99,
   maxMs: result.latency.max,

@@ -254,15 +254,15 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
     const address = await docker(['inspect', '--format', '{{.NetworkSettings.IPAddress}}', id])
     const url = address === '' ? api : `http://${address}:3000`
     const fill = JSON.parse(await runToEnd(process.execPath, [join(root, 'test', 'container', 'fill-until-full.mjs'), url, E2E_TOKEN, '45'], 60000)) as {
-      requests: number, statuses: Record<string, number>, full: boolean, afterFull: { 507: number, other: number }, last200: number[], p99Ms: number, errors: number, timeouts: number
+      requests: number, statuses: Record<string, number>, full: boolean, afterFull: Record<string, number>, lastStatuses: number[], p99Ms: number, errors: number, timeouts: number
     }
     console.info(`container tests: --memory 96m: ${JSON.stringify(fill)}`)
     const state = await containerState(id)
     expect({ running: state.Running, oomKilled: state.OOMKilled, exitCode: state.ExitCode }).toEqual({ running: true, oomKilled: false, exitCode: 0 })
     expect({ full: fill.full, errors: fill.errors, timeouts: fill.timeouts }).toEqual({ full: true, errors: 0, timeouts: 0 })
-    // Ends in 507s: once full, every later create is refused, and the last 200 answers were all 507.
-    expect(fill.afterFull.other).toBe(0)
-    expect(fill.last200).toEqual([507])
+    // Ends in 507s: the last 500 answers were all 507. (Just after the first 507 a few creates can
+    // still succeed: the bound is on resident memory, which the collector moves down and up.)
+    expect(fill.lastStatuses).toEqual([507])
     expect(fill.p99Ms).toBeLessThan(50)
   })
 })
