@@ -41,7 +41,9 @@ export function findPostgresBinaries (): string | undefined {
   const candidates = [process.env.PG_BIN]
   try {
     candidates.push(...readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a)).map((version) => `/usr/lib/postgresql/${version}/bin`))
-  } catch {}
+  } catch {
+    // No Debian PostgreSQL packages: only $PG_BIN can name the binaries.
+  }
   return candidates.find((dir): dir is string => {
     if (dir === undefined || dir === '') return false
     try {
