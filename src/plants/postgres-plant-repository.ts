@@ -156,7 +156,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
    * hosts the next batch selects a host again.
    */
   function settle (pool: pg.Pool, client: pg.PoolClient, failure: unknown): void {
-    const drop = failure !== undefined && (!refusedByServer(failure) || readOnly(failure))
+    const drop = failure !== undefined && (!(failure instanceof pg.DatabaseError) || !refusedByServer(failure) || readOnly(failure))
     client.release(drop)
     if (drop) hosts.lost(pool)
   }
@@ -247,7 +247,6 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     })
   }
 
-  /** Inserts a batch as if its inserts ran one after another in arrival order. Never rejects. */
   // Writes that fail with no success since (readiness): when the first of them was sent.
   let lastSuccess = performance.now()
   let failingSince: number | undefined
@@ -266,6 +265,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     }, ignore).finally(() => { probe = undefined })
   }
 
+  /** Inserts a batch as if its inserts ran one after another in arrival order. Never rejects. */
   async function run (batch: Pending[]): Promise<void> {
     const started = performance.now()
     // The first insert of an id is the one that can create it; later ones compare with what is stored.
@@ -287,7 +287,11 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       failingSince = undefined
     } catch (error) {
       failingSince ??= Math.max(started, lastSuccess)
-      for (const pending of batch) pending.reject(error)
+      // oneMessage and transaction name their failures; anything else is not known to have failed.
+      const failure = error instanceof StoreUnavailableError || error instanceof StoreFullError || error instanceof StoreOutcomeUnknownError
+        ? error
+        : new StoreOutcomeUnknownError({ cause: error })
+      for (const pending of batch) pending.reject(failure)
       return
     }
 
