@@ -34,6 +34,20 @@ for (const target of postgresTargets()) {
   })
 }
 
+/**
+ * Another session, straight to the server, that runs `statement` in a transaction and keeps it open
+ * (holding its locks) until the test rolls it back or ends.
+ */
+async function holdOpen (statement: string): Promise<pg.Client> {
+  const holder = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL })
+  holder.on('error', () => {})
+  await holder.connect()
+  onTestFinished(() => holder.end())
+  await holder.query('BEGIN')
+  await holder.query(statement)
+  return holder
+}
+
 function defineSuite (target: PostgresTarget): void {
   let schemas: TestSchemas
   beforeAll(async () => {
@@ -210,12 +224,7 @@ function defineSuite (target: PostgresTarget): void {
     await store.ready()
     const table = `${schemas.schemaOf(connectionString)}.plants`
     // Another session (straight to the server) holds id 2 uncommitted: the batch waits for that row's lock.
-    const holder = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL })
-    holder.on('error', () => {})
-    await holder.connect()
-    onTestFinished(() => holder.end())
-    await holder.query('BEGIN')
-    await holder.query(`INSERT INTO ${table} (id, name) VALUES (2, 'held')`)
+    const holder = await holdOpen(`INSERT INTO ${table} (id, name) VALUES (2, 'held')`)
     const outcomes = await Promise.allSettled([1, 2, 3].map((id) => store.insert(id, { name: 'fern' })))
     for (const outcome of outcomes) expect(outcome).toMatchObject({ status: 'rejected', reason: expect.any(StoreUnavailableError) })
     expect((outcomes[0] as PromiseRejectedResult).reason.cause).toMatchObject({ code: '57014' })
@@ -234,12 +243,7 @@ function defineSuite (target: PostgresTarget): void {
     await store.ready()
     const table = `${schemas.schemaOf(connectionString)}.plants`
     // Another session (straight to the server) holds id 2 uncommitted: the batch waits on the server.
-    const holder = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL })
-    holder.on('error', () => {})
-    await holder.connect()
-    onTestFinished(() => holder.end())
-    await holder.query('BEGIN')
-    await holder.query(`INSERT INTO ${table} (id, name) VALUES (2, 'held')`)
+    const holder = await holdOpen(`INSERT INTO ${table} (id, name) VALUES (2, 'held')`)
     const name = `lost-${process.pid}-${Date.now()}`
     const insert = store.insert(2, { name })
     await vi.waitFor(async () => {
@@ -281,12 +285,7 @@ function defineSuite (target: PostgresTarget): void {
     const store = createPostgresPlantRepository({ connectionString, statementTimeoutMs: 300 })
     onTestFinished(() => store.close())
     await store.ready()
-    const holder = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL })
-    holder.on('error', () => {})
-    await holder.connect()
-    onTestFinished(() => holder.end())
-    await holder.query('BEGIN')
-    await holder.query(`LOCK TABLE ${schemas.schemaOf(connectionString)}.plants IN ACCESS EXCLUSIVE MODE`)
+    const holder = await holdOpen(`LOCK TABLE ${schemas.schemaOf(connectionString)}.plants IN ACCESS EXCLUSIVE MODE`)
     // Each waits for the lock until the statement timeout: twice that with no success, while reads work.
     await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
     await expect(store.insert(2, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)

@@ -1,9 +1,10 @@
-import { execFile, execFileSync } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { accessSync, appendFileSync, chownSync, constants, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import pg from 'pg'
+import { runAs } from './pgbouncer.js'
 import { freePort } from './postgres-test-schemas.js'
 
 const run = promisify(execFile)
@@ -53,15 +54,6 @@ export function findPostgresBinaries (): string | undefined {
       return false
     }
   })
-}
-
-/** initdb refuses to run as root: as root the servers run as the `postgres` user. */
-function runAs (): { uid: number, gid: number } | undefined {
-  if (process.getuid?.() !== 0) return undefined
-  return {
-    uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim()),
-    gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim())
-  }
 }
 
 export async function startStandbyPair (bin: string): Promise<StandbyPair> {
