@@ -142,6 +142,28 @@ describe.skipIf(noServer !== undefined)(noServer !== undefined ? `PostgreSQL fai
     await throughDisruption(server, pair, () => pair.standby, () => crashAndPromote(pair))
   })
 
+  it('takes target_session_attrs as libpq does: primary skips a standby listed first; any takes it, and its creates are refused (503, nothing stored)', { timeout: 60000 }, async () => {
+    const pair = await startStandbyPair(bin as string)
+    onTestFinished(() => pair.destroy())
+    const url = (attrs: string): string => `postgres://postgres@127.0.0.1:${pair.standby.port},127.0.0.1:${pair.primary.port}/postgres?target_session_attrs=${attrs}`
+    // The schema first, on the primary: a replica starting on a standby finds it there, up to date.
+    const primary = await startServer({ DATABASE_URL: url('primary') })
+    await vi.waitFor(async () => expect((await get(primary.url, '/readyz')).status).toBe(200), { timeout: 15000, interval: 100 })
+    expect((await postPlant(primary.url, 1n, 'fern')).status).toBe(200)
+    expect((await pair.primary.query('SELECT name FROM plants WHERE id = 1')).rows).toEqual([{ name: 'fern' }])
+
+    const any = await startServer({ DATABASE_URL: url('any') })
+    await vi.waitFor(async () => expect((await get(any.url, '/livez')).status).toBe(200), { timeout: 15000, interval: 100 })
+    // The standby accepts the connection: reads work, the write is refused (25006) and never stored.
+    await vi.waitFor(async () => {
+      const refused = await postPlant(any.url, 2n, 'moss')
+      expect(refused.status).toBe(503)
+      expect(refused.body).toEqual({ error: 503, message: 'the plant store is unavailable, retry later' })
+    }, { timeout: 15000, interval: 100 })
+    expect((await pair.primary.query('SELECT 1 FROM plants WHERE id = 2')).rowCount).toBe(0)
+    expect(JSON.parse(await any.waitForLine((line) => line.includes('"msg":"store failing')))).toMatchObject({ during: 'insert', cause: { code: '25006' } })
+  })
+
   it('with the synchronous standby stopped for 4 s: /readyz says creates fail, no plant behind a "nothing stored" 503, 200s within 5 s of its return', { timeout: 60000 }, async () => {
     const pair = await startStandbyPair(bin as string)
     onTestFinished(() => pair.destroy())
