@@ -156,7 +156,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
    * hosts the next batch selects a host again.
    */
   function settle (pool: pg.Pool, client: pg.PoolClient, failure: unknown): void {
-    const drop = failure !== undefined && (!(failure instanceof pg.DatabaseError) || !refusedByServer(failure) || readOnly(failure))
+    const drop = failure !== undefined && (!serverRefused(failure) || readOnly(failure))
     client.release(drop)
     if (drop) hosts.lost(pool)
   }
@@ -448,11 +448,23 @@ export function assertSupportedServer (server: { version: number, text: string }
 const REFUSED = /^(?:2[235]|4[024]|5[345])[0-9A-Z]{3}$|^57014$/
 
 /**
- * True when the server answered the statement with an error that rolled it back: nothing was stored.
- * pg's own "not queryable" errors are raised before anything is written to the connection.
+ * PgBouncer's own errors for a query it never passed to a server: it had no server connection to give
+ * it (PgBouncer's check_fast_fail, the wait for a server, a failed server login). It closes the client
+ * connection after them.
+ */
+const POOLER_NEVER_SENT = /^(?:query_wait_timeout|pgbouncer cannot connect to server|server login has been failing, try again later \(server_login_retry\))$/
+
+/** The server answered the statement with an error that rolled it back, and the connection is usable. */
+function serverRefused (error: unknown): boolean {
+  return error instanceof pg.DatabaseError && REFUSED.test(error.code ?? '')
+}
+
+/**
+ * True when nothing was stored for sure: the server refused the statement, a pooler never passed it
+ * on, or pg refused to send it ("… is not queryable", raised before anything is written).
  */
 function refusedByServer (error: unknown): boolean {
-  if (error instanceof pg.DatabaseError) return REFUSED.test(error.code ?? '')
+  if (error instanceof pg.DatabaseError) return serverRefused(error) || POOLER_NEVER_SENT.test(error.message)
   return error instanceof Error && / is not queryable$/.test(error.message)
 }
 
