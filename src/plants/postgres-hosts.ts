@@ -109,7 +109,8 @@ export function createHostPools (target: PostgresTarget, options: pg.PoolConfig)
     } catch (error) {
       return `${host.label}: ${summarizeCause(error)?.message ?? 'failed'}`
     } finally {
-      await client.end().catch(ignore)
+      // Not awaited: closing the probe must never hold the selection up (a host that black-holes).
+      client.end().catch(ignore)
     }
   }
 

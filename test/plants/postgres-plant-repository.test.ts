@@ -1,3 +1,4 @@
+import { createServer, type AddressInfo } from 'node:net'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest'
 import { StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../../src/errors.js'
@@ -278,6 +279,24 @@ function defineSuite (target: PostgresTarget): void {
     await first.down()
     await vi.waitFor(async () => expect(await store.insert(2, { name: 'moss' })).toBe('created'), { timeout: 10000, interval: 50 })
     expect(await store.insert(1, { name: 'fern' })).toBe('same')
+  })
+
+  it('skips a host that accepts connections and never answers, after the connect timeout (multi-host URL)', { timeout: 30000 }, async () => {
+    // A listener that takes the connection and says nothing, as a host behind a dead route can.
+    const silent = createServer(() => {})
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    onTestFinished(() => { silent.close() })
+    const url = new URL(await schemas.create())
+    url.searchParams.set('target_session_attrs', 'read-write')
+    const store = createPostgresPlantRepository({
+      connectionString: url.toString().replace(`@${url.host}/`, `@127.0.0.1:${(silent.address() as AddressInfo).port},${url.host}/`),
+      connectionTimeoutMs: 300
+    })
+    onTestFinished(() => store.close())
+    const started = performance.now()
+    await vi.waitFor(() => store.ready(), { timeout: 10000, interval: 50 })
+    expect(performance.now() - started).toBeLessThan(5000)
+    expect(await store.insert(1, { name: 'fern' })).toBe('created')
   })
 
   it('reports creates failing in ready() once they have failed longer than the statement timeout, and is ready again once writes work', { timeout: 30000 }, async () => {
