@@ -79,7 +79,7 @@ export interface HostPools {
  * connections then go straight there: the check costs one connection per selection, not one per
  * connection. With one host and `any` (the default) there is no selection at all: one pool, as pg has it.
  */
-export function createHostPools (target: PostgresTarget, options: pg.PoolConfig): HostPools {
+export function createHostPools (target: PostgresTarget, options: pg.PoolConfig, selected: (label: string) => void = () => {}): HostPools {
   const open = (host: PostgresHost): pg.Pool => {
     const pool = new pg.Pool({ ...options, connectionString: host.connectionString })
     // An idle client's error (server restart, failover, network cut) is emitted on the pool; without
@@ -121,6 +121,7 @@ export function createHostPools (target: PostgresTarget, options: pg.PoolConfig)
       if (reason === undefined) {
         if (ended) break
         current = open(host)
+        selected(host.label)
         return current
       }
       reasons.push(reason)

@@ -26,6 +26,8 @@ export interface PostgresPlantRepositoryOptions {
    * false: one message per batch, through any pooler.
    */
   preparedStatements?: boolean
+  /** With several hosts or a target_session_attrs to check: called with `host:port` each time a host is selected (the log says where writes go). */
+  hostSelected?: (host: string) => void
 }
 
 /**
@@ -107,7 +109,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     // With prepared statements, a transaction's three messages (BEGIN and the timeouts, the
     // statement, COMMIT) leave together: one round trip per batch.
     pipeline: true
-  })
+  }, options.hostSelected)
   const begin = beginWithTimeouts(statementTimeout)
   const setStatementTimeout = `SET LOCAL statement_timeout = ${statementTimeout}`
   const prepared = options.preparedStatements === true

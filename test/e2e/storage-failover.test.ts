@@ -140,6 +140,10 @@ describe.skipIf(noServer !== undefined)(noServer !== undefined ? `PostgreSQL fai
     const url = `postgres://postgres@127.0.0.1:${pair.standby.port},127.0.0.1:${pair.primary.port}/postgres?target_session_attrs=read-write`
     const server = await startServer({ DATABASE_URL: url, DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS) })
     await throughDisruption(server, pair, () => pair.standby, () => crashAndPromote(pair))
+    // Where the writes went, logged each time: the primary, then the promoted standby.
+    const selected = server.stdout.filter((line) => line.includes('"msg":"store host selected"')).map((line) => (JSON.parse(line) as { host: string }).host)
+    expect(selected[0]).toBe(`127.0.0.1:${pair.primary.port}`)
+    expect(selected.at(-1)).toBe(`127.0.0.1:${pair.standby.port}`)
   })
 
   it('takes target_session_attrs as libpq does: primary skips a standby listed first; any takes it, and its creates are refused (503, nothing stored)', { timeout: 60000 }, async () => {
