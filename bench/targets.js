@@ -35,7 +35,7 @@ const plainEnv = (extra) => async () => ({ env: { ...process.env, ...extra, PORT
  * The service on a fresh PostgreSQL database per round (named `<prefix>_<round>`), with `extra` in
  * its environment; `pooled`: through a PgBouncer in transaction mode started for the round.
  */
-function postgresTarget (name, prefix, extra, { pooled = false } = {}) {
+function postgresTarget (name, prefix, extra, { pooled = false, multiHost = false } = {}) {
   return {
     name,
     kind: 'http',
@@ -56,12 +56,23 @@ function postgresTarget (name, prefix, extra, { pooled = false } = {}) {
         }
       }
       return {
-        env: serviceEnv({ DATABASE_URL: bouncer?.url ?? db.url, ...extra }),
+        env: serviceEnv({ DATABASE_URL: multiHost ? twoHosts(db.url) : bouncer?.url ?? db.url, ...extra }),
         cleanup: async () => { await bouncer?.stop(); await db.drop() },
         note: db.note
       }
     }
   }
+}
+
+/**
+ * The same server twice in libpq's multi-host form with target_session_attrs=read-write: the host
+ * selection layer (src/plants/postgres-hosts.ts) runs, checks the first host, and every batch then
+ * goes through it. Beside `postgres`: what that layer costs per request.
+ */
+function twoHosts (url) {
+  const parsed = new URL(url)
+  parsed.searchParams.set('target_session_attrs', 'read-write')
+  return parsed.toString().replace(`@${parsed.host}/`, `@${parsed.host},${parsed.host}/`)
 }
 
 /** bench/feature-ladder.js steps: what each feature costs (opt-in, never in the default run). */
@@ -92,6 +103,8 @@ export const TARGETS = [
   // postgres with DATABASE_PREPARED_STATEMENTS=on (three pipelined messages per batch, the insert
   // prepared once per connection) beside the default one message per batch: whether the opt-in pays.
   { ...postgresTarget('postgres-prepared', 'prepared', { DATABASE_PREPARED_STATEMENTS: 'on' }), optIn: 'the cost of DATABASE_PREPARED_STATEMENTS' },
+  // A multi-host URL (the same server twice, target_session_attrs=read-write) beside postgres: the cost of host selection.
+  { ...postgresTarget('postgres-multihost', 'multihost', {}, { multiHost: true }), optIn: 'the cost of a multi-host DATABASE_URL' },
   // The same service and load through PgBouncer in transaction mode, started here (bench/pgbouncer.js).
   postgresTarget('postgres-pooled', 'pooled', {}, { pooled: true }),
   { name: 'pgbench', kind: 'pgbench' },

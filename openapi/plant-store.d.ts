@@ -195,7 +195,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            /** @description Not ready: the store is unreachable, the service is shutting down, or it is overloaded */
+            /** @description Not ready: the store is unreachable, creates have failed for longer than the statement timeout with no success (PostgreSQL), the service is shutting down, or it is overloaded */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -300,7 +300,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Overloaded, not ready, or the store is unavailable; nothing was stored; carries Retry-After */
+            /** @description Overloaded, not ready, or the store is unavailable: nothing was stored; or (PostgreSQL) the store lost the write after it was sent: the message says the outcome is unknown, and sending the identical request again is safe (200 once the plant is stored). Carries Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -16,6 +16,14 @@ export const InvalidTokenError = createError('PLANTS_INVALID_TOKEN', 'the bearer
 export const PlantConflictError = createError('PLANTS_CONFLICT', 'a plant with id %s already exists with another name or tag', 409)
 export const StoreFullError = createError('PLANTS_STORE_FULL', 'the plant store is full', 507)
 export const StoreUnavailableError = createError('PLANTS_STORE_UNAVAILABLE', 'the plant store is unavailable, retry later', 503)
+/**
+ * The store lost the write after it was sent (the connection dropped or timed out before the commit
+ * was confirmed): it may be stored or not. Not a "nothing was stored": the identical request is safe
+ * to send again, and answers 200 once the plant is there (README, High availability).
+ */
+export const StoreOutcomeUnknownError = createError('PLANTS_STORE_OUTCOME_UNKNOWN', 'the plant store did not confirm the write: the outcome is unknown; retrying the identical request is safe, it answers 200 if the plant was stored', 503)
+/** /readyz while creates fail: reads may work (a synchronous standby gone), writes do not. */
+export const WritesFailingError = createError('PLANTS_WRITES_FAILING', 'the service is not ready: creates have failed for %s ms with no success', 503)
 export const NotReadyError = createError('PLANTS_NOT_READY', 'the service is not ready', 503)
 export const OverloadedError = createError('PLANTS_OVERLOADED', 'the service is overloaded, retry later', 503)
 export const RateLimitedError = createError('PLANTS_RATE_LIMITED', 'too many requests with this token: at most %s per minute, retry in %s s', 429)
@@ -45,7 +53,8 @@ const frameworkMessages: Record<string, (request: FastifyRequest) => string> = {
 const RETRY_AFTER_SECONDS = '1'
 
 function quietlyRefused (error: FastifyError): boolean {
-  return error instanceof OverloadedError || error instanceof StoreUnavailableError || error instanceof StoreFullError || error instanceof NotReadyError
+  return error instanceof OverloadedError || error instanceof StoreUnavailableError || error instanceof StoreOutcomeUnknownError ||
+    error instanceof StoreFullError || error instanceof NotReadyError || error instanceof WritesFailingError
 }
 
 function statusOf (error: FastifyError): number {

@@ -29,7 +29,7 @@ export async function createRepository (options: StorageOptions): Promise<PlantR
   return options.log === undefined ? repository : createObservedPlantRepository(repository, { log: options.log })
 }
 
-async function createStore ({ databaseUrl, maxPlants, memoryStoreMaxRssBytes, databasePoolMax, databaseStatementTimeoutMs, databasePreparedStatements }: StorageOptions): Promise<PlantRepository> {
+async function createStore ({ databaseUrl, maxPlants, memoryStoreMaxRssBytes, databasePoolMax, databaseStatementTimeoutMs, databasePreparedStatements, log }: StorageOptions): Promise<PlantRepository> {
   if (databaseUrl === 'memory:') {
     const { createMemoryPlantRepository } = await import('./plants/memory-plant-repository.js')
     return createMemoryPlantRepository({ maxPlants, ...(memoryStoreMaxRssBytes === undefined ? {} : { maxResidentBytes: memoryStoreMaxRssBytes }) })
@@ -48,7 +48,9 @@ async function createStore ({ databaseUrl, maxPlants, memoryStoreMaxRssBytes, da
       connectionString: databaseUrl,
       ...(databasePoolMax === undefined ? {} : { maxConnections: databasePoolMax }),
       ...(databaseStatementTimeoutMs === undefined ? {} : { statementTimeoutMs: databaseStatementTimeoutMs }),
-      ...(databasePreparedStatements === undefined ? {} : { preparedStatements: databasePreparedStatements })
+      ...(databasePreparedStatements === undefined ? {} : { preparedStatements: databasePreparedStatements }),
+      // After a failover, the line that says where the writes go now.
+      ...(log === undefined ? {} : { hostSelected: (host: string) => { log.info({ subject: 'store', host }, 'store host selected') } })
     })
   }
   // Only the scheme is named: the rest of a URL may carry a password.

@@ -60,6 +60,28 @@ describe('createRepository', () => {
     await expect(attempt).rejects.toThrow('DATABASE_URL: unsupported store "mysql:"; use memory:, sqlite:<path> or postgres://…')
   })
 
+  it.each([
+    ['postgres://plants:hunter2#1@db.internal/plants', /^DATABASE_URL: the host is not host or host:port/],
+    ['postgres://plants:hunter2@db internal/plants', /^DATABASE_URL: not a valid URL at the host/],
+    ['postgres://plants:hunter2/x@db.internal/plants', /^DATABASE_URL: the host is not host or host:port/],
+    ['postgres://plants:hunter2@db1:5432,:5432/plants', /^DATABASE_URL: host 2 of 2 is not host or host:port/],
+    ['postgres://plants:hunter2@db1:99999/plants', /^DATABASE_URL: the host is not host or host:port/],
+    ['postgres://plants:hunter2@db1,db2/plants?target_session_attrs=standby', /^DATABASE_URL: target_session_attrs=standby would send the service's writes to a read-only server/],
+    ['postgres://plants:hunter2@db1/plants?target_session_attrs=writable', /^DATABASE_URL: target_session_attrs must be read-write, primary or any$/]
+  ])('throws a ConfigError naming DATABASE_URL, and never the password, for %s', async (databaseUrl, message) => {
+    const attempt = createRepository({ databaseUrl, maxPlants: 1 })
+    await expect(attempt).rejects.toBeInstanceOf(ConfigError)
+    await expect(attempt).rejects.toThrow(message)
+    await expect(attempt).rejects.not.toThrow(/hunter2/)
+  })
+
+  it('takes a libpq multi-host URL, trying each host in order: ready() names every host it tried', async () => {
+    const repository = await createRepository({ databaseUrl: 'postgres://u:hunter2@127.0.0.1:1,127.0.0.1:2/db?target_session_attrs=read-write', maxPlants: 1 })
+    onTestFinished(() => repository.close())
+    await expect(repository.ready()).rejects.toBeInstanceOf(StoreUnavailableError)
+    await expect(repository.ready()).rejects.toHaveProperty('cause.message', expect.stringMatching(/^no host takes writes \(target_session_attrs=read-write\): 127\.0\.0\.1:1: .*ECONNREFUSED.*; 127\.0\.0\.1:2: .*ECONNREFUSED/))
+  })
+
   it('throws a ConfigError for a value without a scheme', async () => {
     await expect(createRepository({ databaseUrl: './plants.db', maxPlants: 1 })).rejects.toThrow('DATABASE_URL: no store scheme given; use memory:, sqlite:<path> or postgres://…')
   })

@@ -1,4 +1,5 @@
 import { Gauge, type Registry } from 'prom-client'
+import { StoreOutcomeUnknownError } from '../errors.js'
 import { HotCounter, HotHistogram, type CounterChild } from '../lib/hot-metrics.js'
 import type { InsertOutcome, PlantRepository, StoreStats } from './plant-repository.js'
 
@@ -20,14 +21,14 @@ const STAT_GAUGES: ReadonlyArray<[keyof StoreStats, string, string]> = [
 /**
  * The same metrics for every store, around any adapter: inserts by outcome, and how long each
  * insert took, from the call until its promise settles (for SQLite and PostgreSQL that includes
- * waiting for the group commit that holds it). A failed insert counts as `error` and is rethrown
- * unchanged. What only some stores know (group-commit sizes, the pool, the memory store's fill)
+ * waiting for the group commit that holds it). A failed insert counts as `error`, or `unknown` when
+ * the store cannot tell whether it was stored (PostgreSQL), and is rethrown unchanged. What only some stores know (group-commit sizes, the pool, the memory store's fill)
  * comes from the adapter's optional observe() and stats(), exported only when it has them.
  */
 export function createMeteredPlantRepository (inner: PlantRepository, registry: Registry): PlantRepository {
   const inserts = new HotCounter({
     name: 'plant_store_inserts_total',
-    help: 'Store inserts by outcome: created, same (the identical plant was stored), conflict (another plant has the id), error (the store failed).',
+    help: 'Store inserts by outcome: created, same (the identical plant was stored), conflict (another plant has the id), error (the store failed: nothing stored), unknown (the store lost the write after it was sent: stored or not).',
     labelNames: ['outcome'],
     registry
   })
@@ -37,6 +38,7 @@ export function createMeteredPlantRepository (inner: PlantRepository, registry: 
     conflict: inserts.child({ outcome: 'conflict' })
   }
   const errors = inserts.child({ outcome: 'error' })
+  const unknown = inserts.child({ outcome: 'unknown' })
   const duration = new HotHistogram({
     name: 'plant_store_insert_duration_seconds',
     help: 'Time of one store insert, group-commit wait included, in seconds.',
@@ -72,7 +74,8 @@ export function createMeteredPlantRepository (inner: PlantRepository, registry: 
         return outcome
       }, (error: unknown) => {
         duration.observe((performance.now() - start) / 1000)
-        errors.inc()
+        if (error instanceof StoreOutcomeUnknownError) unknown.inc()
+        else errors.inc()
         throw error
       })
     },

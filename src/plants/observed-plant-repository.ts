@@ -1,4 +1,4 @@
-import { StoreFullError, StoreUnavailableError } from '../errors.js'
+import { StoreFullError, StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../errors.js'
 import { createFailureLog, type FailureLogger } from '../lib/failure-log.js'
 import type { Plant, PlantId } from '../schemas.js'
 import type { InsertOutcome, PlantRepository } from './plant-repository.js'
@@ -15,6 +15,9 @@ export interface ObservedPlantRepositoryOptions {
  */
 export function failureKind (error: unknown): string {
   if (error instanceof StoreFullError) return 'full'
+  // Its own kind, whatever the cause: the lines that count writes whose outcome nobody knows.
+  if (error instanceof StoreOutcomeUnknownError) return 'outcome unknown'
+  if (error instanceof WritesFailingError) return 'writes failing'
   let cause = (error as { cause?: unknown }).cause
   if (cause === undefined) return 'closed'
   while ((cause as { cause?: unknown }).cause !== undefined) cause = (cause as { cause?: unknown }).cause
@@ -37,7 +40,9 @@ export function createObservedPlantRepository (inner: PlantRepository, { log, in
 
   function observe (during: string): (error: unknown) => never {
     return (error) => {
-      if (error instanceof StoreUnavailableError || error instanceof StoreFullError) failures.failed(failureKind(error), during, error)
+      if (error instanceof StoreUnavailableError || error instanceof StoreFullError || error instanceof StoreOutcomeUnknownError || error instanceof WritesFailingError) {
+        failures.failed(failureKind(error), during, error)
+      }
       throw error
     }
   }

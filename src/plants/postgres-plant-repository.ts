@@ -1,12 +1,15 @@
 import pg from 'pg'
-import { StoreFullError, StoreUnavailableError } from '../errors.js'
+import { StoreFullError, StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../errors.js'
 import type { Plant, PlantId } from '../schemas.js'
 import { samePlant, type InsertOutcome, type PlantRepository, type StoreObserver } from './plant-repository.js'
+import { createHostPools, parsePostgresUrl } from './postgres-hosts.js'
 
 export interface PostgresPlantRepositoryOptions {
   /**
    * `postgres://…`, to the server or to a pooler in front of it (PgBouncer in transaction or session
    * mode). `?options=-c search_path=<schema>` picks a schema on a direct connection only: poolers refuse it.
+   * Several hosts as libpq takes them (`postgres://u@h1:5432,h2:5432/db?target_session_attrs=read-write`):
+   * tried in order, the first that takes writes is used until it fails (postgres-hosts.ts).
    */
   connectionString: string
   /** Connections of this process (DATABASE_POOL_MAX). Budget them across replicas against the pooler's or server's limit. Default 10. */
@@ -23,6 +26,8 @@ export interface PostgresPlantRepositoryOptions {
    * false: one message per batch, through any pooler.
    */
   preparedStatements?: boolean
+  /** With several hosts or a target_session_attrs to check: called with `host:port` each time a host is selected (the log says where writes go). */
+  hostSelected?: (host: string) => void
 }
 
 /**
@@ -79,7 +84,9 @@ interface StoredRow {
 /**
  * Plants in PostgreSQL, shared by every replica. A 200 means committed with the server's default
  * synchronous commit. Starts even when the server is down: the schema step retries with backoff,
- * `ready()` rejects and inserts answer 503 until it is reachable.
+ * `ready()` rejects and inserts answer 503 until it is reachable. A failed insert is a
+ * StoreUnavailableError (or StoreFullError) only when nothing was stored for sure, and a
+ * StoreOutcomeUnknownError when the write was sent and its answer lost (writeFailure below).
  */
 export function createPostgresPlantRepository (options: PostgresPlantRepositoryOptions): PlantRepository {
   const statementTimeout = Math.trunc(options.statementTimeoutMs ?? 5000)
@@ -91,8 +98,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   // - no named prepared statement: it lives on one server connection, and the next transaction may
   //   run on another one ("prepared statement … already exists" / "does not exist").
   // Each batch is one message of two statements, the timeout and the insert (oneMessage below).
-  const pool = new pg.Pool({
-    connectionString: options.connectionString,
+  const hosts = createHostPools(parsePostgresUrl(options.connectionString), {
     max: options.maxConnections ?? 10,
     connectionTimeoutMillis: options.connectionTimeoutMs ?? 3000,
     // The client gives up a little after the server should have: covers a black-holed connection
@@ -103,10 +109,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     // With prepared statements, a transaction's three messages (BEGIN and the timeouts, the
     // statement, COMMIT) leave together: one round trip per batch.
     pipeline: true
-  })
-  // An idle client's error (server restart, failover, network cut) is emitted on the pool; without a
-  // listener it would kill the process. The pool drops that client; the next query opens a new one.
-  pool.on('error', () => {})
+  }, options.hostSelected)
   const begin = beginWithTimeouts(statementTimeout)
   const setStatementTimeout = `SET LOCAL statement_timeout = ${statementTimeout}`
   const prepared = options.preparedStatements === true
@@ -122,7 +125,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
    * explicit transaction (bench/results/reference.md).
    */
   async function oneMessage<Row extends pg.QueryResultRow> (statement: string): Promise<pg.QueryResult<Row>> {
-    const client = await pool.connect()
+    const { pool, client } = await acquire()
     client.on('error', ignore)
     let failure: unknown
     try {
@@ -131,27 +134,51 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       return results[1]
     } catch (error) {
       failure = error
-      throw error
+      // One implicit transaction: a refusal rolled all of it back; anything else may have committed.
+      throw writeFailure(error, refusedByServer(error))
     } finally {
       client.removeListener('error', ignore)
-      // A server's refusal (timeout, lock, constraint) leaves a usable, idle connection; anything
-      // else (reset, read timeout) may not: the pool drops it.
-      client.release(failure !== undefined && !(failure instanceof pg.DatabaseError))
+      settle(pool, client, failure)
     }
+  }
+
+  /** A connection; when there is none, a StoreUnavailableError: nothing was sent, so nothing was stored. */
+  async function acquire (): Promise<{ pool: pg.Pool, client: pg.PoolClient }> {
+    try {
+      return await hosts.connect()
+    } catch (error) {
+      throw new StoreUnavailableError({ cause: error })
+    }
+  }
+
+  /**
+   * A server's refusal (timeout, lock, constraint) leaves a usable, idle connection. Anything else
+   * (reset, read timeout, a pooler's report) may not, and a read-only server (25006: an old primary
+   * back as a standby) must not get the next writes: the pool drops that connection, and with several
+   * hosts the next batch selects a host again.
+   */
+  function settle (pool: pg.Pool, client: pg.PoolClient, failure: unknown): void {
+    const drop = failure !== undefined && (!serverRefused(failure) || readOnly(failure))
+    client.release(drop)
+    if (drop) hosts.lost(pool)
   }
 
   /** The same with a named prepared statement, which needs the extended protocol: BEGIN and the timeouts, the statement, COMMIT, pipelined. */
   async function transaction<Row extends pg.QueryResultRow> (statement: pg.QueryConfig): Promise<pg.QueryResult<Row>> {
-    const client = await pool.connect()
+    const { pool, client } = await acquire()
     client.on('error', ignore)
     // Every promise is awaited (allSettled), so a statement that fails after the first cannot go unhandled.
     const [opened, result, committed] = await Promise.allSettled([client.query(begin), client.query<Row>(statement), client.query('COMMIT')])
     const failure = [opened, result, committed].find((outcome) => outcome.status === 'rejected')
     client.removeListener('error', ignore)
-    // A server's refusal (timeout, lock, constraint) leaves a usable connection (COMMIT of a failed
-    // transaction rolls it back); anything else (reset, read timeout) may not: the pool drops it.
-    client.release(failure !== undefined && !(failure.reason instanceof pg.DatabaseError))
-    if (failure !== undefined) throw failure.reason
+    // COMMIT of a failed transaction rolls it back: so does a refused COMMIT, unless BEGIN failed
+    // (then the statement ran on its own, and may have committed).
+    settle(pool, client, failure?.reason)
+    if (failure !== undefined) {
+      const refused = (result.status === 'rejected' && refusedByServer(result.reason)) ||
+        (opened.status === 'fulfilled' && result.status === 'fulfilled' && refusedByServer(failure.reason))
+      throw writeFailure(failure.reason, refused)
+    }
     return (result as PromiseFulfilledResult<pg.QueryResult<Row>>).value
   }
 
@@ -163,7 +190,8 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   let retryDelay = 250
 
   function connect (): void {
-    attempt = migrate(pool, begin).then(() => {
+    // hosts.connect itself, not acquire: a failure stays the driver's own, the cause ready() reports.
+    attempt = migrate(() => hosts.connect(), settle, begin).then(() => {
       migrated = true
       attempt = undefined
     }, (error: unknown) => {
@@ -221,8 +249,27 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     })
   }
 
+  // Writes that fail with no success since (readiness): when the first of them was sent.
+  let lastSuccess = performance.now()
+  let failingSince: number | undefined
+  let probe: Promise<void> | undefined
+
+  /**
+   * What an insert needs, without inserting: the table's insert lock (a migration or a stuck
+   * transaction holding the table times it out) and a commit that writes (an xid: refused by a
+   * read-only server, and waits for a synchronous standby as an insert's commit does). While
+   * readiness is 503 the load balancer sends no creates: this is how it learns that writes work again.
+   */
+  function probeWrites (): void {
+    probe ??= oneMessage('LOCK TABLE plants IN ROW EXCLUSIVE MODE; SELECT pg_current_xact_id()').then(() => {
+      lastSuccess = performance.now()
+      failingSince = undefined
+    }, ignore).finally(() => { probe = undefined })
+  }
+
   /** Inserts a batch as if its inserts ran one after another in arrival order. Never rejects. */
   async function run (batch: Pending[]): Promise<void> {
+    const started = performance.now()
     // The first insert of an id is the one that can create it; later ones compare with what is stored.
     const firsts = new Map<string, Pending>()
     for (const pending of batch) if (!firsts.has(pending.key)) firsts.set(pending.key, pending)
@@ -238,8 +285,14 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
         })
         : await oneMessage<{ id: string }>(insertStatement(rows))
       created = new Set(result.rows.map((row) => row.id))
+      lastSuccess = performance.now()
+      failingSince = undefined
     } catch (error) {
-      const failure = storeError(error)
+      failingSince ??= Math.max(started, lastSuccess)
+      // oneMessage and transaction name their failures; anything else is not known to have failed.
+      const failure = error instanceof StoreUnavailableError || error instanceof StoreFullError || error instanceof StoreOutcomeUnknownError
+        ? error
+        : new StoreOutcomeUnknownError({ cause: error })
       for (const pending of batch) pending.reject(failure)
       return
     }
@@ -257,7 +310,8 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
           : await oneMessage<StoredRow>(`SELECT id::text AS id, name, tag FROM plants WHERE id IN (${others.join(', ')})`)
         for (const row of result.rows) stored.set(row.id, row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag })
       } catch (error) {
-        failure = storeError(error)
+        // These ids are stored (their insert found them): only whether as this plant is not known.
+        failure = new StoreOutcomeUnknownError({ cause: (error as { cause?: unknown }).cause ?? error })
       }
     }
     for (const pending of batch) {
@@ -276,12 +330,21 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     async ready () {
       await whenMigrated()
       try {
-        await pool.query('SELECT 1')
+        await oneMessage('SELECT 1')
       } catch (error) {
-        throw storeError(error)
+        throw error instanceof StoreUnavailableError ? error : new StoreUnavailableError({ cause: (error as { cause?: unknown }).cause ?? error })
+      }
+      // Reads can work while writes cannot (a synchronous standby gone: commits wait).
+      const failing = failingSince === undefined ? 0 : performance.now() - failingSince
+      if (failing > statementTimeout) {
+        probeWrites()
+        throw new WritesFailingError(String(Math.round(failing)))
       }
     },
-    stats: () => ({ poolConnections: pool.totalCount, poolIdleConnections: pool.idleCount, poolWaitingRequests: pool.waitingCount }),
+    stats: () => {
+      const { total, idle, waiting } = hosts.stats()
+      return { poolConnections: total, poolIdleConnections: idle, poolWaitingRequests: waiting }
+    },
     observe (next) { observer = next },
     async close () {
       if (closed) return
@@ -292,7 +355,8 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
         dispatch()
         await Promise.allSettled([...inFlight])
       }
-      await pool.end()
+      await probe
+      await hosts.end()
     }
   }
 }
@@ -327,10 +391,14 @@ function beginWithTimeouts (ms: number): string {
  * Brings the schema to the newest version. The advisory lock makes replicas starting together take
  * turns; it is transaction-scoped (released by COMMIT), so it works through transaction pooling too.
  */
-async function migrate (pool: pg.Pool, begin: string): Promise<void> {
-  const client = await pool.connect()
+async function migrate (
+  acquire: () => Promise<{ pool: pg.Pool, client: pg.PoolClient }>,
+  settle: (pool: pg.Pool, client: pg.PoolClient, failure: unknown) => void,
+  begin: string
+): Promise<void> {
+  const { pool, client } = await acquire()
   client.on('error', ignore)
-  let broken = false
+  let failure: unknown
   try {
     await client.query(begin)
     // Before 13, PostgreSQL timed a message of several statements as a whole, from before its SET
@@ -338,7 +406,13 @@ async function migrate (pool: pg.Pool, begin: string): Promise<void> {
     const server = await client.query<{ version: number, text: string }>("SELECT current_setting('server_version_num')::int AS version, current_setting('server_version') AS text")
     assertSupportedServer(server.rows[0])
     await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [MIGRATION_LOCK])
-    await client.query('CREATE TABLE IF NOT EXISTS plant_store_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())')
+    // Looked up before it is created: CREATE … IF NOT EXISTS is refused by a read-only server even
+    // when the table exists, and a schema already up to date needs no write (a replica that starts on
+    // a read-only server is ready for reads; its creates answer 503 and readiness says so).
+    const known = await client.query<{ found: boolean }>("SELECT to_regclass('plant_store_migrations') IS NOT NULL AS found")
+    if (known.rows[0]?.found !== true) {
+      await client.query('CREATE TABLE IF NOT EXISTS plant_store_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())')
+    }
     const { rows } = await client.query<{ version: number }>('SELECT coalesce(max(version), 0)::int AS version FROM plant_store_migrations')
     const current = rows[0]?.version ?? 0
     if (current > MIGRATIONS.length) throw new Error(`schema version ${current} is newer than this release knows (${MIGRATIONS.length})`)
@@ -348,12 +422,13 @@ async function migrate (pool: pg.Pool, begin: string): Promise<void> {
     }
     await client.query('COMMIT')
   } catch (error) {
-    broken = true
+    // Dropped even after a server's refusal: the transaction may still be open.
+    failure = new Error('migration failed', { cause: error })
     await client.query('ROLLBACK').catch(() => {})
     throw error
   } finally {
     client.removeListener('error', ignore)
-    client.release(broken)
+    settle(pool, client, failure)
   }
 }
 
@@ -364,8 +439,49 @@ export function assertSupportedServer (server: { version: number, text: string }
   }
 }
 
-/** disk_full is a 507; every other failure (down, timeout, restart) is a 503 the client may retry. */
-function storeError (error: unknown): Error {
-  if (typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '53100') return new StoreFullError({ cause: error })
+/**
+ * SQLSTATE classes of a server's refusal after which nothing of the statement's transaction is
+ * committed: data (22), constraint (23), transaction state (25, with 25006 read-only), rollback (40:
+ * serialization, deadlock), syntax and access (42), check option (44), resources (53: disk full, out
+ * of memory), limits (54), object state (55: 55P03 lock not available); and 57014, a statement
+ * timeout or cancel. Not class 08 (what PgBouncer reports when the server connection broke, whatever
+ * the server did), 57P01-57P05 (a shutdown or a crash, possibly after the commit), XX or 58.
+ */
+const REFUSED = /^(?:2[235]|4[024]|5[345])[0-9A-Z]{3}$|^57014$/
+
+/**
+ * PgBouncer's own errors for a query it never passed to a server: it had no server connection to give
+ * it (PgBouncer's check_fast_fail, the wait for a server, a failed server login). It closes the client
+ * connection after them.
+ */
+const POOLER_NEVER_SENT = /^(?:query_wait_timeout|pgbouncer cannot connect to server|server login has been failing, try again later \(server_login_retry\))$/
+
+/** The server answered the statement with an error that rolled it back, and the connection is usable. */
+function serverRefused (error: unknown): boolean {
+  return error instanceof pg.DatabaseError && REFUSED.test(error.code ?? '')
+}
+
+/**
+ * True when nothing was stored for sure: the server refused the statement, a pooler never passed it
+ * on, or pg refused to send it ("… is not queryable", raised before anything is written).
+ */
+function refusedByServer (error: unknown): boolean {
+  if (error instanceof pg.DatabaseError) return serverRefused(error) || POOLER_NEVER_SENT.test(error.message)
+  return error instanceof Error && / is not queryable$/.test(error.message)
+}
+
+/** 25006: the server is (now) read-only, an old primary that came back as a standby. */
+function readOnly (error: unknown): boolean {
+  return (error as { code?: unknown } | undefined)?.code === '25006'
+}
+
+/**
+ * The named error for a write that failed: disk_full is a 507; a refusal (nothing stored) a 503 the
+ * client may retry; anything else after the write was sent (a connection reset or ended by a crash,
+ * a read timeout while the commit waits for a synchronous standby) a 503 whose outcome is unknown.
+ */
+function writeFailure (error: unknown, refused: boolean): Error {
+  if (!refused) return new StoreOutcomeUnknownError({ cause: error })
+  if ((error as { code?: unknown }).code === '53100') return new StoreFullError({ cause: error })
   return new StoreUnavailableError({ cause: error })
 }

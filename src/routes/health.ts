@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { NotReadyError } from '../errors.js'
+import { NotReadyError, WritesFailingError } from '../errors.js'
 import type { PlantRepository } from '../plants/plant-repository.js'
 import { errorResponse, Health } from '../schemas.js'
 
@@ -35,7 +35,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
       response: {
         200: Type.Ref(Health, { description: 'Ready for traffic: `{"status":"ready"}`' }),
         '4xx': malformed,
-        503: errorResponse('Not ready: the store is unreachable, the service is shutting down, or it is overloaded', 'notReady', 'overloaded')
+        503: errorResponse('Not ready: the store is unreachable, creates have failed for longer than the statement timeout with no success (PostgreSQL), the service is shutting down, or it is overloaded', 'notReady', 'writesFailing', 'overloaded')
       }
     }
   }, async () => {
@@ -43,7 +43,8 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
     try {
       await repository.ready()
     } catch (cause) {
-      throw new NotReadyError({ cause })
+      // Its own message: the store answers, but creates have been failing (README, High availability).
+      throw cause instanceof WritesFailingError ? cause : new NotReadyError({ cause })
     }
     return { status: 'ready' }
   })

@@ -65,7 +65,8 @@ export const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async 
         415: error('The content type is not application/json, or the Content-Encoding is not gzip, deflate, br or identity (then with Accept-Encoding: gzip, deflate, br)', 'notJson', 'unsupportedEncoding'),
         429: error('Over RATE_LIMIT_PER_MINUTE for this token (only when it is set); carries Retry-After and RateLimit headers', 'rateLimited'),
         500: error('An unexpected error; the detail is in the log only', 'unexpected'),
-        503: error('Overloaded, not ready, or the store is unavailable; nothing was stored; carries Retry-After', 'overloaded', 'storeUnavailable'),
+        503: error('Overloaded, not ready, or the store is unavailable: nothing was stored; or (PostgreSQL) the store lost the write after it was sent: ' +
+          'the message says the outcome is unknown, and sending the identical request again is safe (200 once the plant is stored). Carries Retry-After', 'overloaded', 'storeUnavailable', 'storeOutcomeUnknown'),
         507: error('The memory store is full (MAX_PLANTS)', 'storeFull')
       }
     }

@@ -1,7 +1,7 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest'
 import { createSwitchableProxy, freePort, postgresTargets, requiredButMissing, type PostgresTarget, type TestSchemas } from '../plants/postgres-test-schemas.js'
-import { createUntilKilled, get, mapConcurrently, postPlant, startServer } from './storage-process.js'
+import { createUntilKilled, get, mapConcurrently, postPlant, runServerToExit, startServer } from './storage-process.js'
 
 for (const message of requiredButMissing()) {
   describe('built server on PostgreSQL', () => {
@@ -10,6 +10,16 @@ for (const message of requiredButMissing()) {
     })
   })
 }
+
+// No server needed: the URL is read before anything connects.
+describe('built server with a PostgreSQL URL it cannot read', () => {
+  it('stops the start with one line naming DATABASE_URL, never the password, and exit 1', async () => {
+    const { code, stderr } = await runServerToExit({ DATABASE_URL: 'postgres://plants:hunter2/x@db1:5432,db2:5432/plants?target_session_attrs=read-write' })
+    expect(code).toBe(1)
+    // The unencoded / ends the authority early: what looks like the host is the user and part of the password.
+    expect(stderr).toBe('plant-store: DATABASE_URL: the host is not host or host:port (a password holding / ? # @ , must be percent-encoded)\n')
+  })
+})
 
 for (const target of postgresTargets()) {
   describe.skipIf(target.skip !== undefined)(target.skip !== undefined ? `PostgreSQL end-to-end tests (${target.name}) skipped: ${target.skip}` : `built server on PostgreSQL, ${target.name}`, () => {

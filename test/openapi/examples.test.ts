@@ -2,7 +2,7 @@ import type { Socket } from 'node:net'
 import { gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { defaultOverloadLimits } from '../../src/config.js'
-import { clientErrorHandler, StoreUnavailableError } from '../../src/errors.js'
+import { clientErrorHandler, StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../../src/errors.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 import { errorExamples, type ErrorExampleName, type ErrorRecord } from '../../src/schemas.js'
 import { until } from '../hardening/hardening-helpers.js'
@@ -65,6 +65,11 @@ const provoke: Record<ErrorExampleName, () => Promise<ErrorRecord>> = {
     return (await postPlant(app, { id: 10, name: 'Monstera' })).json()
   },
   storeUnavailable: async () => (await postPlant(await buildTestApp({ repository: failing(async () => { throw new StoreUnavailableError() }) }), { id: 10, name: 'Monstera' })).json(),
+  storeOutcomeUnknown: async () => (await postPlant(await buildTestApp({ repository: failing(async () => { throw new StoreOutcomeUnknownError() }) }), { id: 10, name: 'Monstera' })).json(),
+  writesFailing: async () => {
+    const app = await buildTestApp({ repository: failing(async () => 'created', async () => { throw new WritesFailingError('5210') }) })
+    return (await app.inject({ method: 'GET', url: '/readyz' })).json()
+  },
   notReady: async () => {
     const app = await buildTestApp({ repository: failing(async () => 'created', async () => { throw new Error('connect ECONNREFUSED') }) })
     return (await app.inject({ method: 'GET', url: '/readyz' })).json()

@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client'
 import { describe, expect, it } from 'vitest'
-import { StoreFullError } from '../../src/errors.js'
+import { StoreFullError, StoreOutcomeUnknownError } from '../../src/errors.js'
 import { createMeteredPlantRepository } from '../../src/plants/metered-plant-repository.js'
 import type { PlantRepository, StoreObserver, StoreStats } from '../../src/plants/plant-repository.js'
 import { sampleValue } from '../helpers.js'
@@ -12,6 +12,7 @@ function poolStore () {
   const store: PlantRepository = {
     insert: async (id) => {
       if (id === 13) throw new StoreFullError()
+      if (id === 14) throw new StoreOutcomeUnknownError()
       return 'created'
     },
     ready: async () => {},
@@ -46,14 +47,16 @@ describe('metered store', () => {
     expect(text).not.toContain('plant_store_memory_')
   })
 
-  it('passes outcomes and errors through unchanged, counting each', async () => {
+  it('passes outcomes and errors through unchanged, counting each, a lost write as unknown and not as error', async () => {
     const registry = new Registry()
     const store = createMeteredPlantRepository(poolStore().store, registry)
     expect(await store.insert(1, { name: 'fern' })).toBe('created')
     await expect(store.insert(13, { name: 'fern' })).rejects.toBeInstanceOf(StoreFullError)
+    await expect(store.insert(14, { name: 'fern' })).rejects.toBeInstanceOf(StoreOutcomeUnknownError)
     const text = await registry.metrics()
     expect(sampleValue(text, 'plant_store_inserts_total', { outcome: 'created' })).toBe(1)
     expect(sampleValue(text, 'plant_store_inserts_total', { outcome: 'error' })).toBe(1)
-    expect(sampleValue(text, 'plant_store_insert_duration_seconds_count')).toBe(2)
+    expect(sampleValue(text, 'plant_store_inserts_total', { outcome: 'unknown' })).toBe(1)
+    expect(sampleValue(text, 'plant_store_insert_duration_seconds_count')).toBe(3)
   })
 })

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { StoreFullError, StoreUnavailableError } from '../../src/errors.js'
+import { StoreFullError, StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../../src/errors.js'
 import { createMemoryPlantRepository } from '../../src/plants/memory-plant-repository.js'
 import { createSqlitePlantRepository } from '../../src/plants/sqlite-plant-repository.js'
 import { createObservedPlantRepository, failureKind } from '../../src/plants/observed-plant-repository.js'
@@ -64,6 +64,9 @@ describe('createObservedPlantRepository', () => {
     expect(failureKind(unavailable(withCode('terminating connection due to administrator command', '57P01')))).toBe('down')
     expect(failureKind(new StoreFullError({ cause: withCode('could not extend file', '53100') }))).toBe('full')
     expect(failureKind(unavailable())).toBe('closed')
+    // Whatever ended the connection, a write whose outcome nobody knows is counted apart.
+    expect(failureKind(new StoreOutcomeUnknownError({ cause: withCode('Connection terminated unexpectedly', 'ECONNRESET') }))).toBe('outcome unknown')
+    expect(failureKind(new WritesFailingError('6000'))).toBe('writes failing')
   })
 
   it('logs a SQLite file that is busy (another process writes) and full as their own kinds, once each with the count', async () => {

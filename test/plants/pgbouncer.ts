@@ -38,8 +38,8 @@ export function findPgBouncer (): string | undefined {
   })
 }
 
-/** PgBouncer refuses to run as root: as root the tests start it as the `postgres` user. */
-function runAs (): { uid: number, gid: number } | undefined {
+/** PgBouncer and initdb refuse to run as root: as root the tests start them as the `postgres` user. */
+export function runAs (): { uid: number, gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined
   return {
     uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim()),

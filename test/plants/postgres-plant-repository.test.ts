@@ -1,6 +1,7 @@
+import { createServer, type AddressInfo } from 'node:net'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest'
-import { StoreUnavailableError } from '../../src/errors.js'
+import { StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../../src/errors.js'
 import type { InsertOutcome } from '../../src/plants/plant-repository.js'
 import { assertSupportedServer, createPostgresPlantRepository } from '../../src/plants/postgres-plant-repository.js'
 import { repositoryContract } from './repository-contract.js'
@@ -34,6 +35,20 @@ for (const target of postgresTargets()) {
   })
 }
 
+/**
+ * Another session, straight to the server, that runs `statement` in a transaction and keeps it open
+ * (holding its locks) until the test rolls it back or ends.
+ */
+async function holdOpen (statement: string): Promise<pg.Client> {
+  const holder = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL })
+  holder.on('error', () => {})
+  await holder.connect()
+  onTestFinished(() => holder.end())
+  await holder.query('BEGIN')
+  await holder.query(statement)
+  return holder
+}
+
 function defineSuite (target: PostgresTarget): void {
   let schemas: TestSchemas
   beforeAll(async () => {
@@ -50,6 +65,28 @@ function defineSuite (target: PostgresTarget): void {
     const store = createPostgresPlantRepository({ connectionString })
     onTestFinished(() => store.close())
     return store
+  }
+
+  if (target.name === 'direct') {
+    it('answers StoreUnavailableError for a read-only server (25006), and does not keep that connection', async () => {
+      const connectionString = await schemas.create()
+      const writer = open(connectionString)
+      await writer.ready()
+      const readOnly = new URL(connectionString)
+      const name = `plant-store-read-only-${process.pid}`
+      readOnly.searchParams.set('options', `${readOnly.searchParams.get('options') ?? ''} -c default_transaction_read_only=on`)
+      readOnly.searchParams.set('application_name', name)
+      const store = open(readOnly.toString())
+      // Its schema is up to date: a replica on a read-only server starts, and its creates are refused.
+      await store.ready()
+      const refused = store.insert(1, { name: 'fern' })
+      await expect(refused).rejects.toBeInstanceOf(StoreUnavailableError)
+      await expect(refused).rejects.toHaveProperty('cause.code', '25006')
+      await vi.waitFor(async () => {
+        expect((await schemas.query('SELECT 1 FROM pg_stat_activity WHERE application_name = $1', [name])).rowCount).toBe(0)
+      }, { timeout: 5000, interval: 50 })
+      expect(await writer.insert(1, { name: 'fern' })).toBe('created')
+    })
   }
 
   it('keeps every plant across close and reopen', async () => {
@@ -120,7 +157,8 @@ function defineSuite (target: PostgresTarget): void {
     expect(await store.insert(1, { name: 'fern' })).toBe('created')
 
     await proxy.down()
-    await expect(store.insert(2, { name: 'moss' })).rejects.toBeInstanceOf(StoreUnavailableError)
+    // Sent on a connection the pool has not yet seen cut, the insert's outcome is unknown to the store.
+    await expect(store.insert(2, { name: 'moss' })).rejects.toSatisfy((error) => error instanceof StoreUnavailableError || error instanceof StoreOutcomeUnknownError)
     await expect(store.ready()).rejects.toBeInstanceOf(StoreUnavailableError)
 
     await proxy.up()
@@ -187,18 +225,96 @@ function defineSuite (target: PostgresTarget): void {
     await store.ready()
     const table = `${schemas.schemaOf(connectionString)}.plants`
     // Another session (straight to the server) holds id 2 uncommitted: the batch waits for that row's lock.
-    const holder = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL })
-    holder.on('error', () => {})
-    await holder.connect()
-    onTestFinished(() => holder.end())
-    await holder.query('BEGIN')
-    await holder.query(`INSERT INTO ${table} (id, name) VALUES (2, 'held')`)
+    const holder = await holdOpen(`INSERT INTO ${table} (id, name) VALUES (2, 'held')`)
     const outcomes = await Promise.allSettled([1, 2, 3].map((id) => store.insert(id, { name: 'fern' })))
     for (const outcome of outcomes) expect(outcome).toMatchObject({ status: 'rejected', reason: expect.any(StoreUnavailableError) })
     expect((outcomes[0] as PromiseRejectedResult).reason.cause).toMatchObject({ code: '57014' })
     await holder.query('ROLLBACK')
     expect((await schemas.query(`SELECT count(*)::int AS n FROM ${table}`)).rows).toEqual([{ n: 0 }])
     expect(await Promise.all([1, 2, 3].map((id) => store.insert(id, { name: 'fern' })))).toEqual(['created', 'created', 'created'])
+  })
+
+  it('answers StoreOutcomeUnknownError when the connection is lost after the batch was sent, and that plant can be stored', { timeout: 30000 }, async () => {
+    const server = new URL(process.env.TEST_DATABASE_URL as string)
+    const proxy = await createSwitchableProxy({ host: server.hostname, port: Number(server.port || 5432) })
+    onTestFinished(() => proxy.down())
+    await proxy.up()
+    const connectionString = await schemas.create({ port: proxy.port })
+    const store = open(connectionString)
+    await store.ready()
+    const table = `${schemas.schemaOf(connectionString)}.plants`
+    // Another session (straight to the server) holds id 2 uncommitted: the batch waits on the server.
+    const holder = await holdOpen(`INSERT INTO ${table} (id, name) VALUES (2, 'held')`)
+    const name = `lost-${process.pid}-${Date.now()}`
+    const insert = store.insert(2, { name })
+    await vi.waitFor(async () => {
+      const waiting = await schemas.query('SELECT 1 FROM pg_stat_activity WHERE wait_event_type = \'Lock\' AND position($1 in query) > 0', [name])
+      expect(waiting.rowCount).toBe(1)
+    }, { timeout: 5000, interval: 20 })
+    await proxy.down()
+    await expect(insert).rejects.toBeInstanceOf(StoreOutcomeUnknownError)
+    // The server still runs the insert: once the lock is free, it commits what the client was never told.
+    await holder.query('ROLLBACK')
+    await vi.waitFor(async () => {
+      expect((await schemas.query(`SELECT name FROM ${table} WHERE id = 2`)).rows).toEqual([{ name }])
+    }, { timeout: 5000, interval: 50 })
+    await proxy.up()
+    await vi.waitFor(async () => expect(await store.insert(2, { name })).toBe('same'), { timeout: 15000, interval: 100 })
+  })
+
+  it('finds the writable host again after the one in use is lost, without a restart (multi-host URL)', { timeout: 30000 }, async () => {
+    const url = new URL(await schemas.create())
+    // Two ways to the same server (or pooler): two hosts as far as the store can tell.
+    const first = await createSwitchableProxy({ host: url.hostname, port: Number(url.port || 5432) })
+    const second = await createSwitchableProxy({ host: url.hostname, port: Number(url.port || 5432) })
+    onTestFinished(async () => { await first.down(); await second.down() })
+    await first.up()
+    await second.up()
+    const dead = await freePort()
+    url.searchParams.set('target_session_attrs', 'read-write')
+    // A host that refuses, then two that reach the server: tried in that order.
+    const store = open(url.toString().replace(`@${url.host}/`, `@127.0.0.1:${dead},127.0.0.1:${first.port},127.0.0.1:${second.port}/`))
+    await vi.waitFor(() => store.ready(), { timeout: 10000, interval: 50 })
+    expect(await store.insert(1, { name: 'fern' })).toBe('created')
+    await first.down()
+    await vi.waitFor(async () => expect(await store.insert(2, { name: 'moss' })).toBe('created'), { timeout: 10000, interval: 50 })
+    expect(await store.insert(1, { name: 'fern' })).toBe('same')
+  })
+
+  it('skips a host that accepts connections and never answers, after the connect timeout (multi-host URL)', { timeout: 30000 }, async () => {
+    // A listener that takes the connection and says nothing, as a host behind a dead route can.
+    const silent = createServer(() => {})
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    onTestFinished(() => { silent.close() })
+    const url = new URL(await schemas.create())
+    url.searchParams.set('target_session_attrs', 'read-write')
+    const store = createPostgresPlantRepository({
+      connectionString: url.toString().replace(`@${url.host}/`, `@127.0.0.1:${(silent.address() as AddressInfo).port},${url.host}/`),
+      connectionTimeoutMs: 300
+    })
+    onTestFinished(() => store.close())
+    const started = performance.now()
+    await vi.waitFor(() => store.ready(), { timeout: 10000, interval: 50 })
+    expect(performance.now() - started).toBeLessThan(5000)
+    expect(await store.insert(1, { name: 'fern' })).toBe('created')
+  })
+
+  it('reports creates failing in ready() once they have failed longer than the statement timeout, and is ready again once writes work', { timeout: 30000 }, async () => {
+    const connectionString = await schemas.create()
+    const store = createPostgresPlantRepository({ connectionString, statementTimeoutMs: 300 })
+    onTestFinished(() => store.close())
+    await store.ready()
+    const holder = await holdOpen(`LOCK TABLE ${schemas.schemaOf(connectionString)}.plants IN ACCESS EXCLUSIVE MODE`)
+    // Each waits for the lock until the statement timeout: twice that with no success, while reads work.
+    await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
+    await expect(store.insert(2, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
+    expect((await schemas.query('SELECT 1')).rowCount).toBe(1)
+    await expect(store.ready()).rejects.toBeInstanceOf(WritesFailingError)
+    await expect(store.ready()).rejects.toThrow(/^the service is not ready: creates have failed for \d+ ms with no success$/)
+    await holder.query('ROLLBACK')
+    // No create comes while it is not ready (a load balancer sends none): ready() itself finds out.
+    await vi.waitFor(() => store.ready(), { timeout: 5000, interval: 100 })
+    expect(await store.insert(1, { name: 'fern' })).toBe('created')
   })
 
   it('reports each batch\'s size to an observer, and the pool\'s connections (metrics)', async () => {

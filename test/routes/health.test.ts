@@ -1,6 +1,6 @@
 import Fastify from 'fastify'
 import { describe, expect, it } from 'vitest'
-import { installErrorHandlers } from '../../src/errors.js'
+import { installErrorHandlers, WritesFailingError } from '../../src/errors.js'
 import { createMemoryPlantRepository } from '../../src/plants/memory-plant-repository.js'
 import { healthRoutes } from '../../src/routes/health.js'
 import { sharedSchemas } from '../../src/schemas.js'
@@ -37,6 +37,19 @@ describe('health routes', () => {
     expect(res.statusCode).toBe(503)
     expect(res.headers['retry-after']).toBe('1')
     expect(res.json()).toEqual({ error: 503, message: 'the service is not ready' })
+  })
+
+  it('answers /readyz 503 Error naming the reason while creates fail and the store still answers reads', async () => {
+    const repository: PlantRepository = {
+      insert: async () => 'created',
+      ready: async () => { throw new WritesFailingError('6012') },
+      close: async () => {}
+    }
+    const app = await buildTestApp({ repository })
+    const res = await app.inject({ method: 'GET', url: '/readyz' })
+    expect(res.statusCode).toBe(503)
+    expect(res.headers['retry-after']).toBe('1')
+    expect(res.json()).toEqual({ error: 503, message: 'the service is not ready: creates have failed for 6012 ms with no success' })
   })
 })
 
