@@ -9,6 +9,7 @@ import { drain } from './plugins/drain.js'
 import { jsonBody } from './plugins/json-body.js'
 import type { Metrics } from './plugins/metrics.js'
 import { openapi } from './plugins/openapi.js'
+import { awaitTurn } from './plugins/pipelining.js'
 import { processHealth } from './plugins/process-health.js'
 import type { Tracing } from './plugins/tracing.js'
 import { setSecurityHeaders } from './plugins/security-headers.js'
@@ -78,8 +79,10 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
     frameworkErrors: (error, request, reply) => {
       reply.header('x-request-id', request.id)
       setSecurityHeaders(reply)
-      sendError(error, request, reply)
-      metrics?.requests.observe(request.method, undefined, reply.statusCode, reply.elapsedTime / 1000)
+      awaitTurn(request, reply, () => {
+        sendError(error, request, reply)
+        metrics?.requests.observe(request.method, undefined, reply.statusCode, reply.elapsedTime / 1000)
+      })
     },
     // Malformed HTTP has no request, method or start time: counted as an unmatched _OTHER of 0 s.
     clientErrorHandler: metrics === undefined
@@ -99,10 +102,11 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
   app.addHook('preClose', async () => { closing = true })
   // Callback-style hooks on the hot path: an async hook costs a promise per request (about 4 µs here).
   // The first hook of every request, so that every reply that goes through the hooks carries these.
+  // A pipelined request waits here for its turn, before any other hook acts on it (plugins/pipelining.ts).
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
     setSecurityHeaders(reply)
-    done()
+    awaitTurn(request, reply, done)
   })
   app.addHook('onSend', (_request, reply, payload, done) => {
     // Idle keep-alive connections must not hold the exit back.
