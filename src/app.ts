@@ -6,6 +6,7 @@ import { clientErrorHandler, installErrorHandlers, sendError } from './errors.js
 import { AccessLog, requestId, requestLoggerFactory } from './plugins/access-log.js'
 import { auth, type TokenSet } from './plugins/auth.js'
 import { drain } from './plugins/drain.js'
+import { EDGE_HTTP_OPTIONS, refusedAtTheEdge, routeUnmetExpectations } from './plugins/http-edge.js'
 import { jsonBody } from './plugins/json-body.js'
 import type { Metrics } from './plugins/metrics.js'
 import { openapi } from './plugins/openapi.js'
@@ -61,7 +62,9 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
       headersTimeout: limits.headersTimeoutMs,
       maxHeaderSize: limits.maxHeaderBytes,
       // Node enforces the two timeouts above only when it checks, every 30 s by default.
-      connectionsCheckingInterval: Math.min(1000, Math.ceil(limits.headersTimeoutMs / 4))
+      connectionsCheckingInterval: Math.min(1000, Math.ceil(limits.headersTimeoutMs / 4)),
+      // Requests Node would answer with a bare reply reach the app instead (plugins/http-edge.ts).
+      ...EDGE_HTTP_OPTIONS
     },
     genReqId: requestId,
     requestIdHeader: false,
@@ -93,6 +96,10 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
         }
   }
   const app = Fastify({ ...options, loggerInstance: logger }).withTypeProvider<TypeBoxTypeProvider>()
+  routeUnmetExpectations(app)
+  // QUERY (the HTTP QUERY method, a safe method with content) is routed nowhere, so its content is never read: without a body, Fastify
+  // would answer every QUERY without a Content-Type with its own 400 before the 404 (or 405).
+  app.addHttpMethod('QUERY', { hasBody: false, overrideExisting: true })
 
   app.setValidatorCompiler(validatorCompiler)
   for (const schema of sharedSchemas) app.addSchema(schema)
@@ -106,7 +113,9 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
     setSecurityHeaders(reply)
-    awaitTurn(request, reply, done)
+    const refused = refusedAtTheEdge(request)
+    if (refused === undefined) awaitTurn(request, reply, done)
+    else awaitTurn(request, reply, () => { done(refused) })
   })
   app.addHook('onSend', (_request, reply, payload, done) => {
     // Idle keep-alive connections must not hold the exit back.

@@ -20,6 +20,9 @@ export const NotReadyError = createError('PLANTS_NOT_READY', 'the service is not
 export const OverloadedError = createError('PLANTS_OVERLOADED', 'the service is overloaded, retry later', 503)
 export const RateLimitedError = createError('PLANTS_RATE_LIMITED', 'too many requests with this token: at most %s per minute, retry in %s s', 429)
 export const MethodNotAllowedError = createError('PLANTS_METHOD_NOT_ALLOWED', '%s is not allowed on %s; allowed: %s', 405)
+export const MissingHostError = createError('PLANTS_MISSING_HOST', 'an HTTP/1.1 request must carry a Host header', 400)
+export const ExpectationFailedError = createError('PLANTS_EXPECTATION_FAILED', 'the expectation "%s" cannot be met: send no Expect header, or Expect: 100-continue', 417)
+export const DuplicateAuthorizationError = createError('PLANTS_DUPLICATE_AUTHORIZATION', 'the request carries %s Authorization headers: send exactly one', 400)
 
 /**
  * The 405 for a method the resource at `path` does not take, with the Allow header a 405 must carry
