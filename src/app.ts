@@ -52,6 +52,17 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
     tracing = createTracing({ endpoint: config.otlpEndpoint })
     repository = tracing.traceRepository(repository)
   }
+  const origins = config.corsOrigins
+  // Loaded only when configured, like the rate limiter.
+  const cors = origins === undefined ? undefined : await import('./plugins/cors.js')
+  const addCorsHeaders = origins === undefined ? undefined : cors?.corsHeadersOfErrors(origins)
+  // Error replies carry the CORS headers even when @fastify/cors's hook never ran for them.
+  const sendErrorReply: typeof sendError = addCorsHeaders === undefined
+    ? sendError
+    : (error, request, reply) => {
+        addCorsHeaders(request, reply)
+        sendError(error, request, reply)
+      }
   const options: FastifyHttpOptions<Server> = {
     bodyLimit: config.bodyLimit,
     // Slow or stalled clients are cut off instead of holding a connection (README, "Operating it").
@@ -83,7 +94,7 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
       reply.header('x-request-id', request.id)
       setSecurityHeaders(reply)
       awaitTurn(request, reply, () => {
-        sendError(error, request, reply)
+        sendErrorReply(error, request, reply)
         metrics?.requests.observe(request.method, undefined, reply.statusCode, reply.elapsedTime / 1000)
       })
     },
@@ -103,7 +114,7 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
 
   app.setValidatorCompiler(validatorCompiler)
   for (const schema of sharedSchemas) app.addSchema(schema)
-  installErrorHandlers(app, plantsAllowedMethods)
+  installErrorHandlers(app, plantsAllowedMethods, sendErrorReply)
 
   let closing = false
   app.addHook('preClose', async () => { closing = true })
@@ -129,9 +140,8 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
 
   await app.register(drain, { graceMs: DRAIN_GRACE_MS })
   // Before the overload check and auth: preflights need no token, and errors carry the CORS headers.
-  if (config.corsOrigins !== undefined) {
-    const { corsPolicy } = await import('./plugins/cors.js')
-    await app.register(corsPolicy, { origins: config.corsOrigins })
+  if (cors !== undefined && origins !== undefined) {
+    await app.register(cors.corsPolicy, { origins })
   }
   if (app.log.level === 'debug' || app.log.level === 'trace') await app.register(processHealth, { intervalMs: 5000 })
   await app.register(overload, { limits: config.overload ?? defaultOverloadLimits() })

@@ -93,10 +93,11 @@ export function sendError (error: FastifyError, request: FastifyRequest, reply: 
  * Installs the one error shape on every path an error can take out of Fastify. `allowedMethods`
  * maps a resource's path to its Allow header: a request for that path reaches the not-found handler
  * only with a method Fastify does not route at all (WebDAV's PROPFIND, PURGE, ...; the routed ones
- * have their own 405 route, see routes/plants.ts), and is a 405 too, not a 404.
+ * have their own 405 route, see routes/plants.ts), and is a 405 too, not a 404. `send` is sendError,
+ * or sendError behind what adds the CORS headers (app.ts).
  */
-export function installErrorHandlers (app: FastifyInstance, allowedMethods: ReadonlyMap<string, string> = new Map()): void {
-  app.setErrorHandler(sendError)
+export function installErrorHandlers (app: FastifyInstance, allowedMethods: ReadonlyMap<string, string> = new Map(), send: typeof sendError = sendError): void {
+  app.setErrorHandler(send)
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?', 1)[0] ?? ''
     const allow = allowedMethods.get(path)
