@@ -77,12 +77,12 @@ export interface components {
              */
             id: number | bigint;
             /**
-             * @description The name of the plant
+             * @description The name of the plant. No U+0000 and no unpaired surrogate (a \uD800-\uDFFF escape that is not a high-low pair): the service refuses either with 400
              * @example Monstera
              */
             name: string;
             /**
-             * @description Tag that specifies the type of the plant
+             * @description Tag that specifies the type of the plant. No U+0000 and no unpaired surrogate (a \uD800-\uDFFF escape that is not a high-low pair): the service refuses either with 400
              * @example tropical
              */
             tag?: string;
@@ -96,12 +96,12 @@ export interface components {
          */
         Plant: {
             /**
-             * @description The name of the plant
+             * @description The name of the plant. No U+0000 and no unpaired surrogate (a \uD800-\uDFFF escape that is not a high-low pair): the service refuses either with 400
              * @example Monstera
              */
             name: string;
             /**
-             * @description Tag that specifies the type of the plant
+             * @description Tag that specifies the type of the plant. No U+0000 and no unpaired surrogate (a \uD800-\uDFFF escape that is not a high-low pair): the service refuses either with 400
              * @example tropical
              */
             tag?: string;

@@ -29,7 +29,17 @@ const Int64 = (options: { description: string, examples?: number[] }): TUnsafe<P
  * the pattern means the same with and without the regular expression's `u` flag.
  */
 export const STORABLE_TEXT = '^(?:[^\\u0000\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF])*$'
-const Text = (description: string, example: string) => Type.String({ pattern: STORABLE_TEXT, description, examples: [example] })
+
+/**
+ * What the published document says in place of STORABLE_TEXT (plugins/openapi.ts): surrogate escapes
+ * compile only in JavaScript (ECMA-262 regular expressions match UTF-16 code units; Rust's, Go's and
+ * Java's match code points, and Rust refuses `\uD800` outright), so validators and generators in other
+ * languages could not compile the document. What every dialect can say is kept (no U+0000); the rest
+ * of the rule is in the description (STORABLE_TEXT_RULE), and the service still checks all of it.
+ */
+export const PORTABLE_TEXT = '^[^\\u0000]*$'
+const STORABLE_TEXT_RULE = 'No U+0000 and no unpaired surrogate (a \\uD800-\\uDFFF escape that is not a high-low pair): the service refuses either with 400'
+const Text = (description: string, example: string) => Type.String({ pattern: STORABLE_TEXT, description: `${description}. ${STORABLE_TEXT_RULE}`, examples: [example] })
 
 /*
  * Examples: what the document shows and what the docs page offers to send (Swagger UI builds a body
