@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { TOKEN, buildTestApp } from '../helpers.js'
-import { countingRepository, parseRawReply, rawExchange } from './hardening-helpers.js'
+import { countingRepository, rawExchange, splitReplies } from './hardening-helpers.js'
 
 const BODY_LIMIT = 64
 
@@ -12,20 +12,6 @@ function post (body: string | Buffer, extra = ''): Buffer {
     Buffer.from(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\n${extra}Content-Length: ${bytes.length}\r\n\r\n`),
     bytes
   ])
-}
-
-/** Every reply in a raw byte stream, in order (each with a Content-Length, as the service sends them). */
-function splitReplies (text: string): ReturnType<typeof parseRawReply>[] {
-  const replies = []
-  let rest = text
-  while (rest.startsWith('HTTP/1.1 ')) {
-    const head = rest.indexOf('\r\n\r\n')
-    const length = Number(/\r\ncontent-length: (\d+)/i.exec(rest.slice(0, head))?.[1] ?? 0)
-    replies.push(parseRawReply(rest.slice(0, head + 4 + length)))
-    rest = rest.slice(head + 4 + length)
-  }
-  expect(rest, 'bytes after the last reply').toBe('')
-  return replies
 }
 
 async function listening (logLines?: string[]) {
