@@ -7,6 +7,7 @@ import { defaultOverloadLimits } from '../../src/config.js'
 import { createMemoryPlantRepository } from '../../src/plants/memory-plant-repository.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 import { INT64_MAX, INT64_MIN } from '../../src/schemas.js'
+import type { App } from '../../src/app.js'
 import { TOKEN, buildTestApp } from '../helpers.js'
 import { splitRawReplies } from './hardening-helpers.js'
 
@@ -24,6 +25,7 @@ import { splitRawReplies } from './hardening-helpers.js'
 const RUNS = Number(process.env.FUZZ_EDGE_RUNS ?? 150)
 const TIME_LIMIT_MS = Number(process.env.FUZZ_EDGE_MS ?? 8000)
 const BODY_LIMIT = 1024
+const BOUNDS = { numRuns: RUNS, interruptAfterTimeLimit: TIME_LIMIT_MS, markInterruptAsFailure: false }
 
 interface Schema { type?: string, format?: string, pattern?: string, properties?: Record<string, Schema>, required?: string[], $ref?: string }
 interface Operation { responses: Record<string, { content?: Record<string, { schema: Schema }> }> }
@@ -198,6 +200,12 @@ describe('fuzzing the HTTP edge on real sockets (fast-check, bounded)', () => {
     return { app, repository, port: (app.server.address() as AddressInfo).port, oracle: oracle(document), document }
   }
 
+  /** The app still listens and answers its liveness probe on a fresh connection. */
+  async function expectAlive (app: App, port: number): Promise<void> {
+    expect(app.server.listening).toBe(true)
+    expect((await exchange(port, Buffer.from('GET /livez HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'))).startsWith('HTTP/1.1 200 ')).toBe(true)
+  }
+
   /** Checks every reply of one exchange; returns how many were 200s to POST /plants. */
   function checkReplies (text: string, requests: Generated[] | undefined, check: Oracle): number {
     const { replies } = splitRawReplies(text)
@@ -236,9 +244,8 @@ describe('fuzzing the HTTP edge on real sockets (fast-check, bounded)', () => {
       const answered200 = checkReplies(await exchange(port, bytes), requests, check)
       // A plant stored is a plant some 200 said was stored (an identical replay is a 200 that stores nothing).
       expect(repository.created - before).toBeLessThanOrEqual(answered200)
-    }), { numRuns: RUNS, interruptAfterTimeLimit: TIME_LIMIT_MS, markInterruptAsFailure: false })
-    expect(app.server.listening).toBe(true)
-    expect((await exchange(port, Buffer.from('GET /livez HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'))).startsWith('HTTP/1.1 200 ')).toBe(true)
+    }), BOUNDS)
+    await expectAlive(app, port)
   })
 
   it('answers hostile bytes (random, or a valid create cut or corrupted) with documented Error records only, storing nothing unanswered', { timeout: 60000 }, async () => {
@@ -259,8 +266,7 @@ describe('fuzzing the HTTP edge on real sockets (fast-check, bounded)', () => {
       const answered = checkReplies(await exchange(port, bytes), undefined, check)
       // These bytes hold one create at most: stored only with its 200.
       expect(repository.created - before).toBeLessThanOrEqual(answered)
-    }), { numRuns: RUNS, interruptAfterTimeLimit: TIME_LIMIT_MS, markInterruptAsFailure: false })
-    expect(app.server.listening).toBe(true)
-    expect((await exchange(port, Buffer.from('GET /livez HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n'))).startsWith('HTTP/1.1 200 ')).toBe(true)
+    }), BOUNDS)
+    await expectAlive(app, port)
   })
 })
