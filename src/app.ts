@@ -108,8 +108,9 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
   }
   const app = Fastify({ ...options, loggerInstance: logger }).withTypeProvider<TypeBoxTypeProvider>()
   routeUnmetExpectations(app)
-  // QUERY (the HTTP QUERY method, a safe method with content) is routed nowhere, so its content is never read: without a body, Fastify
-  // would answer every QUERY without a Content-Type with its own 400 before the 404 (or 405).
+  // QUERY (a safe method that may carry content) is routed nowhere, so its content is never read.
+  // As a method with a body, Fastify answered every QUERY without a Content-Type with its own 400,
+  // before the 404 (README: an unknown route is a 404; on /plants it is the 405 like any method).
   app.addHttpMethod('QUERY', { hasBody: false, overrideExisting: true })
 
   app.setValidatorCompiler(validatorCompiler)

@@ -8,7 +8,7 @@ import { DuplicateAuthorizationError, ExpectationFailedError, MissingHostError }
  * answers them with the Error record like any other.
  *
  * - `requireHostHeader: false`: Node's own 400 for an HTTP/1.1 request without Host is an empty
- *   body; the app answers it instead (missingHost below, RFC 9112 §3.2).
+ *   body; the app answers it instead (refusedAtTheEdge below, RFC 9112 §3.2).
  * - `joinDuplicateHeaders: true`: a header sent twice is combined into one comma-separated value
  *   (RFC 9110 §5.3) instead of Node keeping the first and dropping the rest, so a request never acts
  *   on half of what it carries. Two Authorization headers then never match a token (a token has no

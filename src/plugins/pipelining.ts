@@ -15,7 +15,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
  * the drop is logged with the request's id, method and route).
  *
  * A request that is not pipelined (every request but the second and later of a pipelined burst)
- * pays one property read.
+ * pays two property reads: its reply's socket, and whether that socket can still be written.
  */
 export function awaitTurn (request: FastifyRequest, reply: FastifyReply, proceed: () => void): void {
   const response = reply.raw
