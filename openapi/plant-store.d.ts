@@ -44,11 +44,15 @@ export interface paths {
         put?: never;
         /**
          * Create a plant
-         * @description Stores a new plant. Sending the identical plant again answers 200 again (a safe retry); another plant with a stored id answers 409 and the stored plant is unchanged. POST is the only method /plants takes: any other answers 405 with `Allow: POST` and an Error record, without needing a token; `OPTIONS /plants` answers 204 with `Allow: POST, OPTIONS`. The body may be sent with `Content-Encoding: gzip`, `deflate` (zlib format) or `br`; decoded, it must still fit BODY_LIMIT.
+         * @description Stores a new plant. Sending the identical plant again answers 200 again (a safe retry); another plant with a stored id answers 409 and the stored plant is unchanged. POST is the only method /plants takes: any other answers 405 with `Allow: POST` and an Error record, without needing a token (listed under 405 here); `OPTIONS /plants` answers 204 with `Allow: POST, OPTIONS`. The body may be sent with `Content-Encoding: gzip`, `deflate` (zlib format) or `br`; decoded, it must still fit BODY_LIMIT.
          */
         post: operations["addPlant"];
         delete?: never;
-        options?: never;
+        /**
+         * The methods /plants answers to
+         * @description Answers 204 with `Allow: POST, OPTIONS` and no body, without a token. With CORS_ORIGINS set, a browser's preflight from a listed origin gets the same 204 with its Access-Control-* headers.
+         */
+        options: operations["describePlants"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -73,12 +77,12 @@ export interface components {
              */
             id: number | bigint;
             /**
-             * @description The name of the plant
+             * @description The name of the plant. No U+0000 and no unpaired surrogate (a \uD800-\uDFFF escape that is not a high-low pair): the service refuses either with 400
              * @example Monstera
              */
             name: string;
             /**
-             * @description Tag that specifies the type of the plant
+             * @description Tag that specifies the type of the plant. No U+0000 and no unpaired surrogate (a \uD800-\uDFFF escape that is not a high-low pair): the service refuses either with 400
              * @example tropical
              */
             tag?: string;
@@ -92,12 +96,12 @@ export interface components {
          */
         Plant: {
             /**
-             * @description The name of the plant
+             * @description The name of the plant. No U+0000 and no unpaired surrogate (a \uD800-\uDFFF escape that is not a high-low pair): the service refuses either with 400
              * @example Monstera
              */
             name: string;
             /**
-             * @description Tag that specifies the type of the plant
+             * @description Tag that specifies the type of the plant. No U+0000 and no unpaired surrogate (a \uD800-\uDFFF escape that is not a high-low pair): the service refuses either with 400
              * @example tropical
              */
             tag?: string;
@@ -160,6 +164,8 @@ export interface operations {
             /** @description The process answers: `{"status":"ok"}` */
             200: {
                 headers: {
+                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    "x-request-id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -189,6 +195,8 @@ export interface operations {
             /** @description Ready for traffic: `{"status":"ready"}` */
             200: {
                 headers: {
+                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    "x-request-id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -198,6 +206,10 @@ export interface operations {
             /** @description Not ready: the store is unreachable, creates have failed for longer than the statement timeout with no success (PostgreSQL), the service is shutting down, or it is overloaded */
             503: {
                 headers: {
+                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -231,15 +243,27 @@ export interface operations {
             /** @description The plant as stored; tag only when it was given */
             200: {
                 headers: {
+                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    "x-request-id"?: string;
+                    /** @description Only with RATE_LIMIT_PER_MINUTE set: requests allowed per window (a minute) for this client (IETF RateLimit header fields, draft) */
+                    "ratelimit-limit"?: number;
+                    /** @description Only with RATE_LIMIT_PER_MINUTE set: requests left in the current window */
+                    "ratelimit-remaining"?: number;
+                    /** @description Only with RATE_LIMIT_PER_MINUTE set: seconds until the window resets */
+                    "ratelimit-reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Plant"];
                 };
             };
-            /** @description The body is not UTF-8 JSON, not an object, or a field is missing or of the wrong type (no type coercion); or it is not valid data for its Content-Encoding */
+            /** @description The body is not UTF-8 JSON, not an object, or a field is missing or of the wrong type (no type coercion); or it is not valid data for its Content-Encoding; or the request itself is malformed (malformed HTTP, no Host in HTTP/1.1, two Authorization headers: then with WWW-Authenticate error="invalid_request") */
             400: {
                 headers: {
+                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    "x-request-id"?: string;
+                    /** @description The bearer challenge: `Bearer realm="plants"`, with `error="invalid_token"` when a token was sent and refused, `error="invalid_request"` (on a 400) when two Authorization headers were sent */
+                    "www-authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -248,6 +272,32 @@ export interface operations {
             };
             /** @description The bearer token is missing or not valid; carries WWW-Authenticate */
             401: {
+                headers: {
+                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    "x-request-id"?: string;
+                    /** @description The bearer challenge: `Bearer realm="plants"`, with `error="invalid_token"` when a token was sent and refused, `error="invalid_request"` (on a 400) when two Authorization headers were sent */
+                    "www-authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Never to POST: every other method on /plants (GET, HEAD, PUT, PATCH, DELETE, QUERY, ...) answers 405 with `Allow: POST`, without a token and without reading the body. Listed here because this document describes only POST and OPTIONS on /plants */
+            405: {
+                headers: {
+                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    "x-request-id"?: string;
+                    /** @description The methods /plants answers to: `POST` on a 405 (the one that acts on it), `POST, OPTIONS` on the 204 to OPTIONS */
+                    allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Headers or body slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS; nothing was processed and the connection is closed */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -258,6 +308,8 @@ export interface operations {
             /** @description A plant with this id exists with another name or tag */
             409: {
                 headers: {
+                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    "x-request-id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -267,6 +319,8 @@ export interface operations {
             /** @description The body is larger than BODY_LIMIT, as sent or once decoded */
             413: {
                 headers: {
+                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    "x-request-id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -276,6 +330,21 @@ export interface operations {
             /** @description The content type is not application/json, or the Content-Encoding is not gzip, deflate, br or identity (then with Accept-Encoding: gzip, deflate, br) */
             415: {
                 headers: {
+                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    "x-request-id"?: string;
+                    /** @description The content codings the service decodes, on a 415 for an unsupported Content-Encoding */
+                    "accept-encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An Expect other than 100-continue, once the token is accepted (without a valid token: the 401); nothing was stored */
+            417: {
+                headers: {
+                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    "x-request-id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -284,6 +353,25 @@ export interface operations {
             };
             /** @description Over RATE_LIMIT_PER_MINUTE for this token (only when it is set); carries Retry-After and RateLimit headers */
             429: {
+                headers: {
+                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: number;
+                    /** @description Only with RATE_LIMIT_PER_MINUTE set: requests allowed per window (a minute) for this client (IETF RateLimit header fields, draft) */
+                    "ratelimit-limit"?: number;
+                    /** @description Only with RATE_LIMIT_PER_MINUTE set: requests left in the current window */
+                    "ratelimit-remaining"?: number;
+                    /** @description Only with RATE_LIMIT_PER_MINUTE set: seconds until the window resets */
+                    "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Headers over MAX_HEADER_BYTES; the connection is closed */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -294,6 +382,8 @@ export interface operations {
             /** @description An unexpected error; the detail is in the log only */
             500: {
                 headers: {
+                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    "x-request-id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -303,14 +393,51 @@ export interface operations {
             /** @description Overloaded, not ready, or the store is unavailable: nothing was stored; or (PostgreSQL) the store lost the write after it was sent: the message says the outcome is unknown, and sending the identical request again is safe (200 once the plant is stored). Carries Retry-After */
             503: {
                 headers: {
+                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    "x-request-id"?: string;
+                    /** @description Seconds to wait before retrying */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The memory store is full (MAX_PLANTS) */
+            /** @description The memory store is full: MAX_PLANTS plants, or the process at MEMORY_STORE_MAX_RSS_BYTES (by default 75 % of a container memory limit) */
             507: {
+                headers: {
+                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    "x-request-id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    describePlants: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content; `Allow` lists the methods */
+            204: {
+                headers: {
+                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    "x-request-id"?: string;
+                    /** @description The methods /plants answers to: `POST` on a 405 (the one that acts on it), `POST, OPTIONS` on the 204 to OPTIONS */
+                    allow?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed HTTP (400), headers over MAX_HEADER_BYTES (431), or a request slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS (408); the connection is closed */
+            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };

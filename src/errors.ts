@@ -1,5 +1,5 @@
 import createError from '@fastify/error'
-import { STATUS_CODES } from 'node:http'
+import { STATUS_CODES, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ErrorRecord } from './schemas.js'
@@ -28,6 +28,9 @@ export const NotReadyError = createError('PLANTS_NOT_READY', 'the service is not
 export const OverloadedError = createError('PLANTS_OVERLOADED', 'the service is overloaded, retry later', 503)
 export const RateLimitedError = createError('PLANTS_RATE_LIMITED', 'too many requests with this token: at most %s per minute, retry in %s s', 429)
 export const MethodNotAllowedError = createError('PLANTS_METHOD_NOT_ALLOWED', '%s is not allowed on %s; allowed: %s', 405)
+export const MissingHostError = createError('PLANTS_MISSING_HOST', 'an HTTP/1.1 request must carry a Host header', 400)
+export const ExpectationFailedError = createError('PLANTS_EXPECTATION_FAILED', 'the expectation "%s" cannot be met: send no Expect header, or Expect: 100-continue', 417)
+export const DuplicateAuthorizationError = createError('PLANTS_DUPLICATE_AUTHORIZATION', 'the request carries %s Authorization headers: send exactly one', 400)
 
 /**
  * The 405 for a method the resource at `path` does not take, with the Allow header a 405 must carry
@@ -99,10 +102,11 @@ export function sendError (error: FastifyError, request: FastifyRequest, reply: 
  * Installs the one error shape on every path an error can take out of Fastify. `allowedMethods`
  * maps a resource's path to its Allow header: a request for that path reaches the not-found handler
  * only with a method Fastify does not route at all (WebDAV's PROPFIND, PURGE, ...; the routed ones
- * have their own 405 route, see routes/plants.ts), and is a 405 too, not a 404.
+ * have their own 405 route, see routes/plants.ts), and is a 405 too, not a 404. `send` is sendError,
+ * or sendError behind what adds the CORS headers (app.ts).
  */
-export function installErrorHandlers (app: FastifyInstance, allowedMethods: ReadonlyMap<string, string> = new Map()): void {
-  app.setErrorHandler(sendError)
+export function installErrorHandlers (app: FastifyInstance, allowedMethods: ReadonlyMap<string, string> = new Map(), send: typeof sendError = sendError): void {
+  app.setErrorHandler(send)
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?', 1)[0] ?? ''
     const allow = allowedMethods.get(path)
@@ -115,10 +119,21 @@ export function installErrorHandlers (app: FastifyInstance, allowedMethods: Read
  * Malformed HTTP never reaches Fastify's request path: Node hands the socket to this handler.
  * Answers with an Error record where the socket can still take a reply; returns its status, or
  * undefined when the socket could take none.
+ *
+ * Bytes that arrive behind a request still being answered (pipelined) are not answered before it:
+ * writing our reply at once and ending the socket would drop the reply in flight, whose request may
+ * have stored a plant. So the reply in flight (Node's "current attached ServerResponse", the
+ * socket's `_httpMessage`) is finished first, then ours follows and the connection ends. Bytes after
+ * a request that asked for `Connection: close` are ignored (RFC 9112 §9.6): Node ends the
+ * connection once that request is answered.
  */
 export function clientErrorHandler (error: Error & { code?: string }, socket: Socket): number | undefined {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy()
+    return undefined
+  }
+  if (error.code === 'HPE_CLOSED_CONNECTION') {
+    if (replyInFlight(socket) === undefined) socket.destroy()
     return undefined
   }
   const status = error.code === 'HPE_HEADER_OVERFLOW'
@@ -127,6 +142,40 @@ export function clientErrorHandler (error: Error & { code?: string }, socket: So
   const body = JSON.stringify(errorRecord(status, status === 431
     ? 'request headers are too large'
     : status === 408 ? 'the request took too long to arrive' : 'the request is not valid HTTP'))
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`)
+  const reply = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`
+  afterRepliesInFlight(socket, () => {
+    if (socket.writable) socket.end(reply)
+    else socket.destroy()
+  })
   return status
+}
+
+/**
+ * The reply being written on a socket to a request that has fully arrived: the bad bytes then came
+ * after that request. Undefined when there is none, it has finished, or its own request is the one
+ * that broke (a bad chunk in its body), which is answered at once as before.
+ */
+function replyInFlight (socket: Socket): ServerResponse | undefined {
+  const reply = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage
+  return reply === undefined || reply === null || reply.writableFinished || !reply.req.complete ? undefined : reply
+}
+
+/**
+ * Calls `then` once no reply is in flight on the socket: when one finishes, Node has already handed
+ * the socket to the next queued reply (its own 'finish' listener runs first), which is waited for too.
+ */
+function afterRepliesInFlight (socket: Socket, then: () => void): void {
+  const reply = replyInFlight(socket)
+  if (reply === undefined) {
+    then()
+    return
+  }
+  // 'close' too: a reply that fails, or whose connection closes, never finishes.
+  const next = () => {
+    reply.removeListener('finish', next)
+    reply.removeListener('close', next)
+    afterRepliesInFlight(socket, then)
+  }
+  reply.once('finish', next)
+  reply.once('close', next)
 }

@@ -29,7 +29,17 @@ const Int64 = (options: { description: string, examples?: number[] }): TUnsafe<P
  * the pattern means the same with and without the regular expression's `u` flag.
  */
 export const STORABLE_TEXT = '^(?:[^\\u0000\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF])*$'
-const Text = (description: string, example: string) => Type.String({ pattern: STORABLE_TEXT, description, examples: [example] })
+
+/**
+ * What the published document says in place of STORABLE_TEXT (plugins/openapi.ts): surrogate escapes
+ * compile only in JavaScript (ECMA-262 regular expressions match UTF-16 code units; Rust's, Go's and
+ * Java's match code points, and Rust refuses `\uD800` outright), so validators and generators in other
+ * languages could not compile the document. What every dialect can say is kept (no U+0000); the rest
+ * of the rule is in the description (STORABLE_TEXT_RULE), and the service still checks all of it.
+ */
+export const PORTABLE_TEXT = '^[^\\u0000]*$'
+const STORABLE_TEXT_RULE = 'No U+0000 and no unpaired surrogate (a \\uD800-\\uDFFF escape that is not a high-low pair): the service refuses either with 400'
+const Text = (description: string, example: string) => Type.String({ pattern: STORABLE_TEXT, description: `${description}. ${STORABLE_TEXT_RULE}`, examples: [example] })
 
 /*
  * Examples: what the document shows and what the docs page offers to send (Swagger UI builds a body
@@ -82,17 +92,44 @@ export const errorExamples = {
   storeFull: { summary: 'The memory store holds MAX_PLANTS plants', value: { error: 507, message: 'the plant store is full' } },
   notHttp: { summary: 'Malformed HTTP', value: { error: 400, message: 'the request is not valid HTTP' } },
   tooSlow: { summary: 'Headers or body slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS', value: { error: 408, message: 'the request took too long to arrive' } },
-  headersTooLarge: { summary: 'Headers over MAX_HEADER_BYTES', value: { error: 431, message: 'request headers are too large' } }
+  headersTooLarge: { summary: 'Headers over MAX_HEADER_BYTES', value: { error: 431, message: 'request headers are too large' } },
+  missingHost: { summary: 'An HTTP/1.1 request without Host', value: { error: 400, message: 'an HTTP/1.1 request must carry a Host header' } },
+  duplicateAuthorization: { summary: 'Two Authorization headers (with WWW-Authenticate error="invalid_request")', value: { error: 400, message: 'the request carries 2 Authorization headers: send exactly one' } },
+  methodNotAllowed: { summary: 'GET (or any method but POST and OPTIONS) on /plants', value: { error: 405, message: 'GET is not allowed on /plants; allowed: POST' } },
+  expectationFailed: { summary: 'Expect: x-fancy, once the token is accepted', value: { error: 417, message: 'the expectation "x-fancy" cannot be met: send no Expect header, or Expect: 100-continue' } }
 } satisfies Record<string, { summary: string, value: ErrorRecord }>
 export type ErrorExampleName = keyof typeof errorExamples
 
 /**
- * A response that is an Error record, with examples of it. Written by media type because a `$ref`
- * can carry no siblings: the media type's `examples` go to the document as they are (@fastify/swagger),
- * where Swagger UI and Redocly list them by summary; Fastify serializes by the `schema`.
+ * Response headers a client reads by name, declared in the document (a response's `headers`, which
+ * @fastify/swagger turns into OpenAPI header objects; Fastify's serializer ignores them), so that
+ * generated clients can read them. Every response carries `x-request-id` (responseHeaders adds it).
  */
-export const errorResponse = (description: string, ...names: ErrorExampleName[]) => ({
+export const replyHeaders = {
+  'x-request-id': Type.String({ description: 'The request\'s id, in every log line about it: the caller\'s own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists)', examples: ['4f3c2a1b9e8d7c6a-1'] }),
+  'www-authenticate': Type.String({ description: 'The bearer challenge: `Bearer realm="plants"`, with `error="invalid_token"` when a token was sent and refused, `error="invalid_request"` (on a 400) when two Authorization headers were sent', examples: ['Bearer realm="plants", error="invalid_token"'] }),
+  'retry-after': Type.Integer({ minimum: 0, description: 'Seconds to wait before retrying', examples: [1] }),
+  allow: Type.String({ description: 'The methods /plants answers to: `POST` on a 405 (the one that acts on it), `POST, OPTIONS` on the 204 to OPTIONS', examples: ['POST'] }),
+  'accept-encoding': Type.String({ description: 'The content codings the service decodes, on a 415 for an unsupported Content-Encoding', examples: ['gzip, deflate, br'] }),
+  'ratelimit-limit': Type.Integer({ minimum: 0, description: 'Only with RATE_LIMIT_PER_MINUTE set: requests allowed per window (a minute) for this client (IETF RateLimit header fields, draft)', examples: [600] }),
+  'ratelimit-remaining': Type.Integer({ minimum: 0, description: 'Only with RATE_LIMIT_PER_MINUTE set: requests left in the current window', examples: [599] }),
+  'ratelimit-reset': Type.Integer({ minimum: 0, description: 'Only with RATE_LIMIT_PER_MINUTE set: seconds until the window resets', examples: [42] })
+}
+export type ReplyHeaderName = keyof typeof replyHeaders
+
+/** The `headers` of a response: x-request-id and the named ones. */
+export const responseHeaders = (...names: ReplyHeaderName[]) =>
+  Object.fromEntries((['x-request-id', ...names] as const).map((name) => [name, replyHeaders[name]]))
+
+/**
+ * A response that is an Error record, with examples of it and the headers it carries. Written by
+ * media type because a `$ref` can carry no siblings: the media type's `examples` go to the document
+ * as they are (@fastify/swagger), where Swagger UI and Redocly list them by summary; Fastify
+ * serializes by the `schema`.
+ */
+export const errorResponse = (description: string, names: ErrorExampleName[], headers: ReplyHeaderName[] = [], { requestId = true } = {}) => ({
   description,
+  ...(requestId ? { headers: responseHeaders(...headers) } : {}),
   content: {
     'application/json': {
       schema: Type.Ref(ErrorRecord),
@@ -100,6 +137,13 @@ export const errorResponse = (description: string, ...names: ErrorExampleName[])
     }
   }
 })
+
+/**
+ * What any operation can meet before it runs: answered for any path before a request exists
+ * (errors.ts, clientErrorHandler), so with no request id. Documented as each probe's 4XX (a probe never answers
+ * 4xx itself) and the OPTIONS operation's.
+ */
+export const malformedHttpResponse = errorResponse('Malformed HTTP (400), headers over MAX_HEADER_BYTES (431), or a request slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS (408); the connection is closed', ['notHttp', 'headersTooLarge', 'tooSlow'], [], { requestId: false })
 
 export const Health = Type.Object({
   status: Type.String({ description: '"ok" when the process is up, "ready" when it can serve', examples: ['ok', 'ready'] })

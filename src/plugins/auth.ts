@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { TokenEntry } from '../config.js'
 import { InvalidTokenError, MissingTokenError } from '../errors.js'
+import { duplicateAuthorization, unmetExpectation } from './http-edge.js'
 
 /** Who sent a request, as its accepted token says: never read from anything else in the request. */
 export interface Client {
@@ -139,7 +140,9 @@ export interface AuthOptions {
  * Guards every route registered after it in the same scope. @fastify/bearer-auth checks the header
  * (scheme word case-insensitive, RFC 6749 mode) in onRequest, before the body is read; with
  * `addHook: false` its failures come back to us, and become the named 401 errors that the error
- * handler turns into the Error record with its WWW-Authenticate challenge.
+ * handler turns into the Error record with its WWW-Authenticate challenge. A request with two
+ * Authorization headers is a 400 instead (RFC 6750 §3.1, http-edge.ts); an unmet Expect is a 417
+ * once the token is accepted, never before.
  */
 export const auth = fp(async function auth (app: FastifyInstance, { tokens }: AuthOptions) {
   app.decorateRequest('client', null)
@@ -157,10 +160,10 @@ export const auth = fp(async function auth (app: FastifyInstance, { tokens }: Au
   if (verify === undefined) throw new Error('@fastify/bearer-auth did not decorate verifyBearerAuth')
   app.addHook('onRequest', (request, reply, done) => {
     verify(request, reply, (error) => {
-      if (error === undefined) done()
+      // An unmet Expect is answered only now, once the token is accepted (plugins/http-edge.ts).
+      if (error === undefined) done(request.headers.expect === undefined ? undefined : unmetExpectation(request))
       else if ((error as { code?: string }).code === 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER') done(new MissingTokenError())
-      else if (reply.statusCode === 401) done(new InvalidTokenError())
-      else done(error)
+      else done(duplicateAuthorization(request) ?? (reply.statusCode === 401 ? new InvalidTokenError() : error))
     })
   })
 }, { name: 'auth' })

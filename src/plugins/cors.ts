@@ -1,5 +1,5 @@
 import cors, { type FastifyCorsOptions } from '@fastify/cors'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 
 export interface CorsPolicyOptions {
@@ -59,3 +59,25 @@ export const corsPolicy = fp(async function corsPolicy (app: FastifyInstance, { 
     }
   })
 }, { name: 'cors-policy' })
+
+/**
+ * The same policy's headers for an error reply that @fastify/cors's hook never saw: an error found
+ * before routing (frameworkErrors: a bad URL), or a request refused by the first hook, before the
+ * CORS hook runs (a missing Host, an unmet Expect: app.ts). Left alone when the hook has run: it set
+ * Access-Control-Allow-Origin, or, for an unlisted origin, Vary alone (so Vary gets Origin once).
+ */
+export function corsHeadersOfErrors (origins: readonly string[]): (request: FastifyRequest, reply: FastifyReply) => void {
+  const any = origins.includes('*')
+  const listed = new Set(origins)
+  return (request, reply) => {
+    if (reply.hasHeader('access-control-allow-origin')) return
+    const vary = reply.getHeader('vary')
+    if (vary === undefined) reply.header('vary', 'Origin')
+    else if (!/(?:^|,)\s*origin\s*(?:,|$)/i.test(String(vary))) reply.header('vary', `${String(vary)}, Origin`)
+    else return
+    const origin = request.headers.origin
+    if (origin === undefined || !(any || listed.has(origin))) return
+    reply.header('access-control-allow-origin', any ? '*' : origin)
+    reply.header('access-control-expose-headers', EXPOSED_HEADERS)
+  }
+}

@@ -1,7 +1,8 @@
-import swagger from '@fastify/swagger'
+import swagger, { type SwaggerTransformObject } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import { PORTABLE_TEXT, STORABLE_TEXT } from '../schemas.js'
 
 /**
  * The OpenAPI 3.1 document, generated from the routes' TypeBox schemas, at /openapi.json, and a
@@ -28,6 +29,10 @@ export const openapi = fp(async function openapi (app: FastifyInstance) {
       },
       security: [{ bearerAuth: [] }]
     },
+    // The served copy only (a new object; the routes' schemas are untouched): the text pattern the
+    // service validates with becomes one that compiles outside JavaScript (schemas.ts, PORTABLE_TEXT).
+    transformObject: (document) => JSON.parse(JSON.stringify('openapiObject' in document ? document.openapiObject : document.swaggerObject), (key, value: unknown) =>
+      key === 'pattern' && value === STORABLE_TEXT ? PORTABLE_TEXT : value) as ReturnType<SwaggerTransformObject>,
     // Shared schemas keep their own names ($id) under components.schemas.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}` }
   })

@@ -2,19 +2,13 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { NotReadyError, WritesFailingError } from '../errors.js'
 import type { PlantRepository } from '../plants/plant-repository.js'
-import { errorResponse, Health } from '../schemas.js'
+import { errorResponse, Health, malformedHttpResponse, responseHeaders } from '../schemas.js'
 
 export interface HealthRoutesOptions {
   repository: PlantRepository
   /** True once shutdown has begun: the load balancer should stop sending traffic. */
   isClosing: () => boolean
 }
-
-/**
- * A probe never answers 4xx itself; Node answers these before any route runs, for any path (errors.ts,
- * clientErrorHandler). Documented because a client of any operation can meet them.
- */
-const malformed = errorResponse('Malformed HTTP (400), headers over MAX_HEADER_BYTES (431), or a request slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS (408); the connection is closed', 'notHttp', 'headersTooLarge', 'tooSlow')
 
 /** Probes for orchestrators: open, without a token. */
 export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = async (app, { repository, isClosing }) => {
@@ -23,7 +17,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
       summary: 'The process is up',
       operationId: 'getLiveness',
       security: [],
-      response: { 200: Type.Ref(Health, { description: 'The process answers: `{"status":"ok"}`' }), '4xx': malformed }
+      response: { 200: { description: 'The process answers: `{"status":"ok"}`', headers: responseHeaders(), content: { 'application/json': { schema: Type.Ref(Health) } } }, '4xx': malformedHttpResponse }
     }
   }, async () => ({ status: 'ok' }))
 
@@ -33,9 +27,9 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
       operationId: 'getReadiness',
       security: [],
       response: {
-        200: Type.Ref(Health, { description: 'Ready for traffic: `{"status":"ready"}`' }),
-        '4xx': malformed,
-        503: errorResponse('Not ready: the store is unreachable, creates have failed for longer than the statement timeout with no success (PostgreSQL), the service is shutting down, or it is overloaded', 'notReady', 'writesFailing', 'overloaded')
+        200: { description: 'Ready for traffic: `{"status":"ready"}`', headers: responseHeaders(), content: { 'application/json': { schema: Type.Ref(Health) } } },
+        '4xx': malformedHttpResponse,
+        503: errorResponse('Not ready: the store is unreachable, creates have failed for longer than the statement timeout with no success (PostgreSQL), the service is shutting down, or it is overloaded', ['notReady', 'writesFailing', 'overloaded'], ['retry-after'])
       }
     }
   }, async () => {

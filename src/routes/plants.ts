@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { methodNotAllowed } from '../errors.js'
 import type { PlantService } from '../plants/plant-service.js'
-import { errorResponse as error, NewPlant, Plant } from '../schemas.js'
+import { errorResponse as error, malformedHttpResponse, NewPlant, Plant, responseHeaders } from '../schemas.js'
 
 export interface PlantRoutesOptions {
   plants: PlantService
@@ -41,7 +41,16 @@ export const plantMethodRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // and is never read, so it cannot turn the 204 into a 413 or 415.
   const describe = (reply: FastifyReply) => reply.code(204).header('allow', PLANTS_OPTIONS_ALLOW).send()
   app.options('/plants', {
-    schema: { hide: true },
+    schema: {
+      summary: 'The methods /plants answers to',
+      description: 'Answers 204 with `Allow: POST, OPTIONS` and no body, without a token. With CORS_ORIGINS set, a browser\'s preflight from a listed origin gets the same 204 with its Access-Control-* headers.',
+      operationId: 'describePlants',
+      security: [],
+      response: {
+        204: { description: 'No content; `Allow` lists the methods', headers: responseHeaders('allow'), type: 'null' },
+        '4xx': malformedHttpResponse
+      }
+    },
     onRequest: (_request, reply) => { describe(reply) }
   }, (_request, reply) => { describe(reply) })
 }
@@ -52,22 +61,26 @@ export const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async 
     schema: {
       summary: 'Create a plant',
       description: 'Stores a new plant. Sending the identical plant again answers 200 again (a safe retry); another plant with a stored id answers 409 and the stored plant is unchanged. ' +
-        'POST is the only method /plants takes: any other answers 405 with `Allow: POST` and an Error record, without needing a token; `OPTIONS /plants` answers 204 with `Allow: POST, OPTIONS`. ' +
+        'POST is the only method /plants takes: any other answers 405 with `Allow: POST` and an Error record, without needing a token (listed under 405 here); `OPTIONS /plants` answers 204 with `Allow: POST, OPTIONS`. ' +
         'The body may be sent with `Content-Encoding: gzip`, `deflate` (zlib format) or `br`; decoded, it must still fit BODY_LIMIT.',
       operationId: 'addPlant',
       body: Type.Ref(NewPlant),
       response: {
-        200: Type.Ref(Plant, { description: 'The plant as stored; tag only when it was given' }),
-        400: error('The body is not UTF-8 JSON, not an object, or a field is missing or of the wrong type (no type coercion); or it is not valid data for its Content-Encoding', 'invalidId', 'invalidGzip'),
-        401: error('The bearer token is missing or not valid; carries WWW-Authenticate', 'missingToken', 'invalidToken'),
-        409: error('A plant with this id exists with another name or tag', 'conflict'),
-        413: error('The body is larger than BODY_LIMIT, as sent or once decoded', 'tooLarge', 'tooLargeDecoded'),
-        415: error('The content type is not application/json, or the Content-Encoding is not gzip, deflate, br or identity (then with Accept-Encoding: gzip, deflate, br)', 'notJson', 'unsupportedEncoding'),
-        429: error('Over RATE_LIMIT_PER_MINUTE for this token (only when it is set); carries Retry-After and RateLimit headers', 'rateLimited'),
-        500: error('An unexpected error; the detail is in the log only', 'unexpected'),
+        200: { description: 'The plant as stored; tag only when it was given', headers: responseHeaders('ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'), content: { 'application/json': { schema: Type.Ref(Plant) } } },
+        400: error('The body is not UTF-8 JSON, not an object, or a field is missing or of the wrong type (no type coercion); or it is not valid data for its Content-Encoding; or the request itself is malformed (malformed HTTP, no Host in HTTP/1.1, two Authorization headers: then with WWW-Authenticate error="invalid_request")', ['invalidId', 'invalidGzip', 'missingHost', 'duplicateAuthorization', 'notHttp'], ['www-authenticate']),
+        401: error('The bearer token is missing or not valid; carries WWW-Authenticate', ['missingToken', 'invalidToken'], ['www-authenticate']),
+        405: error('Never to POST: every other method on /plants (GET, HEAD, PUT, PATCH, DELETE, QUERY, ...) answers 405 with `Allow: POST`, without a token and without reading the body. Listed here because this document describes only POST and OPTIONS on /plants', ['methodNotAllowed'], ['allow']),
+        408: error('Headers or body slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS; nothing was processed and the connection is closed', ['tooSlow'], [], { requestId: false }),
+        409: error('A plant with this id exists with another name or tag', ['conflict']),
+        413: error('The body is larger than BODY_LIMIT, as sent or once decoded', ['tooLarge', 'tooLargeDecoded']),
+        415: error('The content type is not application/json, or the Content-Encoding is not gzip, deflate, br or identity (then with Accept-Encoding: gzip, deflate, br)', ['notJson', 'unsupportedEncoding'], ['accept-encoding']),
+        417: error('An Expect other than 100-continue, once the token is accepted (without a valid token: the 401); nothing was stored', ['expectationFailed']),
+        429: error('Over RATE_LIMIT_PER_MINUTE for this token (only when it is set); carries Retry-After and RateLimit headers', ['rateLimited'], ['retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']),
+        431: error('Headers over MAX_HEADER_BYTES; the connection is closed', ['headersTooLarge'], [], { requestId: false }),
+        500: error('An unexpected error; the detail is in the log only', ['unexpected']),
         503: error('Overloaded, not ready, or the store is unavailable: nothing was stored; or (PostgreSQL) the store lost the write after it was sent: ' +
-          'the message says the outcome is unknown, and sending the identical request again is safe (200 once the plant is stored). Carries Retry-After', 'overloaded', 'storeUnavailable', 'storeOutcomeUnknown'),
-        507: error('The memory store is full (MAX_PLANTS)', 'storeFull')
+          'the message says the outcome is unknown, and sending the identical request again is safe (200 once the plant is stored). Carries Retry-After', ['overloaded', 'storeUnavailable', 'storeOutcomeUnknown'], ['retry-after']),
+        507: error('The memory store is full: MAX_PLANTS plants, or the process at MEMORY_STORE_MAX_RSS_BYTES (by default 75 % of a container memory limit)', ['storeFull'])
       }
     }
   }, (request) => plants.create(request.body))

@@ -49,6 +49,31 @@ export function parseRawReply (text: string): { status: number, headers: Record<
   return { status, headers, body: end === -1 ? '' : text.slice(end + 4) }
 }
 
+/**
+ * Every reply in a raw byte stream, in order (interim 1xx replies included), each framed by its
+ * Content-Length as the service sends them; the bytes after the last complete reply in `rest`.
+ */
+export function splitRawReplies (text: string): { replies: ReturnType<typeof parseRawReply>[], rest: string } {
+  const replies = []
+  let rest = text
+  while (rest.startsWith('HTTP/1.1 ')) {
+    const head = rest.indexOf('\r\n\r\n')
+    if (head === -1) break
+    const length = Number(/\r\ncontent-length: *(\d+)/i.exec(rest.slice(0, head))?.[1] ?? 0)
+    if (rest.length < head + 4 + length) break
+    replies.push(parseRawReply(rest.slice(0, head + 4 + length)))
+    rest = rest.slice(head + 4 + length)
+  }
+  return { replies, rest }
+}
+
+/** Every reply in a raw byte stream that holds nothing else. */
+export function splitReplies (text: string): ReturnType<typeof parseRawReply>[] {
+  const { replies, rest } = splitRawReplies(text)
+  if (rest !== '') throw new Error(`bytes after the last reply: ${JSON.stringify(rest.slice(0, 200))}`)
+  return replies
+}
+
 /** Polls until `condition` holds (or throws after `timeoutMs`): waits on a state, never a fixed sleep. */
 export async function until (condition: () => boolean | Promise<boolean>, timeoutMs = 10000, what = 'condition'): Promise<void> {
   const deadline = Date.now() + timeoutMs

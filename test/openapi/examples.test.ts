@@ -1,12 +1,12 @@
-import type { Socket } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import { gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { defaultOverloadLimits } from '../../src/config.js'
 import { clientErrorHandler, StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../../src/errors.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 import { errorExamples, type ErrorExampleName, type ErrorRecord } from '../../src/schemas.js'
-import { until } from '../hardening/hardening-helpers.js'
-import { AUTH, buildTestApp, JSON_AUTH, postPlant } from '../helpers.js'
+import { parseRawReply, rawExchange, until } from '../hardening/hardening-helpers.js'
+import { AUTH, buildTestApp, JSON_AUTH, postPlant, TOKEN } from '../helpers.js'
 
 interface Example { summary: string, value: unknown }
 interface Media { schema: unknown, example?: unknown, examples?: Record<string, Example> }
@@ -27,6 +27,13 @@ function clientErrorReply (code: string): ErrorRecord {
   const socket = { writable: true, end: (text: string) => { written = text }, destroy: () => {} } as unknown as Socket
   clientErrorHandler(Object.assign(new Error(code), { code }), socket)
   return JSON.parse(written.slice(written.indexOf('\r\n\r\n') + 4)) as ErrorRecord
+}
+
+/** The Error record a listening app answers to raw bytes (what a client library would not send). */
+async function rawReply (request: string): Promise<ErrorRecord> {
+  const app = await buildTestApp()
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  return JSON.parse(parseRawReply(await rawExchange((app.server.address() as AddressInfo).port, request)).body) as ErrorRecord
 }
 
 /** For each named example: provoke it and return the Error record the service answered. */
@@ -81,7 +88,11 @@ const provoke: Record<ErrorExampleName, () => Promise<ErrorRecord>> = {
   },
   notHttp: async () => clientErrorReply('HPE_INVALID_METHOD'),
   tooSlow: async () => clientErrorReply('ERR_HTTP_REQUEST_TIMEOUT'),
-  headersTooLarge: async () => clientErrorReply('HPE_HEADER_OVERFLOW')
+  headersTooLarge: async () => clientErrorReply('HPE_HEADER_OVERFLOW'),
+  missingHost: async () => rawReply('POST /plants HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 27\r\nConnection: close\r\n\r\n{"id":10,"name":"Monstera"}'),
+  duplicateAuthorization: async () => rawReply(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 27\r\nConnection: close\r\n\r\n{"id":10,"name":"Monstera"}`),
+  methodNotAllowed: async () => (await (await buildTestApp()).inject({ method: 'GET', url: '/plants' })).json(),
+  expectationFailed: async () => rawReply(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nExpect: x-fancy\r\nContent-Type: application/json\r\nContent-Length: 27\r\nConnection: close\r\n\r\n{"id":10,"name":"Monstera"}`)
 }
 
 describe('the examples in /openapi.json', () => {

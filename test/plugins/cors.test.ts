@@ -1,8 +1,9 @@
+import type { AddressInfo } from 'node:net'
 import type { LightMyRequestResponse } from 'fastify'
 import { describe, expect, it } from 'vitest'
 import { defaultOverloadLimits } from '../../src/config.js'
 import { AUTH, JSON_AUTH, buildTestApp, postPlant } from '../helpers.js'
-import { until } from '../hardening/hardening-helpers.js'
+import { parseRawReply, rawExchange, until } from '../hardening/hardening-helpers.js'
 import type { App } from '../../src/app.js'
 
 const APP = 'https://app.example.com'
@@ -104,6 +105,48 @@ describe('CORS for listed origins (CORS_ORIGINS)', () => {
     for (const res of replies) {
       expect(corsHeaders(res), String(res.statusCode)).toEqual({ 'access-control-allow-origin': APP, 'access-control-expose-headers': EXPOSED })
       expect(res.json().error).toBe(res.statusCode)
+    }
+  })
+
+  it('carries the CORS headers on replies made before routing: a bad URL (400), a 404, the not-found handler\'s 405 and a QUERY 404', async () => {
+    const app = await corsApp()
+    const headers = { origin: APP }
+    const replies = [
+      await app.inject({ method: 'GET', url: '/plants%zz', headers }),
+      await app.inject({ method: 'POST', url: '/nope%', headers }),
+      await app.inject({ method: 'GET', url: '/nope', headers }),
+      await app.inject({ method: 'PROPFIND', url: '/plants', headers }),
+      await app.inject({ method: 'QUERY', url: '/nope', headers })
+    ]
+    expect(replies.map((res) => res.statusCode)).toEqual([400, 400, 404, 405, 404])
+    for (const res of replies) {
+      expect(corsHeaders(res), String(res.statusCode)).toEqual({ 'access-control-allow-origin': APP, 'access-control-expose-headers': EXPOSED })
+      expect(res.headers.vary, String(res.statusCode)).toBe('Origin')
+      expect(res.json().error).toBe(res.statusCode)
+    }
+  })
+
+  it('gives an unlisted origin no CORS header on a bad URL either, only Vary: Origin', async () => {
+    const app = await corsApp()
+    const res = await app.inject({ method: 'GET', url: '/plants%zz', headers: { origin: OTHER } })
+    expect(res.statusCode).toBe(400)
+    expect(corsHeaders(res)).toEqual({})
+    expect(res.headers.vary).toBe('Origin')
+  })
+
+  it('carries the CORS headers on replies Node would have made itself (raw socket): no Host (400), an unmet Expect (417)', async () => {
+    const app = await corsApp()
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const { port } = app.server.address() as AddressInfo
+    const replies = [
+      parseRawReply(await rawExchange(port, `GET /livez HTTP/1.1\r\nOrigin: ${APP}\r\nConnection: close\r\n\r\n`)),
+      parseRawReply(await rawExchange(port, `GET /livez HTTP/1.1\r\nHost: localhost\r\nOrigin: ${APP}\r\nExpect: x-fancy\r\nConnection: close\r\n\r\n`))
+    ]
+    expect(replies.map((reply) => reply.status)).toEqual([400, 417])
+    for (const reply of replies) {
+      expect(reply.headers['access-control-allow-origin']).toBe(APP)
+      expect(reply.headers['access-control-expose-headers']).toBe(EXPOSED)
+      expect(reply.headers.vary).toBe('Origin')
     }
   })
 

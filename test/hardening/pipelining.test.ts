@@ -1,0 +1,91 @@
+import type { AddressInfo } from 'node:net'
+import { describe, expect, it } from 'vitest'
+import { TOKEN, buildTestApp } from '../helpers.js'
+import { countingRepository, rawExchange, splitReplies } from './hardening-helpers.js'
+
+const BODY_LIMIT = 64
+
+/** A POST /plants with the given body bytes and extra header lines. */
+function post (body: string | Buffer, extra = ''): Buffer {
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body
+  return Buffer.concat([
+    Buffer.from(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\n${extra}Content-Length: ${bytes.length}\r\n\r\n`),
+    bytes
+  ])
+}
+
+async function listening (logLines?: string[]) {
+  const repository = countingRepository()
+  const app = await buildTestApp({ repository, bodyLimit: BODY_LIMIT, ...(logLines === undefined ? {} : { logLines }) })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  return { app, repository, port: (app.server.address() as AddressInfo).port }
+}
+
+const CREATE = '{"id":7,"name":"fern"}'
+
+/** Bodies that fail before validation: Fastify answers them with Connection: close. */
+const unparsable: { name: string, request: Buffer, status: number }[] = [
+  { name: 'malformed JSON', request: post('{bad'), status: 400 },
+  { name: 'invalid UTF-8', request: post(Buffer.from([0x7b, 0x22, 0x69, 0x64, 0x22, 0x3a, 0x31, 0x2c, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d])), status: 400 },
+  { name: 'a __proto__ key', request: post('{"id":1,"name":"a","__proto__":{"x":1}}'), status: 400 },
+  { name: 'a body that is not the gzip it claims', request: post('not gzip at all', 'Content-Encoding: gzip\r\n'), status: 400 },
+  { name: 'a body over BODY_LIMIT', request: post(`{"id":1,"name":"${'x'.repeat(BODY_LIMIT)}"}`), status: 413 }
+]
+
+describe('pipelined requests on one keep-alive connection (raw socket, both requests in one write)', () => {
+  for (const { name, request, status } of unparsable) {
+    it(`never processes a create pipelined behind ${name}: one ${status} with Connection: close, nothing stored, the drop in the access log`, async () => {
+      const lines: string[] = []
+      const { app, repository, port } = await listening(lines)
+
+      const replies = splitReplies(await rawExchange(port, Buffer.concat([request, post(CREATE)])))
+      expect(replies.map((reply) => reply.status)).toEqual([status])
+      expect(replies[0]?.headers.connection).toBe('close')
+      expect(JSON.parse(replies[0]?.body ?? '')).toMatchObject({ error: status })
+      expect(repository.inserts).toBe(0)
+      // The id is free: the pipelined create was never acted on.
+      const later = await app.inject({ method: 'POST', url: '/plants', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, payload: '{"id":7,"name":"moss"}' })
+      expect(later.statusCode).toBe(200)
+
+      const entries = lines.map((line) => JSON.parse(line) as Record<string, unknown>)
+      expect(entries.filter((entry) => entry.msg === 'request').map((entry) => entry.status)).toEqual([status, 200])
+      const dropped = entries.filter((entry) => entry.msg === 'request not processed: an earlier reply closed its connection')
+      expect(dropped).toHaveLength(1)
+      expect(dropped[0]).toMatchObject({ method: 'POST', route: '/plants', status: null })
+      expect(dropped[0]?.reqId).not.toBe(replies[0]?.headers['x-request-id'])
+    })
+  }
+
+  it('answers both requests, in order, when the first is a validation 400 (the body parsed): the connection is kept', async () => {
+    const { repository, port } = await listening()
+    const replies = splitReplies(await rawExchange(port, Buffer.concat([post('{"id":"7","name":"fern"}'), post(CREATE, 'Connection: close\r\n')])))
+    expect(replies.map((reply) => reply.status)).toEqual([400, 200])
+    expect(replies[0]?.headers.connection).not.toBe('close')
+    expect(JSON.parse(replies[1]?.body ?? '')).toEqual({ name: 'fern' })
+    expect(repository.inserts).toBe(1)
+  })
+
+  it('answers three pipelined creates in the order they were sent', async () => {
+    const { repository, port } = await listening()
+    const replies = splitReplies(await rawExchange(port, Buffer.concat([
+      post('{"id":1,"name":"a"}'), post('{"id":1,"name":"b"}'), post('{"id":2,"name":"c"}', 'Connection: close\r\n')
+    ])))
+    expect(replies.map((reply) => reply.status)).toEqual([200, 409, 200])
+    expect(repository.inserts).toBe(3)
+  })
+
+  it('never processes a request pipelined behind one that asked for Connection: close', async () => {
+    const { repository, port } = await listening()
+    const replies = splitReplies(await rawExchange(port, Buffer.concat([post('{"id":1,"name":"a"}', 'Connection: close\r\n'), post('{"id":2,"name":"b"}')])))
+    expect(replies.map((reply) => reply.status)).toEqual([200])
+    expect(repository.inserts).toBe(1)
+  })
+
+  it('answers the creates in flight first, then a 400 Error, when malformed HTTP follows them', async () => {
+    const { repository, port } = await listening()
+    const replies = splitReplies(await rawExchange(port, Buffer.concat([post('{"id":1,"name":"a"}'), post('{"id":2,"name":"b"}'), Buffer.from('GARBAGE\r\n\r\n')])))
+    expect(replies.map((reply) => reply.status)).toEqual([200, 200, 400])
+    expect(JSON.parse(replies[2]?.body ?? '')).toEqual({ error: 400, message: 'the request is not valid HTTP' })
+    expect(repository.inserts).toBe(2)
+  })
+})
