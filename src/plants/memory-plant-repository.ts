@@ -29,6 +29,8 @@ const INDEX_SHARE = 1 / 8
  * creates a second, an interval lets about 5,000 plants (well under a MiB) in past the bound.
  */
 const MEMORY_SAMPLE_MS = 250
+/** A store full by memory takes plants again below this share of the bound. */
+const RESUME_SHARE = 0.9
 
 /**
  * Plants in memory, with nothing per plant on the JS heap: the name and tag as UTF-8 in a
@@ -51,11 +53,12 @@ export function createMemoryPlantRepository ({ maxPlants, maxResidentBytes = 0, 
   const bigPlants = new Map<bigint, number>()
   const find = (id: PlantId): number | undefined => typeof id === 'number' ? plants.get(id) : bigPlants.get(id)
   // Read on a timer rather than per insert, so that a create pays for a boolean, not a file read.
+  // Once full, it stays full until memory is back under the bound by a margin: the collector frees
+  // memory in steps, and a store that flipped with each would answer 200s among its 507s.
   let memoryFull = false
-  const sampler = maxResidentBytes > 0
-    ? setInterval(() => { memoryFull = residentBytes() >= maxResidentBytes }, MEMORY_SAMPLE_MS).unref()
-    : undefined
-  if (sampler !== undefined) memoryFull = residentBytes() >= maxResidentBytes
+  const sample = () => { memoryFull = residentBytes() >= (memoryFull ? maxResidentBytes * RESUME_SHARE : maxResidentBytes) }
+  const sampler = maxResidentBytes > 0 ? setInterval(sample, MEMORY_SAMPLE_MS).unref() : undefined
+  if (sampler !== undefined) sample()
   return {
     async insert (id, plant) {
       const stored = find(id)
