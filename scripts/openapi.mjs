@@ -20,7 +20,7 @@ export function documentText (document) {
 }
 
 // An int64 is `number | bigint`: ids beyond 2^53 have no exact JS number, and the service takes them
-// all (a bigint needs a body serializer that writes its digits: README, "A typed client").
+// all (a bigint needs a body serializer that writes its digits: docs/api.md, "Ids beyond 2^53 from JavaScript").
 const INT64 = ts.factory.createUnionTypeNode([
   ts.factory.createKeywordTypeNode(ts.SyntaxKind.NumberKeyword),
   ts.factory.createKeywordTypeNode(ts.SyntaxKind.BigIntKeyword)

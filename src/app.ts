@@ -65,7 +65,7 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
       }
   const options: FastifyHttpOptions<Server> = {
     bodyLimit: config.bodyLimit,
-    // Slow or stalled clients are cut off instead of holding a connection (README, "Operating it").
+    // Slow or stalled clients are cut off instead of holding a connection (docs/operating.md, "Limits and timeouts").
     connectionTimeout: limits.connectionTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
@@ -110,7 +110,7 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
   routeUnmetExpectations(app)
   // QUERY (a safe method that may carry content) is routed nowhere, so its content is never read.
   // As a method with a body, Fastify answered every QUERY without a Content-Type with its own 400,
-  // before the 404 (README: an unknown route is a 404; on /plants it is the 405 like any method).
+  // before the 404 (docs/api.md: an unknown route is a 404; on /plants it is the 405 like any method).
   app.addHttpMethod('QUERY', { hasBody: false, overrideExisting: true })
 
   app.setValidatorCompiler(validatorCompiler)

@@ -4,7 +4,10 @@ import { getHeapStatistics } from 'node:v8'
 import { Type, type Static } from '@sinclair/typebox'
 import { memoryLimit } from './lib/memory-limit.js'
 
-/** The environment the service reads; names and defaults are the README's configuration table. */
+/**
+ * The environment the service reads; names and defaults are docs/configuration.md's table
+ * (test/docs/readme.test.ts holds the two together).
+ */
 const Env = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
   HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
@@ -137,7 +140,7 @@ export const defaultOverloadLimits = (): OverloadLimits => ({
  * The memory store's default bound under a memory limit: three quarters of it. The quarter left is
  * for the pages the system must keep resident besides (Node's binary and libraries, about 25 MB of
  * them in use) and for the load's own buffers. Measured in a 96 MiB cgroup: at 75 % the store filled,
- * then answered 507s, with a p99 of tens of ms and no OOM kill (README, Docker).
+ * then answered 507s, with a p99 of tens of ms and no OOM kill (docs/deployment.md, Docker).
  */
 export const MEMORY_STORE_SHARE_OF_LIMIT = 0.75
 

@@ -19,7 +19,7 @@ export const StoreUnavailableError = createError('PLANTS_STORE_UNAVAILABLE', 'th
 /**
  * The store lost the write after it was sent (the connection dropped or timed out before the commit
  * was confirmed): it may be stored or not. Not a "nothing was stored": the identical request is safe
- * to send again, and answers 200 once the plant is there (README, High availability).
+ * to send again, and answers 200 once the plant is there (docs/storage.md, High availability).
  */
 export const StoreOutcomeUnknownError = createError('PLANTS_STORE_OUTCOME_UNKNOWN', 'the plant store did not confirm the write: the outcome is unknown; retrying the identical request is safe, it answers 200 if the plant was stored', 503)
 /** /readyz while creates fail: reads may work (a synchronous standby gone), writes do not. */

@@ -20,7 +20,7 @@ export interface MetricsListener {
 
 /**
  * The second listener, apart from the API: `GET /metrics` in the Prometheus text format, without a
- * token (like every exporter, it relies on the network to keep it private: README, "Observability").
+ * token (like every exporter, it relies on the network to keep it private: docs/observability.md, "Metrics").
  * Anything else is a 404 Error record. A bare node:http server: a scrape every few seconds
  * needs no framework, and the API's hooks, auth and access log stay out of it.
  */

@@ -43,7 +43,7 @@ const Text = (description: string, example: string) => Type.String({ pattern: ST
 
 /*
  * Examples: what the document shows and what the docs page offers to send (Swagger UI builds a body
- * from the schema's `examples`). A realistic plant, the one README's curl examples use.
+ * from the schema's `examples`). A realistic plant, the one the curl examples of README.md and docs/api.md use.
  */
 export const Plant = Type.Object({
   name: Text('The name of the plant', 'Monstera'),

@@ -13,7 +13,7 @@ async function main (): Promise<void> {
   const config = loadConfig(process.env)
   // JSON lines on stdout, each event-loop turn's lines in one write (lib/log-destination.ts).
   const logger = pino({ level: config.logLevel }, new TurnBatchedDestination(1))
-  // Store failures are logged throttled, by the store's wrapper, not per request (README, Logs).
+  // Store failures are logged throttled, by the store's wrapper, not per request (docs/observability.md).
   const repository = await createRepository({ ...config, log: logger })
   const tokens = createTokenSet(config.tokens)
   // Counted only when served: without METRICS_PORT no request pays for metrics, and prom-client

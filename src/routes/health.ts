@@ -37,7 +37,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
     try {
       await repository.ready()
     } catch (cause) {
-      // Its own message: the store answers, but creates have been failing (README, High availability).
+      // Its own message: the store answers, but creates have been failing (docs/storage.md, High availability).
       throw cause instanceof WritesFailingError ? cause : new NotReadyError({ cause })
     }
     return { status: 'ready' }

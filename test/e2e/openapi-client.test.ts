@@ -18,7 +18,7 @@ async function client (options: { token?: string, bodySerializer?: (body: unknow
 /**
  * The JSON text of a body with every bigint written as its exact digits. JSON.stringify throws on a
  * bigint, and a replacer can only turn one into a string: each becomes a quoted marker, unique to
- * this call, whose quotes are then removed. (README, "A typed client".)
+ * this call, whose quotes are then removed. (docs/api.md, "Ids beyond 2^53 from JavaScript".)
  */
 function jsonWithBigInts (body: unknown): string {
   const marker = `bigint-${randomUUID()}:`

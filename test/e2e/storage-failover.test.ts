@@ -5,7 +5,7 @@ import type { ServerProcess } from './server-process.js'
 import { get, postPlant, startServer } from './storage-process.js'
 
 // The built server against a primary and its synchronous standby that the tests build themselves
-// (README, High availability), under concurrent creates: a failover through a repointed PgBouncer,
+// (docs/storage.md, High availability), under concurrent creates: a failover through a repointed PgBouncer,
 // a failover with a multi-host URL, and the standby gone for a while.
 
 const bin = findPostgresBinaries()

@@ -12,7 +12,7 @@ const run = promisify(execFile)
 /**
  * A primary and its synchronous standby, built by the tests themselves in a temporary folder
  * (initdb, pg_basebackup -R), on spare ports, as the `postgres` user (initdb refuses root), the
- * topology the README's "High availability" describes: a commit is acknowledged once the standby has
+ * topology docs/storage.md's "High availability" describes: a commit is acknowledged once the standby has
  * it, so a promotion loses no acknowledged plant.
  */
 export interface StandbyPair {

@@ -52,7 +52,7 @@ export function createTestSchemas (url: string): TestSchemas {
 
 /**
  * The same, through a PgBouncer of this run. The pooler refuses the `options` startup parameter, so
- * a schema is picked the way the README tells users behind a pooler: a role whose default
+ * a schema is picked the way docs/storage.md tells users behind a pooler: a role whose default
  * `search_path` is that schema (`ALTER ROLE … SET search_path`), which also survives the
  * `DISCARD ALL` a session-mode pooler runs between clients. Each schema gets a database alias of its
  * own in the pooler (the alias is the schema's name) that logs in as that role; the stores under test

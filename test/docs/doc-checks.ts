@@ -1,0 +1,141 @@
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { dirname, join, relative, resolve } from 'node:path'
+import { isDeepStrictEqual } from 'node:util'
+import { loadConfig } from '../../src/config.js'
+
+/**
+ * The checks that keep README.md and docs/ honest, as plain functions over text so that the tests can
+ * show each one failing on a broken input as well as passing on the real files.
+ */
+
+/** The markdown outside fenced code blocks (a `# comment` in a shell block is no heading, `[a](b)` there no link). */
+export function withoutCodeBlocks (markdown: string): string[] {
+  const lines: string[] = []
+  let fence: string | undefined
+  for (const line of markdown.split('\n')) {
+    const marker = /^\s*(`{3,}|~{3,})/.exec(line)?.[1]
+    if (fence === undefined && marker !== undefined) fence = marker[0]
+    else if (fence !== undefined && marker?.[0] === fence) fence = undefined
+    else if (fence === undefined) lines.push(line)
+  }
+  return lines
+}
+
+/** The anchor GitHub gives a heading: lower-case, punctuation dropped, spaces as dashes (github-slugger). */
+export function slug (heading: string): string {
+  return heading
+    .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1') // a link keeps its text
+    .replace(/[`*]/g, '')
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\p{M} _-]/gu, '')
+    .replace(/ /g, '-')
+}
+
+/** Every anchor a markdown file offers, duplicates numbered as GitHub numbers them (-1, -2, …). */
+export function anchors (markdown: string): Set<string> {
+  const seen = new Map<string, number>()
+  const result = new Set<string>()
+  for (const line of withoutCodeBlocks(markdown)) {
+    const heading = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line)?.[1]
+    if (heading === undefined) continue
+    const base = slug(heading)
+    const count = seen.get(base) ?? 0
+    seen.set(base, count + 1)
+    result.add(count === 0 ? base : `${base}-${count}`)
+  }
+  return result
+}
+
+/** The targets of the inline links `[text](target)` outside code. */
+export function linkTargets (markdown: string): string[] {
+  const targets: string[] = []
+  for (const line of withoutCodeBlocks(markdown)) {
+    // Inline code first: `[a](b)` inside backticks is text, not a link (a link's text may be code).
+    const text = line.replace(/(?<!\[)`[^`]*`(?!\])/g, '')
+    for (const match of text.matchAll(/\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) targets.push(match[1] as string)
+  }
+  return targets
+}
+
+/** The relative links of one markdown file that lead nowhere: a missing file, or a missing anchor in a .md file. */
+export function brokenLinks (file: string, markdown: string = readFileSync(file, 'utf8')): string[] {
+  const broken: string[] = []
+  for (const target of linkTargets(markdown)) {
+    if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue // https:, mailto:: not ours to check
+    const [path = '', anchor] = target.split('#', 2)
+    const destination = path === '' ? file : resolve(dirname(file), decodeURIComponent(path))
+    if (!existsSync(destination)) {
+      broken.push(`${target}: no file ${relative(process.cwd(), destination)}`)
+      continue
+    }
+    if (anchor === undefined || anchor === '') continue
+    if (statSync(destination).isDirectory() || !destination.endsWith('.md')) {
+      broken.push(`${target}: an anchor into a file that is not markdown`)
+      continue
+    }
+    const text = destination === file ? markdown : readFileSync(destination, 'utf8')
+    if (!anchors(text).has(decodeURIComponent(anchor))) broken.push(`${target}: no heading with the anchor #${anchor}`)
+  }
+  return broken
+}
+
+/** The names in the first column of every table in a markdown file that look like environment variables. */
+export function tableVariables (markdown: string): string[] {
+  const names: string[] = []
+  for (const line of withoutCodeBlocks(markdown)) {
+    const cell = /^\|([^|]*)\|/.exec(line)?.[1]
+    if (cell === undefined) continue
+    for (const part of cell.split(',')) {
+      const name = part.replace(/`/g, '').trim()
+      if (/^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$|^[A-Z]{3,}$/.test(name)) names.push(name)
+    }
+  }
+  return names
+}
+
+const noMemoryLimit = { memoryLimit: () => undefined }
+/** Valid settings the probes start from: with a metrics listener and a rate limit on, what they switch on is read too. */
+const BASES: NodeJS.ProcessEnv[] = [
+  { API_TOKENS: 'a' },
+  { API_TOKENS: 'a', METRICS_PORT: '9464', RATE_LIMIT_PER_MINUTE: '10', DATABASE_URL: 'postgres://db.invalid/plants' }
+]
+/** Values at least one of which any read variable either takes (the config changes) or refuses (ConfigError). */
+const PROBES = ['', 'x', '1', '12345', 'on', 'https://probe.example', 'redis://probe.example']
+
+type Outcome = { config: unknown } | { error: string }
+function outcome (env: NodeJS.ProcessEnv, load: typeof loadConfig): Outcome {
+  try {
+    return { config: load(env, noMemoryLimit) }
+  } catch (error) {
+    return { error: String(error) }
+  }
+}
+
+/**
+ * Whether loadConfig reads an environment variable, found by behaviour rather than by reading the source
+ * (which may be split or rewritten): the variable is read if some probe value, added to a valid
+ * environment, changes the configuration or makes it refuse to start.
+ */
+export function configReads (name: string, load: typeof loadConfig = loadConfig): boolean {
+  return BASES.some((base) => {
+    const before = outcome(base, load)
+    return PROBES.some((value) => !isDeepStrictEqual(outcome({ ...base, [name]: value }, load), before))
+  })
+}
+
+/** The upper-case words of the service's sources: every environment variable it reads is among them. */
+export function candidateNames (root: string): Set<string> {
+  const names = new Set<string>()
+  const visit = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name)
+      if (entry.isDirectory()) visit(path)
+      else if (entry.name.endsWith('.ts')) {
+        for (const match of readFileSync(path, 'utf8').matchAll(/\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*\b/g)) names.add(match[0])
+      }
+    }
+  }
+  visit(root)
+  return names
+}
