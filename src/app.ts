@@ -117,7 +117,10 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
   for (const schema of sharedSchemas) app.addSchema(schema)
   installErrorHandlers(app, plantsAllowedMethods, sendErrorReply)
 
+  // Closing: /readyz answers 503 and every reply says Connection: close. It begins at close(), or
+  // earlier through beginClosing() (server.ts: SIGTERM with SHUTDOWN_DELAY_MS), while requests are still served.
   let closing = false
+  app.decorate('beginClosing', () => { closing = true })
   app.addHook('preClose', async () => { closing = true })
   // Callback-style hooks on the hot path: an async hook costs a promise per request (about 4 µs here).
   // The first hook of every request, so that every reply that goes through the hooks carries these.
@@ -164,3 +167,10 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
 }
 
 export type App = Awaited<ReturnType<typeof buildApp>>
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Not ready from now on (/readyz 503, Connection: close), still serving; close() follows. */
+    beginClosing: () => void
+  }
+}

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import closeWithGrace from 'close-with-grace'
 import pino from 'pino'
 import { buildApp } from './app.js'
@@ -28,9 +29,17 @@ async function main (): Promise<void> {
     const stopWatching = watchTokens({ file: config.tokensFile, tokens, log: app.log, ...(metrics === undefined ? {} : { onReload: metrics.tokenReload }) })
     app.addHook('onClose', async () => stopWatching())
   }
-  closeWithGrace({ delay: config.shutdownTimeoutMs, logger: app.log, skip: ['SIGHUP'] }, async ({ signal, err }) => {
+  // SIGTERM (an orchestrator, a balancer's rollout): not ready at once, yet serving for
+  // SHUTDOWN_DELAY_MS while balancers notice, then the drain, bounded by SHUTDOWN_TIMEOUT_MS.
+  // SIGINT (Ctrl-C in a terminal) and errors drain at once (docs/operating.md, Shutdown).
+  closeWithGrace({ delay: config.shutdownDelayMs + config.shutdownTimeoutMs, logger: app.log, skip: ['SIGHUP'] }, async ({ signal, err }) => {
     if (err !== undefined) app.log.error({ err }, 'closing after an unexpected error')
-    else app.log.info({ signal }, 'closing')
+    else if (signal === 'SIGTERM' && config.shutdownDelayMs > 0) {
+      app.beginClosing()
+      app.log.info({ signal, delayMs: config.shutdownDelayMs }, 'not ready: serving for SHUTDOWN_DELAY_MS, then closing')
+      await sleep(config.shutdownDelayMs)
+      app.log.info({ signal }, 'closing')
+    } else app.log.info({ signal }, 'closing')
     await app.close()
   })
   // The metrics listener closes with the app, after the last request (so a last scrape still sees them).
