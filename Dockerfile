@@ -1,36 +1,91 @@
 # syntax=docker/dockerfile:1
 # Plant Store: build with the dev dependencies, run with the production dependencies only.
+# Layers are ordered for the cache (docs/deployment.md, "An image that rebuilds lean"): the production
+# dependencies come from their own stage, keyed only on package.json and package-lock.json, so a
+# source change re-ships the compiled dist/ and its compile cache (a few MB), never node_modules.
+# Build arguments and labels come last: a new commit's REVISION changes no layer.
 
-FROM node:24-bookworm-slim AS build
+# The production dependencies and their SBOM: rebuilt only when package.json or package-lock.json change.
+FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 # No compiler and no install scripts: better-sqlite3 13 ships its Node-API binaries in its package
 # (prebuilds/) and loads the one for this platform. Its implicit `node-gyp rebuild` would compile
 # nothing, yet still needs python3 and make; no other dependency has an install step.
-RUN npm ci --ignore-scripts --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
-COPY src ./src
-# `npm run build` stamps dist/ with a digest of its sources (what `npm start` checks).
-COPY scripts/dist-stamp.mjs ./scripts/
-# The SBOM lists the production dependencies; npm sbom reads the whole tree, so it runs before the prune.
-RUN npm run build \
- && npm sbom --omit=dev --sbom-format cyclonedx > sbom.cdx.json \
- && npm prune --omit=dev --no-audit --no-fund
-# What the service never loads: better-sqlite3's SQLite sources, C++ sources and the binaries of other
-# platforms (it loads prebuilds/<platform>-<arch>.node), and every package's source maps and type
+# The SBOM lists the production dependencies, from the lock file (the installed tree lacks the dev ones).
+# Then what the service never loads: better-sqlite3's SQLite sources, C++ sources and the binaries of
+# other platforms (it loads prebuilds/<platform>-<arch>.node), and every package's source maps and type
 # declarations. This keeps the application's layers well under 50 MB.
-RUN keep="$(node -p 'process.platform + "-" + process.arch').node" \
+RUN npm sbom --package-lock-only --omit=dev --sbom-format cyclonedx > sbom.cdx.json \
+ && npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+ && keep="$(node -p 'process.platform + "-" + process.arch').node" \
  && cd node_modules/better-sqlite3 \
  && test -f "prebuilds/$keep" \
  && rm -rf deps src build binding.gyp \
  && find prebuilds -type f ! -name "$keep" -delete \
  && cd /app \
  && find node_modules -type f \( -name '*.map' -o -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' \) -delete \
- && node -e "require('better-sqlite3')(':memory:').prepare('select 1').get()"
+ && node -e "require('better-sqlite3')(':memory:').prepare('select 1').get()" \
+ && rm -rf /root/.npm
+
+# The compiled service: every dependency (TypeScript), then the sources.
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+# `npm run build` stamps dist/ with a digest of its sources (what `npm start` checks).
+COPY scripts/dist-stamp.mjs ./scripts/
+COPY src ./src
+RUN npm run build
 
 FROM node:24-bookworm-slim AS runtime
-# OCI annotations: where the image comes from, which version, under which licence. Override with
-# --build-arg (CI passes the commit); VERSION follows package.json's "version".
+# SHUTDOWN_DELAY_MS + SHUTDOWN_TIMEOUT_MS = 2 s + 7 s = 9 s, inside Docker's 10 s stop timeout (docker
+# stop, Compose's stop_grace_period): 2 s of /readyz 503 while still serving, so that a balancer
+# polling every second drops the container, then at most 7 s of drain, 1 s to spare before SIGKILL.
+# NODE_COMPILE_CACHE: the V8 code of every module the service loads, compiled at build time (below).
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=3000 \
+    METRICS_PORT=9464 \
+    SHUTDOWN_DELAY_MS=2000 \
+    SHUTDOWN_TIMEOUT_MS=7000 \
+    NODE_COMPILE_CACHE=/app/.node-compile-cache
+WORKDIR /app
+# /data: where a SQLite volume is mounted (below), owned by the runtime user (a new named volume takes
+# this owner); the compile cache, written by that user at build time (below).
+RUN mkdir /data "$NODE_COMPILE_CACHE" && chown node:node /data "$NODE_COMPILE_CACHE"
+COPY --chown=root:root LICENSE package.json ./
+COPY --from=deps --chown=root:root /app/node_modules ./node_modules
+COPY --from=deps --chown=root:root /app/sbom.cdx.json ./
+COPY --from=build --chown=root:root /app/dist ./dist
+# Warms the compile cache: one start of the service (memory store, metrics on, a throwaway token,
+# ephemeral ports), stopped with SIGINT once it answers; Node writes the cache at exit. Node keeps one
+# cache per uid, so it is warmed as the node user (1000), who runs the service. At run time the cache
+# is read; a read-only root filesystem only stops new entries (modules loaded later, e.g. a store's
+# driver) from being added; a stale entry is recompiled, never used.
+USER node
+RUN API_TOKENS=compile-cache-warm-up PORT=0 HOST=127.0.0.1 METRICS_PORT=0 node -e " \
+      const { spawn } = require('node:child_process'); \
+      const child = spawn(process.execPath, ['dist/server.js'], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, LOG_LEVEL: 'info' } }); \
+      child.stdout.on('data', (d) => { const m = /listening at (http:[^\"]+)/.exec(String(d)); if (m) fetch(m[1] + '/livez').then(() => child.kill('SIGINT')) }); \
+      child.on('exit', (code) => process.exit(code ?? 1)); \
+      setTimeout(() => { child.kill('SIGKILL'); process.exit(1) }, 30000).unref()" \
+ && test -n "$(find "$NODE_COMPILE_CACHE" -type f | head -1)"
+EXPOSE 3000
+# Prometheus metrics (GET /metrics, no token): publish it only to the monitoring network. METRICS_PORT= turns it off.
+EXPOSE 9464
+# No anonymous VOLUME: the memory and PostgreSQL stores write nothing. The SQLite store needs a
+# directory the node user can write: mount one, e.g. -v plants:/data -e DATABASE_URL=sqlite:/data/plants.db
+# (docs/deployment.md).
+# No curl in the image: Node's own fetch probes the liveness route.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/livez').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# Exec form: node itself is PID 1 and gets SIGTERM, which it handles (graceful shutdown); it starts no children.
+CMD ["node", "dist/server.js"]
+# OCI annotations, last so that a new REVISION rebuilds no layer: where the image comes from, which
+# version, under which licence. Override with --build-arg (CI passes the commit); VERSION follows
+# package.json's "version".
 ARG VERSION=1.0.0
 ARG REVISION=
 ARG SOURCE=
@@ -40,24 +95,3 @@ LABEL org.opencontainers.image.title="plant-store" \
       org.opencontainers.image.revision="$REVISION" \
       org.opencontainers.image.source="$SOURCE" \
       org.opencontainers.image.licenses="MIT"
-ENV NODE_ENV=production \
-    HOST=0.0.0.0 \
-    PORT=3000 \
-    METRICS_PORT=9464
-WORKDIR /app
-COPY --from=build --chown=root:root /app/package.json /app/sbom.cdx.json ./
-COPY --chown=root:root LICENSE ./
-COPY --from=build --chown=root:root /app/node_modules ./node_modules
-COPY --from=build --chown=root:root /app/dist ./dist
-# A place for the SQLite store (DATABASE_URL=sqlite:/data/plants.db), owned by the runtime user.
-RUN mkdir /data && chown node:node /data
-VOLUME ["/data"]
-USER node
-EXPOSE 3000
-# Prometheus metrics (GET /metrics, no token): publish it only to the monitoring network. METRICS_PORT= turns it off.
-EXPOSE 9464
-# No curl in the image: Node's own fetch probes the liveness route.
-HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/livez').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-# Exec form: node itself is PID 1 and gets SIGTERM, which it handles (graceful shutdown); it starts no children.
-CMD ["node", "dist/server.js"]

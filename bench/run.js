@@ -3,7 +3,7 @@
 // This file is the orchestrator (options, rounds, interleaving, starting and measuring a server);
 // the targets are in bench/targets.js, the load runners in bench/load.js, the table and checks in
 // bench/report.js.
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { closeSync, mkdirSync, openSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
@@ -289,3 +289,9 @@ writeResults({ startedAt, machine, tool, pin, serverCpus, loadCpus, options, sum
 
 // A broken target (errors) makes the run fail; a missed performance target is reported, not an exit status.
 process.exitCode = runFailed(checks) ? 1 : 0
+
+// Start to first answer of node dist/server.js, npm start and the image against bare Fastify, side by
+// side, and docker stop (bench/start-time.js; its own interleaved run, the image built from this tree).
+console.log('')
+const startTimes = spawnSync(process.execPath, [join(ROOT, 'bench', 'start-time.js'), '--starts', String(quick ? 3 : 7)], { cwd: ROOT, stdio: 'inherit' })
+if (startTimes.status !== 0) process.exitCode = 1

@@ -27,21 +27,21 @@ export interface AppOptions {
   config: Pick<Config, 'bodyLimit'> & Partial<Pick<Config, 'http' | 'overload' | 'rateLimit' | 'corsOrigins' | 'otlpEndpoint'>>
   tokens: TokenSet
   repository: PlantRepository
-  /** The pino logger: server.ts's writes JSON lines to stdout, tests' write to memory. */
+  /** The pino logger: main.ts's writes JSON lines to stdout, tests' write to memory. */
   logger: FastifyBaseLogger
-  /** Where requests and the store are counted (server.ts serves them on METRICS_PORT); absent: not counted. */
+  /** Where requests and the store are counted (main.ts serves them on METRICS_PORT); absent: not counted. */
   metrics?: Metrics
 }
 
 /** Keep-alive connections may bring one more request this long after shutdown begins (plugins/drain.ts). */
 const DRAIN_GRACE_MS = 500
 
-/** The composition root: plugins in order. Never listens; server.ts does. */
+/** The composition root: plugins in order. Never listens; main.ts does. */
 export async function buildApp ({ config, tokens, repository: store, logger, metrics }: AppOptions) {
   const limits = config.http ?? defaultHttpLimits
   let repository = store
   if (metrics !== undefined) {
-    // Loaded only with metrics on: prom-client costs about 70 ms of start-up (server.ts loads it then too).
+    // Loaded only with metrics on: prom-client costs about 70 ms of start-up (main.ts loads it then too).
     const metered = await import('./plants/metered-plant-repository.js')
     repository = metered.createMeteredPlantRepository(store, metrics.registry)
   }
@@ -117,7 +117,10 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
   for (const schema of sharedSchemas) app.addSchema(schema)
   installErrorHandlers(app, plantsAllowedMethods, sendErrorReply)
 
+  // Closing: /readyz answers 503 and every reply says Connection: close. It begins at close(), or
+  // earlier through beginClosing() (main.ts: SIGTERM with SHUTDOWN_DELAY_MS), while requests are still served.
   let closing = false
+  app.decorate('beginClosing', () => { closing = true })
   app.addHook('preClose', async () => { closing = true })
   // Callback-style hooks on the hot path: an async hook costs a promise per request (about 4 µs here).
   // The first hook of every request, so that every reply that goes through the hooks carries these.
@@ -164,3 +167,10 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
 }
 
 export type App = Awaited<ReturnType<typeof buildApp>>
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Not ready from now on (/readyz 503, Connection: close), still serving; close() follows. */
+    beginClosing: () => void
+  }
+}

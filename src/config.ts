@@ -25,6 +25,8 @@ const Env = Type.Object({
   // Memory store: full (507) at this resident memory; the default comes from a container's limit.
   MEMORY_STORE_MAX_RSS_BYTES: Type.Optional(Type.Integer({ minimum: 0 })),
   SHUTDOWN_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 8000 }),
+  // On SIGTERM: not ready, yet serving, this long before the drain (balancers catch up); 0: drain at once.
+  SHUTDOWN_DELAY_MS: Type.Integer({ minimum: 0, maximum: 600000, default: 0 }),
   // Slow and broken clients (see HttpLimits).
   HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 10000 }),
   REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 15000 }),
@@ -67,6 +69,8 @@ export interface Config {
   /** Memory store: a new plant is a 507 while the resident anonymous memory is at least this; 0: off. */
   memoryStoreMaxRssBytes: number
   shutdownTimeoutMs: number
+  /** SIGTERM: /readyz answers 503 while requests are still served this long, then the drain begins. */
+  shutdownDelayMs: number
   http: HttpLimits
   overload: OverloadLimits
   /** Absent when RATE_LIMIT_PER_MINUTE is 0 (the default): no rate limit. */
@@ -365,6 +369,7 @@ export function loadConfig (env: NodeJS.ProcessEnv, system: System = { memoryLim
     memoryStoreMaxRssBytes: values.MEMORY_STORE_MAX_RSS_BYTES ??
       (limit === undefined ? 0 : Math.floor(limit * MEMORY_STORE_SHARE_OF_LIMIT)),
     shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS,
+    shutdownDelayMs: values.SHUTDOWN_DELAY_MS,
     http: {
       headersTimeoutMs: values.HEADERS_TIMEOUT_MS,
       requestTimeoutMs: values.REQUEST_TIMEOUT_MS,

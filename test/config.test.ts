@@ -21,7 +21,7 @@ describe('loadConfig', () => {
     expect(loadConfig({ API_TOKENS: 'a' }, noLimit)).toEqual({
       port: 3000, host: '127.0.0.1', logLevel: 'info', tokens: [{ token: 'a' }], databaseUrl: 'memory:',
       databasePoolMax: 10, databaseStatementTimeoutMs: 5000, databasePreparedStatements: false,
-      bodyLimit: 16384, maxPlants: 1000000, memoryStoreMaxRssBytes: 0, shutdownTimeoutMs: 8000,
+      bodyLimit: 16384, maxPlants: 1000000, memoryStoreMaxRssBytes: 0, shutdownTimeoutMs: 8000, shutdownDelayMs: 0,
       http: { headersTimeoutMs: 10000, requestTimeoutMs: 15000, connectionTimeoutMs: 30000, keepAliveTimeoutMs: 72000, maxHeaderBytes: 16384 },
       overload: { maxEventLoopDelayMs: 200, maxHeapUsedBytes: defaultMaxHeapUsedBytes(), maxRssBytes: 0, sampleIntervalMs: 1000 }
     })
@@ -52,6 +52,10 @@ describe('loadConfig', () => {
       .toMatchObject({ databasePoolMax: 40, databaseStatementTimeoutMs: 1500, databasePreparedStatements: true })
   })
 
+  it('reads SHUTDOWN_DELAY_MS (milliseconds of not-ready serving after SIGTERM)', () => {
+    expect(loadConfig({ API_TOKENS: 'a', SHUTDOWN_DELAY_MS: '5000' }).shutdownDelayMs).toBe(5000)
+  })
+
   const refusals: [string, NodeJS.ProcessEnv, RegExp][] = [
     ['no token at all', {}, /^API_TOKENS: set API_TOKENS/],
     ['only blank tokens', { API_TOKENS: ' , ' }, /^API_TOKENS: at least one bearer token/],
@@ -68,6 +72,8 @@ describe('loadConfig', () => {
     ['a DATABASE_POOL_MAX that is not a number', { API_TOKENS: 'a', DATABASE_POOL_MAX: 'ten' }, /^DATABASE_POOL_MAX must be integer/],
     ['a DATABASE_STATEMENT_TIMEOUT_MS below 100', { API_TOKENS: 'a', DATABASE_STATEMENT_TIMEOUT_MS: '0' }, /^DATABASE_STATEMENT_TIMEOUT_MS must be >= 100/],
     ['a DATABASE_PREPARED_STATEMENTS other than on or off', { API_TOKENS: 'a', DATABASE_PREPARED_STATEMENTS: 'yes' }, /^DATABASE_PREPARED_STATEMENTS/],
+    ['a negative SHUTDOWN_DELAY_MS', { API_TOKENS: 'a', SHUTDOWN_DELAY_MS: '-1' }, /^SHUTDOWN_DELAY_MS must be >= 0/],
+    ['a SHUTDOWN_DELAY_MS above 10 minutes', { API_TOKENS: 'a', SHUTDOWN_DELAY_MS: '600001' }, /^SHUTDOWN_DELAY_MS must be <= 600000/],
     ['a DATABASE_STATEMENT_TIMEOUT_MS above 10 minutes', { API_TOKENS: 'a', DATABASE_STATEMENT_TIMEOUT_MS: '600001' }, /^DATABASE_STATEMENT_TIMEOUT_MS must be <= 600000/],
     ['a CORS origin with a path', { API_TOKENS: 'a', CORS_ORIGINS: 'https://a.example/app' }, /^CORS_ORIGINS: origin 1 \(https:\/\/a\.example\/app\) is not scheme:\/\/host\[:port\] as a browser sends it: write https:\/\/a\.example \(/],
     ['a CORS origin with a trailing slash', { API_TOKENS: 'a', CORS_ORIGINS: 'https://a.example, https://b.example/' }, /^CORS_ORIGINS: origin 2 \(https:\/\/b\.example\/\) .* write https:\/\/b\.example /],

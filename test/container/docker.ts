@@ -1,5 +1,8 @@
 import { execFile, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { homedir } from 'node:os'
+import { join } from 'node:path'
 
 /** What a docker command printed, and how it ended. */
 export interface DockerResult {
@@ -76,5 +79,38 @@ export async function waitFor<T> (what: string, check: () => Promise<T | undefin
     }
     if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms${lastError === undefined ? '' : ` (last: ${String(lastError)})`}`)
     await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+/** What decides whether the suite can have its base image (node:24-bookworm-slim). */
+export interface BaseImageProbe {
+  /** The image is on this engine already (built by .ci/docker-base.sh, or pulled). */
+  present: () => boolean
+  /** .ci/docker-base.sh can build it: root, and debootstrap or its cached Debian tarball. */
+  buildable: () => boolean
+  /** `docker pull` fetched it (a registry answers); tried last, only when the rest fails. */
+  pull: () => boolean
+}
+
+/**
+ * Why the container suite cannot have its base image here, or undefined when it can. Without it the
+ * suite skips with this reason (REQUIRE_DOCKER=1 makes that a failure), instead of failing in its build.
+ */
+export function baseImageUnavailable (base: string, probe: BaseImageProbe): string | undefined {
+  if (probe.present() || probe.buildable() || probe.pull()) return undefined
+  return `${base} is not on this Docker engine, cannot be pulled, and .ci/docker-base.sh cannot build it here (it needs root and debootstrap)`
+}
+
+/** The probes of this machine. */
+export function machineBaseImageProbe (base: string): BaseImageProbe {
+  const succeeds = (command: string, args: string[], timeoutMs = 15000): boolean => spawnSync(command, args, { stdio: 'ignore', timeout: timeoutMs }).status === 0
+  return {
+    present: () => succeeds('docker', ['image', 'inspect', base]),
+    buildable: () => {
+      if (process.getuid?.() !== 0) return false
+      const cache = process.env.PLANT_STORE_NODE_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'plant-store')
+      return existsSync(join(cache, 'debian-bookworm-minbase.tar')) || succeeds('sh', ['-c', 'command -v debootstrap || test -x /usr/sbin/debootstrap'])
+    },
+    pull: () => succeeds('docker', ['pull', base], 300000)
   }
 }

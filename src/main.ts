@@ -1,0 +1,60 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import closeWithGrace from 'close-with-grace'
+import pino from 'pino'
+import { buildApp } from './app.js'
+import { ConfigError, loadConfig } from './config.js'
+import { TurnBatchedDestination } from './lib/log-destination.js'
+import type { MetricsListener } from './metrics-listener.js'
+import { createTokenSet } from './plugins/auth.js'
+import { createRepository } from './storage.js'
+import { watchTokens } from './token-reload.js'
+
+/** The process (started by server.ts): configuration, store, app, listen, and signals turned into a graceful close. */
+async function main (): Promise<void> {
+  const config = loadConfig(process.env)
+  // JSON lines on stdout, each event-loop turn's lines in one write (lib/log-destination.ts).
+  const logger = pino({ level: config.logLevel }, new TurnBatchedDestination(1))
+  // Store failures are logged throttled, by the store's wrapper, not per request (docs/observability.md).
+  const repository = await createRepository({ ...config, log: logger })
+  const tokens = createTokenSet(config.tokens)
+  // Counted only when served: without METRICS_PORT no request pays for metrics, and prom-client
+  // (about 70 ms of start-up) is not loaded.
+  const metrics = config.metrics === undefined ? undefined : (await import('./plugins/metrics.js')).createMetrics()
+  const app = await buildApp({ config, tokens, repository, logger, ...(metrics === undefined ? {} : { metrics }) })
+
+  // SIGHUP reloads the tokens file (rotation); it must never start a shutdown.
+  if (config.tokensFile === undefined) {
+    process.on('SIGHUP', () => app.log.info('SIGHUP: nothing to reload, the tokens come from API_TOKENS'))
+  } else {
+    const stopWatching = watchTokens({ file: config.tokensFile, tokens, log: app.log, ...(metrics === undefined ? {} : { onReload: metrics.tokenReload }) })
+    app.addHook('onClose', async () => stopWatching())
+  }
+  // SIGTERM (an orchestrator, a balancer's rollout): not ready at once, yet serving for
+  // SHUTDOWN_DELAY_MS while balancers notice, then the drain, bounded by SHUTDOWN_TIMEOUT_MS.
+  // SIGINT (Ctrl-C in a terminal) and errors drain at once (docs/operating.md, Shutdown).
+  closeWithGrace({ delay: config.shutdownDelayMs + config.shutdownTimeoutMs, logger: app.log, skip: ['SIGHUP'] }, async ({ signal, err }) => {
+    if (err !== undefined) app.log.error({ err }, 'closing after an unexpected error')
+    else if (signal === 'SIGTERM' && config.shutdownDelayMs > 0) {
+      app.beginClosing()
+      app.log.info({ signal, delayMs: config.shutdownDelayMs }, 'not ready: serving for SHUTDOWN_DELAY_MS, then closing')
+      await sleep(config.shutdownDelayMs)
+      app.log.info({ signal }, 'closing')
+    } else app.log.info({ signal }, 'closing')
+    await app.close()
+  })
+  // The metrics listener closes with the app, after the last request (so a last scrape still sees them).
+  let metricsListener: MetricsListener | undefined
+  app.addHook('onClose', async () => { await metricsListener?.close() })
+  if (metrics !== undefined && config.metrics !== undefined) {
+    const { listenMetrics } = await import('./metrics-listener.js')
+    metricsListener = await listenMetrics({ registry: metrics.registry, host: config.metrics.host, port: config.metrics.port, log: app.log })
+  }
+  await app.listen({ port: config.port, host: config.host })
+}
+
+main().catch((error: unknown) => {
+  // One clear line, naming the variable for configuration errors, then exit status 1.
+  const message = error instanceof ConfigError ? error.message : `cannot start: ${error instanceof Error ? error.message : String(error)}`
+  process.stderr.write(`plant-store: ${message}\n`)
+  process.exit(1)
+})

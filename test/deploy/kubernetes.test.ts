@@ -1,0 +1,188 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Deployment } from 'kubernetes-models/apps/v1'
+import { Secret, Service, type IContainer, type IProbe } from 'kubernetes-models/v1'
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1'
+import { parseAllDocuments } from 'yaml'
+import { afterAll, describe, expect, it } from 'vitest'
+import { loadConfig, MEMORY_STORE_SHARE_OF_LIMIT, type Config } from '../../src/config.js'
+
+// The manifests under deploy/kubernetes/, checked offline: against the Kubernetes API schemas
+// (kubernetes-models: JSON schemas of the Kubernetes OpenAPI document, validated in process), then
+// against the service itself: the configuration a pod runs with is loaded by the service's own
+// loadConfig from the image's ENV plus the Deployment's env, and the ports, probe paths and shutdown
+// timing must agree with it. Change a default in src/config.ts or the Dockerfile and this fails
+// until the manifests follow.
+const root = fileURLToPath(new URL('../../', import.meta.url))
+const dir = join(root, 'deploy', 'kubernetes')
+
+interface Manifest { file: string, object: { apiVersion?: string, kind?: string } }
+const manifests: Manifest[] = readdirSync(dir).filter((file) => file.endsWith('.yaml')).flatMap((file) =>
+  parseAllDocuments(readFileSync(join(dir, file), 'utf8')).map((document) => {
+    if (document.errors.length > 0) throw new Error(`${file}: ${document.errors.map(String).join('; ')}`)
+    return { file, object: document.toJS() as Manifest['object'] }
+  }))
+const only = <T>(kind: string, Model: new (data: never) => T): T => {
+  const found = manifests.filter((manifest) => manifest.object.kind === kind)
+  if (found.length !== 1) throw new Error(`expected one ${kind} under deploy/kubernetes, found ${found.length}`)
+  return new Model(found[0]?.object as never)
+}
+
+const deployment = only('Deployment', Deployment)
+const service = only('Service', Service)
+const budget = only('PodDisruptionBudget', PodDisruptionBudget)
+const secret = only('Secret', Secret)
+const pod = deployment.spec?.template.spec
+const container = pod?.containers.find((candidate) => candidate.name === 'plant-store') as IContainer
+
+/** The image's ENV (Dockerfile, runtime stage): what a pod starts with before the Deployment's env. */
+function imageEnv (): Record<string, string> {
+  const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ')
+  const runtime = dockerfile.slice(dockerfile.lastIndexOf('FROM '))
+  const env: Record<string, string> = {}
+  for (const line of runtime.split('\n').filter((text) => text.startsWith('ENV '))) {
+    for (const [, name, value] of line.slice(4).matchAll(/([A-Z_][A-Z0-9_]*)=(\S*)/g)) env[name as string] = value as string
+  }
+  return env
+}
+
+const scratch = mkdtempSync(join(tmpdir(), 'plant-store-k8s-'))
+afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+
+/**
+ * The configuration a pod of the Deployment runs with, with the memory limit the kubelet sets. The
+ * Secret's values come from secret.example.yaml; the tokens file is written where loadConfig reads it.
+ */
+function podConfig (): Config {
+  const env: Record<string, string> = { ...imageEnv() }
+  const secretData = secret.stringData ?? {}
+  for (const variable of container.env ?? []) {
+    const key = variable.valueFrom?.secretKeyRef?.key
+    env[variable.name] = variable.value ?? (key === undefined ? '' : secretData[key] ?? '')
+  }
+  const tokens = join(scratch, 'tokens')
+  writeFileSync(tokens, secretData.tokens ?? '')
+  return loadConfig({ ...env, API_TOKENS_FILE: tokens }, { memoryLimit: () => bytes(container.resources?.limits?.memory) })
+}
+
+/** A Kubernetes quantity of bytes (Mi, Gi, M, G, or plain). */
+function bytes (quantity: unknown): number {
+  const match = /^(\d+)(Ki|Mi|Gi|k|M|G)?$/.exec(String(quantity))
+  if (match === null) throw new Error(`not a byte quantity: ${String(quantity)}`)
+  const unit = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, k: 1e3, M: 1e6, G: 1e9 }[match[2] ?? ''] ?? 1
+  return Number(match[1]) * unit
+}
+
+/** The container port a probe or Service names (by name or number). */
+const portOf = (port: string | number | undefined): number | undefined =>
+  typeof port === 'number' ? port : container.ports?.find((candidate) => candidate.name === port)?.containerPort
+
+const probe = (name: 'readinessProbe' | 'livenessProbe' | 'startupProbe'): IProbe => {
+  const found = container[name]
+  if (found === undefined) throw new Error(`the container has no ${name}`)
+  return found
+}
+
+describe('deploy/kubernetes', () => {
+  it('holds a Deployment, a Service, a PodDisruptionBudget and an example Secret, each valid against the Kubernetes schemas', () => {
+    expect(manifests.map((manifest) => manifest.object.kind).sort()).toEqual(['Deployment', 'Kustomization', 'PodDisruptionBudget', 'Secret', 'Service'])
+    for (const model of [deployment, service, budget, secret]) expect(() => { model.validate() }).not.toThrow()
+    const kustomization = manifests.find((manifest) => manifest.object.kind === 'Kustomization')?.object as { resources: string[] }
+    // The example Secret is never applied with the rest: its values are placeholders.
+    expect(kustomization.resources.sort()).toEqual(['deployment.yaml', 'poddisruptionbudget.yaml', 'service.yaml'])
+  })
+
+  it('the schema check rejects what the API server would (a port that is not a number)', () => {
+    const broken = new Deployment(JSON.parse(JSON.stringify(deployment).replace(/"containerPort":(\d+)/, '"containerPort":"$1"')) as never)
+    expect(() => { broken.validate() }).toThrow(/containerPort must be integer/)
+  })
+
+  it('runs 2+ replicas, rolls out without going below them, and lets a disruption take at most one', () => {
+    const replicas = deployment.spec?.replicas ?? 1
+    expect(replicas).toBeGreaterThanOrEqual(2)
+    expect(deployment.spec?.strategy?.rollingUpdate?.maxUnavailable).toBe(0)
+    const budgetAllows = budget.spec?.maxUnavailable ?? replicas - Number(budget.spec?.minAvailable ?? replicas)
+    expect(budgetAllows).toBeGreaterThanOrEqual(1)
+    expect(budgetAllows).toBeLessThan(replicas)
+  })
+
+  it('selects its own pods from the Service and the PodDisruptionBudget', () => {
+    const labels = deployment.spec?.template.metadata?.labels ?? {}
+    expect(deployment.spec?.selector.matchLabels).toEqual(labels)
+    expect(service.spec?.selector).toEqual(labels)
+    expect(budget.spec?.selector?.matchLabels).toEqual(labels)
+  })
+
+  it('exposes the ports the service listens on (PORT, METRICS_PORT), the Service sending to the API port', () => {
+    const config = podConfig()
+    expect(portOf('http')).toBe(config.port)
+    expect(portOf('metrics')).toBe(config.metrics?.port)
+    expect(portOf(service.spec?.ports?.[0]?.targetPort)).toBe(config.port)
+    expect(config.host).toBe('0.0.0.0')
+  })
+
+  it('probes readiness on /readyz and liveness (and start) on /livez, on the API port', () => {
+    const config = podConfig()
+    expect(probe('readinessProbe').httpGet?.path).toBe('/readyz')
+    expect(probe('livenessProbe').httpGet?.path).toBe('/livez')
+    expect(probe('startupProbe').httpGet?.path).toBe('/livez')
+    for (const name of ['readinessProbe', 'livenessProbe', 'startupProbe'] as const) expect(portOf(probe(name).httpGet?.port)).toBe(config.port)
+  })
+
+  it('gives the shutdown its time: terminationGracePeriodSeconds ≥ SHUTDOWN_DELAY_MS + SHUTDOWN_TIMEOUT_MS + 1 s, and readiness fails within the delay', () => {
+    const config = podConfig()
+    expect(config.shutdownDelayMs).toBeGreaterThan(0)
+    const graceMs = (pod?.terminationGracePeriodSeconds ?? 30) * 1000
+    expect(graceMs).toBeGreaterThanOrEqual(config.shutdownDelayMs + config.shutdownTimeoutMs + 1000)
+    // The pod's own readiness turns 503 at SIGTERM; the kubelet sees it within period × threshold,
+    // before the drain starts, however slowly the endpoint removal travels.
+    const readiness = probe('readinessProbe')
+    expect((readiness.periodSeconds ?? 10) * (readiness.failureThreshold ?? 3) * 1000).toBeLessThanOrEqual(config.shutdownDelayMs)
+  })
+
+  it('never restarts a pod for a slow answer the service itself would shed: liveness timeout above MAX_EVENT_LOOP_DELAY_MS', () => {
+    const config = podConfig()
+    expect((probe('livenessProbe').timeoutSeconds ?? 1) * 1000).toBeGreaterThan(config.overload.maxEventLoopDelayMs)
+    expect((probe('readinessProbe').timeoutSeconds ?? 1) * 1000).toBeGreaterThan(config.overload.maxEventLoopDelayMs)
+  })
+
+  it('sets a memory limit under which the memory store stops with 507 (75 % of it) before the kernel kills', () => {
+    const limit = bytes(container.resources?.limits?.memory)
+    const config = podConfig()
+    expect(config.memoryStoreMaxRssBytes).toBe(Math.floor(limit * MEMORY_STORE_SHARE_OF_LIMIT))
+    expect(config.memoryStoreMaxRssBytes).toBeLessThan(limit)
+    expect(bytes(container.resources?.requests?.memory)).toBeLessThanOrEqual(limit)
+  })
+
+  it('runs as the image\'s non-root user on a read-only root filesystem, without privileges, /tmp in memory', () => {
+    expect(pod?.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000 })
+    expect(container.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } })
+    const tmp = container.volumeMounts?.find((mount) => mount.mountPath === '/tmp')
+    expect(pod?.volumes?.find((volume) => volume.name === tmp?.name)?.emptyDir).toBeDefined()
+  })
+
+  it('reads the tokens from a Secret file (API_TOKENS_FILE) and DATABASE_URL from a Secret, never inline', () => {
+    const env = new Map((container.env ?? []).map((variable) => [variable.name, variable]))
+    expect(env.has('API_TOKENS')).toBe(false)
+    expect(env.get('DATABASE_URL')?.valueFrom?.secretKeyRef).toEqual({ name: 'plant-store', key: 'database-url' })
+    const file = env.get('API_TOKENS_FILE')?.value ?? ''
+    const mount = container.volumeMounts?.find((candidate) => file.startsWith(`${candidate.mountPath}/`))
+    expect(mount?.readOnly).toBe(true)
+    const volume = pod?.volumes?.find((candidate) => candidate.name === mount?.name)
+    expect(volume?.secret?.secretName).toBe('plant-store')
+    expect(volume?.secret?.items).toEqual([{ key: 'tokens', path: file.slice((mount?.mountPath.length ?? 0) + 1) }])
+    expect(Object.keys(secret.stringData ?? {}).sort()).toEqual(['database-url', 'tokens'])
+    // The example's values load: a postgres URL and at least one token.
+    expect(podConfig()).toMatchObject({ databaseUrl: expect.stringMatching(/^postgres:\/\//) as unknown, tokens: [expect.anything()] })
+  })
+})
+
+describe('the image\'s shutdown defaults (Dockerfile ENV)', () => {
+  it('fit Docker\'s 10 s stop timeout: SHUTDOWN_DELAY_MS + SHUTDOWN_TIMEOUT_MS + 1 s ≤ 10 s, with a delay', () => {
+    const config = loadConfig({ ...imageEnv(), API_TOKENS: 'a' }, { memoryLimit: () => undefined })
+    expect(config.shutdownDelayMs).toBeGreaterThan(0)
+    expect(config.shutdownDelayMs + config.shutdownTimeoutMs + 1000).toBeLessThanOrEqual(10000)
+  })
+})
