@@ -1,4 +1,3 @@
-import pg from 'pg'
 import { isStoreError, StoreOutcomeUnknownError, StoreUnavailableError } from '../errors.js'
 import type { Plant, PlantId } from '../schemas.js'
 import { createGroupCommit, type Pending } from './group-commit.js'
@@ -7,6 +6,7 @@ import { createHostPools, parsePostgresUrl } from './postgres-hosts.js'
 import { HEARTBEAT, migrate } from './postgres-migrations.js'
 import { createWriteHealth } from './postgres-readiness.js'
 import { createSession } from './postgres-session.js'
+import { INSERT_BATCH, insertStatement, SELECT_STORED, selectStored, type Row } from './postgres-statements.js'
 
 export { assertSupportedServer } from './postgres-migrations.js'
 
@@ -56,21 +56,6 @@ const MAX_BATCHES_IN_FLIGHT = 4
  * before its deadline, so the cancel's answer says what happened.
  */
 const ANSWER_MARGIN_MS = 750
-
-// With DATABASE_PREPARED_STATEMENTS=on, one named statement per batch. Ids travel as text and are
-// cast to int8 by the server: never a JS number. `id::text` on the way back, so no int8 type parser
-// (global or per pool) can round it.
-const INSERT_BATCH = `INSERT INTO plants (id, name, tag)
-  SELECT id, name, tag FROM unnest($1::int8[], $2::text[], $3::text[]) AS batch (id, name, tag)
-  ON CONFLICT (id) DO NOTHING
-  RETURNING id::text AS id`
-const SELECT_STORED = 'SELECT id::text AS id, name, tag FROM plants WHERE id = ANY ($1::int8[])'
-
-interface Row {
-  key: string
-  id: bigint
-  plant: Plant
-}
 
 type Entry = Pending<Row, InsertOutcome>
 
@@ -202,7 +187,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
         // which is what made ON CONFLICT skip these ids.
         const result = prepared
           ? await session.transaction<StoredRow>({ name: 'plants-select-stored', text: SELECT_STORED, values: [others] }, deadline)
-          : await session.oneMessage<StoredRow>(`SELECT id::text AS id, name, tag FROM plants WHERE id IN (${others.join(', ')})`, deadline)
+          : await session.oneMessage<StoredRow>(selectStored(others), deadline)
         for (const row of result.rows) stored.set(row.id, row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag })
       } catch (error) {
         // These ids are stored (their insert found them): only whether as this plant is not known.
@@ -242,19 +227,4 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       await hosts.end()
     }
   }
-}
-
-/**
- * The batch's insert with its values as SQL literals, for oneMessage (the simple protocol has no
- * parameters): each id is a BigInt's decimal text, each name and tag goes through pg's
- * escapeLiteral (quotes and backslashes doubled, an E'' literal when there is a backslash, so it
- * reads the same whatever standard_conforming_strings says), and enqueue refuses NUL. `id::text`
- * on the way back, so no int8 type parser (global or per pool) can round it.
- */
-function insertStatement (rows: readonly Row[]): string {
-  let values = ''
-  for (const { key, plant } of rows) {
-    values += `${values === '' ? '' : ', '}(${key}, ${pg.escapeLiteral(plant.name)}, ${plant.tag === undefined ? 'NULL' : pg.escapeLiteral(plant.tag)})`
-  }
-  return `INSERT INTO plants (id, name, tag) VALUES ${values} ON CONFLICT (id) DO NOTHING RETURNING id::text AS id`
 }

@@ -126,7 +126,10 @@ describe.skipIf(noServer !== undefined)(noServer !== undefined ? `PostgreSQL lon
       `over ${STATEMENT_TIMEOUT_MS + 1000} ms: ${during.filter((answer) => answer.ms > STATEMENT_TIMEOUT_MS + 1000).length}; ` +
       `/readyz 200 ${Math.round(readyAgain ?? -1)} ms and first create 200 ${Math.round(firstBack)} ms after its return`)
 
-    const context = `samples ${JSON.stringify(samples)}\n${pair.logs().slice(-3000)}\n--- service\n${server.stdout.slice(-20).join('\n')}`
+    const inside = answers.filter((answer) => answer.status === 200 && answer.at - answer.ms > gone + STATEMENT_TIMEOUT_MS + 1000 && answer.at < back)
+    const context = `samples not 503 or over the bound ${JSON.stringify(samples.filter((sample) => sample.ready !== 503 || typeof sample.backends !== 'number' || sample.backends > POOL_MAX + BACKENDS_BESIDES_POOL))}\n` +
+      `200s sent and answered inside the outage: ${JSON.stringify(inside.map((answer) => ({ id: String(answer.id), started: Math.round(answer.at - answer.ms - gone), ms: Math.round(answer.ms) })))}\n` +
+      `${pair.logs().slice(-3000)}\n--- service\n${server.stdout.filter((line) => !line.includes('"request completed"')).slice(-30).join('\n')}`
     expect(samples.filter((sample) => typeof sample.backends !== 'number'), `psql refused: ${context}`).toEqual([])
     expect(maxBackends, context).toBeLessThanOrEqual(POOL_MAX + BACKENDS_BESIDES_POOL)
     expect(ready200, context).toEqual([])

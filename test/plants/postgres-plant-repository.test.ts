@@ -321,6 +321,57 @@ function defineSuite (target: PostgresTarget): void {
     expect(await store.insert(1, { name: 'fern' })).toBe('created')
   })
 
+  it('answers every insert within the statement timeout + 1 s while the server stalls (queued ones too), is not ready within the statement timeout, and recovers once it answers', { timeout: 30000 }, async () => {
+    const server = new URL(process.env.TEST_DATABASE_URL as string)
+    const proxy = await createSwitchableProxy({ host: server.hostname, port: Number(server.port || 5432) })
+    onTestFinished(() => proxy.down())
+    await proxy.up()
+    const statementTimeoutMs = 500
+    const store = createPostgresPlantRepository({ connectionString: await schemas.create({ port: proxy.port }), statementTimeoutMs, maxConnections: 2 })
+    onTestFinished(() => store.close())
+    await vi.waitFor(() => store.ready(), { timeout: 10000, interval: 50 })
+    expect(await store.insert(1, { name: 'fern' })).toBe('created')
+
+    proxy.freeze()
+    // Waves of inserts: the first batches get stuck on the server, later ones queue behind them.
+    const timed = async (id: number): Promise<{ ms: number, error: unknown }> => {
+      const started = performance.now()
+      const error = await store.insert(id, { name: 'frozen' }).then(() => undefined, (failure: unknown) => failure)
+      return { ms: performance.now() - started, error }
+    }
+    const waves: Array<Promise<{ ms: number, error: unknown }>> = []
+    for (let wave = 0; wave < 6; wave++) {
+      for (let n = 0; n < 5; n++) waves.push(timed(100 + wave * 10 + n))
+      await new Promise((resolve) => setTimeout(resolve, 150))
+    }
+    const readyStarted = performance.now()
+    await expect(store.ready()).rejects.toBeInstanceOf(WritesFailingError)
+    expect(performance.now() - readyStarted).toBeLessThanOrEqual(statementTimeoutMs + 100)
+    const answers = await Promise.all(waves)
+    expect(answers.filter(({ ms }) => ms > statementTimeoutMs + 1000).map(({ ms }) => Math.round(ms))).toEqual([])
+    // Unsent (queued, no connection) is "nothing stored"; sent and never answered is "unknown".
+    expect(answers.every(({ error }) => error instanceof StoreUnavailableError || error instanceof StoreOutcomeUnknownError)).toBe(true)
+    expect(answers.some(({ error }) => error instanceof StoreOutcomeUnknownError)).toBe(true)
+
+    proxy.thaw()
+    await vi.waitFor(() => store.ready(), { timeout: 5000, interval: 50 })
+    expect(await store.insert(2, { name: 'moss' })).toBe('created')
+  })
+
+  it('is ready again at once when a batch succeeds after one that failed, with no probe needed', { timeout: 30000 }, async () => {
+    const connectionString = await schemas.create()
+    const store = createPostgresPlantRepository({ connectionString, statementTimeoutMs: 300 })
+    onTestFinished(() => store.close())
+    await store.ready()
+    const holder = await holdOpen(`LOCK TABLE ${schemas.schemaOf(connectionString)}.plants IN ACCESS EXCLUSIVE MODE`)
+    await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
+    await holder.query('ROLLBACK')
+    expect(await store.insert(2, { name: 'moss' })).toBe('created')
+    // The heartbeat table is locked: a probe would wait and fail; ready() needs none after that success.
+    await holdOpen(`LOCK TABLE ${schemas.schemaOf(connectionString)}.plant_store_heartbeat IN ACCESS EXCLUSIVE MODE`)
+    await expect(store.ready()).resolves.toBeUndefined()
+  })
+
   it('reports each batch\'s size to an observer, and the pool\'s connections (metrics)', async () => {
     const store = open(await schemas.create())
     await store.ready()
