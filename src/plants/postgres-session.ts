@@ -92,18 +92,27 @@ export function createSession (hosts: HostPools, statementTimeoutMs: number): Se
    * Waits for `work` (never rejecting) until the deadline, cancelling it CANCEL_LEAD_MS before. No
    * answer by the deadline: an unknown outcome now, and the connection held until the server answers.
    */
-  async function exchange<T> (pool: pg.Pool, client: pg.PoolClient, work: Promise<T>, deadline: number): Promise<{ value: T, cancelled: boolean }> {
-    let cancelled = false
+  async function exchange<T> (pool: pg.Pool, client: pg.PoolClient, work: Promise<T>, deadline: number): Promise<{ value: T, cancelled: boolean, release: (failure: unknown) => void }> {
+    let cancelling: Promise<void> | undefined
     let cancelTimer: NodeJS.Timeout | undefined
     let lateTimer: NodeJS.Timeout | undefined
     const late = new Promise<undefined>((resolve) => {
-      cancelTimer = setTimeout(() => { cancelled = true; cancel(client) }, deadline - CANCEL_LEAD_MS - performance.now())
+      cancelTimer = setTimeout(() => { cancelling = cancel(client) }, deadline - CANCEL_LEAD_MS - performance.now())
       lateTimer = setTimeout(() => { resolve(undefined) }, deadline - performance.now())
     })
     const answer = await Promise.race([work.then((value) => ({ value })), late])
     clearTimeout(cancelTimer)
     clearTimeout(lateTimer)
-    if (answer !== undefined) return { value: answer.value, cancelled }
+    if (answer !== undefined) {
+      // A cancel still on its way could hit the connection's next statement: the connection goes
+      // back to the pool only once the server has closed the cancel's connection (it has acted on it).
+      const sent = cancelling
+      const release = (failure: unknown): void => {
+        if (sent === undefined) settle(pool, client, failure)
+        else void sent.then(() => { settle(pool, client, failure) })
+      }
+      return { value: answer.value, cancelled: sent !== undefined, release }
+    }
     hold(pool, client, work)
     // No answer even to a cancel: with several hosts, the next batch selects one again.
     hosts.lost(pool)
@@ -111,7 +120,7 @@ export function createSession (hosts: HostPools, statementTimeoutMs: number): Se
   }
 
   function hold (pool: pg.Pool, client: pg.PoolClient, work: Promise<unknown>): void {
-    const recancel = setInterval(() => { cancel(client) }, RECANCEL_MS)
+    const recancel = setInterval(() => { void cancel(client) }, RECANCEL_MS)
     // The socket closed: the pending statement fails, which settles the connection below.
     const giveUp = setTimeout(() => { client.connection.stream.destroy() }, HOLD_MS)
     const entry = {
@@ -133,14 +142,14 @@ export function createSession (hosts: HostPools, statementTimeoutMs: number): Se
       const { pool, client } = await acquire(deadline)
       client.on('error', ignore)
       const sent = client.query(`${setStatementTimeout}; ${statements}`) as unknown as Promise<Array<pg.QueryResult<Row>>>
-      const { value, cancelled } = await exchange(pool, client, sent.then((results) => ({ results }), (error: unknown) => ({ error })), deadline)
+      const { value, cancelled, release } = await exchange(pool, client, sent.then((results) => ({ results }), (error: unknown) => ({ error })), deadline)
       client.removeListener('error', ignore)
       if ('error' in value) {
-        settle(pool, client, value.error)
+        release(value.error)
         // One implicit transaction: a refusal rolled all of it back; anything else may have committed.
         throw writeFailure(value.error, refusedByServer(value.error))
       }
-      settle(pool, client, undefined)
+      release(undefined)
       // A success after the cancel: a commit the cancel cut short (a synchronous standby gone) is
       // kept locally and may be missing on the standby: not an acknowledgement.
       if (cancelled) throw new StoreOutcomeUnknownError({ cause: new Error('answered after a cancel') })
@@ -152,12 +161,12 @@ export function createSession (hosts: HostPools, statementTimeoutMs: number): Se
       client.on('error', ignore)
       // Every promise is awaited (allSettled), so a statement that fails after the first cannot go unhandled.
       const sent = Promise.allSettled([client.query(begin), client.query<Row>(statement), client.query('COMMIT')])
-      const { value: [opened, result, committed], cancelled } = await exchange(pool, client, sent, deadline)
+      const { value: [opened, result, committed], cancelled, release } = await exchange(pool, client, sent, deadline)
       client.removeListener('error', ignore)
       const failure = [opened, result, committed].find((outcome) => outcome.status === 'rejected')
       // COMMIT of a failed transaction rolls it back: so does a refused COMMIT, unless BEGIN failed
       // (then the statement ran on its own, and may have committed).
-      settle(pool, client, failure?.reason)
+      release(failure?.reason)
       if (failure !== undefined) {
         const refused = (result.status === 'rejected' && refusedByServer(result.reason)) ||
           (opened.status === 'fulfilled' && result.status === 'fulfilled' && refusedByServer(failure.reason))
@@ -182,19 +191,23 @@ export function createSession (hosts: HostPools, statementTimeoutMs: number): Se
  * does), and the server (or the pooler, which forwards it) closes it once done. Sent in clear text,
  * as libpq does by default; it carries no credentials. Never throws.
  */
-function cancel (client: pg.PoolClient): void {
+function cancel (client: pg.PoolClient): Promise<void> {
   const { processID, secretKey, host, port } = client as unknown as { processID: number | null, secretKey: number | null, host: string, port: number }
-  if (processID === null || secretKey === null) return
+  if (processID === null || secretKey === null) return Promise.resolve()
   const connection = new pg.Connection() as pg.Connection & {
     connect (port: number | string, host?: string): void
     cancel (processID: number, secretKey: number): void
   }
   connection.on('error', ignore)
-  const timer = setTimeout(() => { connection.stream.destroy() }, HOLD_MS)
+  // Resolves once the server (or pooler) has closed it, or after HOLD_MS without an answer.
+  const done = new Promise<void>((resolve) => {
+    const timer = setTimeout(() => { connection.stream.destroy() }, HOLD_MS)
+    connection.once('end', () => { clearTimeout(timer); resolve() })
+  })
   connection.once('connect', () => { connection.cancel(processID, secretKey) })
-  connection.once('end', () => { clearTimeout(timer) })
   if (host.startsWith('/')) connection.connect(`${host}/.s.PGSQL.${port}`)
   else connection.connect(port, host)
+  return done
 }
 
 /** A checked-out client reports a lost connection as an event too; the query's rejection carries it. */
