@@ -52,10 +52,10 @@ const MAX_BATCHES_IN_FLIGHT = 4
 /**
  * An insert is answered within the statement timeout plus this (in all, less than the documented
  * + 1 s: the rest is for the HTTP reply). Queued that long behind stuck batches, it is refused
- * unsent (503, nothing stored) at the statement timeout; sent, it is cancelled 500 ms (CANCEL_LEAD_MS)
+ * unsent (503, nothing stored) at the statement timeout; sent, it is cancelled 400 ms (CANCEL_LEAD_MS)
  * before its deadline, so the cancel's answer says what happened.
  */
-const ANSWER_MARGIN_MS = 750
+const ANSWER_MARGIN_MS = 600
 
 type Entry = Pending<Row, InsertOutcome>
 

@@ -7,7 +7,7 @@ import type { HostPools } from './postgres-hosts.js'
  * Before its answer deadline, a statement the server has not answered is cancelled (CancelRequest),
  * this long ahead: time for the server to act on it and answer, so the answer says what happened.
  */
-export const CANCEL_LEAD_MS = 500
+export const CANCEL_LEAD_MS = 400
 
 /** After the answer deadline, the connection waits this long more for the server's answer (cancels re-sent each second), then is closed. */
 const HOLD_MS = 10_000

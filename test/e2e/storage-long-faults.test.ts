@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
@@ -35,6 +36,8 @@ const POOL_MAX = 10
 const CONCURRENCY = 16
 /** How long the standby stays away: the issue's outage exhausted max_connections (100) after 58 s. */
 const OUTAGE_MS = 120_000
+/** How long the primary stays frozen: the issue's SIGSTOP lasted 20 s. */
+const FREEZE_MS = 20_000
 /** Client backends besides the service's pool that a sample may see: the sampling psql itself, and a spare. */
 const BACKENDS_BESIDES_POOL = 2
 
@@ -188,5 +191,53 @@ describe.skipIf(noServer !== undefined)(noServer !== undefined ? `PostgreSQL lon
       console.info(`read-only primary, ${name}: /readyz 200 ${Math.round(performance.now() - restored)} ms after the change back`)
       expect((await postPlant(server.url, BigInt(server.port) * 1000n, 'after')).status, name).toBe(200)
     }
+  })
+  it('primary frozen (SIGSTOP of the postmaster and every backend) for 20 s under creates: every create answered within the timeout + 1 s, /readyz 503 throughout, every 200 stored, 200s within 5 s of SIGCONT', { timeout: 90_000 }, async () => {
+    const pair = await startStandbyPair(bin as string)
+    onTestFinished(() => pair.destroy())
+    const server = await startServer({ DATABASE_URL: pair.primary.url, DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS), DATABASE_POOL_MAX: String(POOL_MAX) })
+    await vi.waitFor(async () => expect(await readyStatus(server)).toBe(200), { timeout: 15000, interval: 100 })
+    const dataDir = (await pair.primary.query<{ dir: string }>("SELECT current_setting('data_directory') AS dir")).rows[0]?.dir as string
+    const postmaster = Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0])
+    // The cluster this test started: its postmaster and the postmaster's children, nothing else.
+    const cluster = (): number[] => [postmaster, ...readdirSync('/proc').filter((entry) => /^\d+$/.test(entry)).filter((pid) => {
+      try {
+        return Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[1]) === postmaster
+      } catch {
+        return false
+      }
+    }).map(Number)]
+    const load = startLoad(server.url, 1n)
+    onTestFinished(() => load.stop())
+    await vi.waitFor(() => expect(load.answers.filter((answer) => answer.status === 200).length).toBeGreaterThanOrEqual(300), { timeout: 20000, interval: 20 })
+
+    const frozen = performance.now()
+    const ready: Array<{ t: number, status: number }> = []
+    try {
+      for (const pid of cluster()) process.kill(pid, 'SIGSTOP')
+      while (performance.now() - frozen < FREEZE_MS) {
+        const tick = performance.now()
+        ready.push({ t: Math.round(tick - frozen), status: await readyStatus(server) })
+        await sleep(1000 - (performance.now() - tick))
+      }
+    } finally {
+      for (const pid of cluster()) process.kill(pid, 'SIGCONT')
+    }
+    const thawed = performance.now()
+    await vi.waitFor(() => expect(load.answers.filter((answer) => answer.status === 200 && answer.at >= thawed).length).toBeGreaterThanOrEqual(200), { timeout: 20000, interval: 50 })
+    await load.stop()
+
+    const { answers } = load
+    const during = answers.filter((answer) => answer.at > frozen && answer.at - answer.ms < thawed)
+    const firstBack = Math.min(...answers.filter((answer) => answer.status === 200 && answer.at >= thawed).map((answer) => answer.at)) - thawed
+    console.info(`primary frozen ${FREEZE_MS / 1000} s: creates answered during it ${during.length} (200: ${during.filter((answer) => answer.status === 200).length}), ` +
+      `max create ${Math.round(Math.max(...during.map((answer) => answer.ms)))} ms; /readyz ${ready.map((sample) => sample.status).join(',')}; first 200 ${Math.round(firstBack)} ms after SIGCONT`)
+    expect(answers.filter((answer) => answer.status !== 200 && answer.status !== 503)).toEqual([])
+    expect(answers.filter((answer) => answer.ms > STATEMENT_TIMEOUT_MS + 1000).map((answer) => Math.round(answer.ms))).toEqual([])
+    expect(ready.filter((sample) => sample.t > STATEMENT_TIMEOUT_MS + 1000 && sample.status !== 503)).toEqual([])
+    expect(firstBack).toBeLessThan(5000)
+    const acknowledged = answers.filter((answer) => answer.status === 200).map((answer) => String(answer.id))
+    const { rows } = await pair.primary.query<{ count: string }>('SELECT count(*)::text AS count FROM plants WHERE id = ANY ($1::int8[])', [acknowledged])
+    expect(Number(rows[0]?.count), 'acknowledged plants stored').toBe(acknowledged.length)
   })
 })
