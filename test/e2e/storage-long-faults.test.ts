@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
@@ -17,7 +17,7 @@ const bin = findPostgresBinaries()
 const bouncerBinary = findPgBouncer()
 const noServer = process.env.TEST_DATABASE_URL === undefined
   ? 'TEST_DATABASE_URL is not set'
-  : bin === undefined ? 'the PostgreSQL server binaries (initdb, pg_ctl, pg_basebackup, psql) are not installed (apt-get install postgresql, or set PG_BIN)' : undefined
+  : bin === undefined || !existsSync(join(bin, 'psql')) ? 'the PostgreSQL server binaries (initdb, pg_ctl, pg_basebackup, psql) are not installed (apt-get install postgresql, or set PG_BIN)' : undefined
 const noBouncer = noServer ?? (bouncerBinary === undefined ? 'pgbouncer is not installed (apt-get install pgbouncer, or set PGBOUNCER)' : undefined)
 for (const message of [
   ...(process.env.REQUIRE_POSTGRES === '1' && noServer !== undefined ? [`REQUIRE_POSTGRES=1 but ${noServer}: the long fault tests would be skipped`] : []),

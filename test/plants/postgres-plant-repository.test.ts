@@ -358,6 +358,34 @@ function defineSuite (target: PostgresTarget): void {
     expect(await store.insert(2, { name: 'moss' })).toBe('created')
   })
 
+  it('probes readiness with one heartbeat write at most per second, and none while creates succeed', { timeout: 30000 }, async () => {
+    const connectionString = await schemas.create()
+    const store = open(connectionString)
+    await store.ready()
+    const schema = schemas.schemaOf(connectionString)
+    // Counts every write of the heartbeat row, whoever makes it.
+    await schemas.query(`CREATE TABLE ${schema}.heartbeat_writes (n int NOT NULL)`)
+    await schemas.query(`CREATE FUNCTION ${schema}.count_heartbeat() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$ BEGIN INSERT INTO ${schema}.heartbeat_writes VALUES (1); RETURN NULL; END $$`)
+    await schemas.query(`CREATE TRIGGER counted AFTER INSERT OR UPDATE ON ${schema}.plant_store_heartbeat FOR EACH ROW EXECUTE FUNCTION ${schema}.count_heartbeat()`)
+    const writes = async (): Promise<number> => Number((await schemas.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${schema}.heartbeat_writes`)).rows[0]?.n)
+    await new Promise((resolve) => setTimeout(resolve, 1100))
+    // Polled every 50 ms for 2.5 s with no creates: a write per second at most.
+    for (let n = 0; n < 50; n++) {
+      await store.ready()
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    const probed = await writes()
+    expect(probed).toBeGreaterThanOrEqual(1)
+    expect(probed).toBeLessThanOrEqual(3)
+    // Creates that succeed are the proof: polled between them, no probe writes.
+    for (let n = 0; n < 30; n++) {
+      expect(await store.insert(n, { name: 'fern' })).toBe('created')
+      await store.ready()
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    expect(await writes()).toBe(probed)
+  })
+
   it('is ready again at once when a batch succeeds after one that failed, with no probe needed', { timeout: 30000 }, async () => {
     const connectionString = await schemas.create()
     const store = createPostgresPlantRepository({ connectionString, statementTimeoutMs: 300 })
