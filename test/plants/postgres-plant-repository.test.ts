@@ -61,6 +61,16 @@ function defineSuite (target: PostgresTarget): void {
     repositoryContract(`postgres, ${target.name}, DATABASE_PREPARED_STATEMENTS=on`, async () => createPostgresPlantRepository({ connectionString: await schemas.create(), preparedStatements: true }))
   }
 
+  /** A ready store with a 300 ms statement timeout, and another session holding its plants table locked. */
+  async function storeWithPlantsLocked () {
+    const connectionString = await schemas.create()
+    const store = createPostgresPlantRepository({ connectionString, statementTimeoutMs: 300 })
+    onTestFinished(() => store.close())
+    await store.ready()
+    const holder = await holdOpen(`LOCK TABLE ${schemas.schemaOf(connectionString)}.plants IN ACCESS EXCLUSIVE MODE`)
+    return { connectionString, store, holder }
+  }
+
   function open (connectionString: string) {
     const store = createPostgresPlantRepository({ connectionString })
     onTestFinished(() => store.close())
@@ -304,11 +314,7 @@ function defineSuite (target: PostgresTarget): void {
   })
 
   it('reports creates failing in ready() once they have failed longer than the statement timeout, and is ready again once writes work', { timeout: 30000 }, async () => {
-    const connectionString = await schemas.create()
-    const store = createPostgresPlantRepository({ connectionString, statementTimeoutMs: 300 })
-    onTestFinished(() => store.close())
-    await store.ready()
-    const holder = await holdOpen(`LOCK TABLE ${schemas.schemaOf(connectionString)}.plants IN ACCESS EXCLUSIVE MODE`)
+    const { store, holder } = await storeWithPlantsLocked()
     // Each waits for the lock until the statement timeout: twice that with no success, while reads work.
     await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
     await expect(store.insert(2, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
@@ -387,11 +393,7 @@ function defineSuite (target: PostgresTarget): void {
   })
 
   it('is ready again at once when a batch succeeds after one that failed, with no probe needed', { timeout: 30000 }, async () => {
-    const connectionString = await schemas.create()
-    const store = createPostgresPlantRepository({ connectionString, statementTimeoutMs: 300 })
-    onTestFinished(() => store.close())
-    await store.ready()
-    const holder = await holdOpen(`LOCK TABLE ${schemas.schemaOf(connectionString)}.plants IN ACCESS EXCLUSIVE MODE`)
+    const { connectionString, store, holder } = await storeWithPlantsLocked()
     await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
     await holder.query('ROLLBACK')
     expect(await store.insert(2, { name: 'moss' })).toBe('created')
