@@ -123,12 +123,16 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   }
   connect()
 
-  /** Waits (at most `ms`) for a schema attempt in progress; rejects while the database has not been reached. */
-  async function whenMigrated (ms: number): Promise<void> {
+  /**
+   * Waits for a schema attempt in progress (an insert at most `ms`, so that its answer keeps its
+   * bound; each of the attempt's steps has the statement or connect timeout); rejects while the
+   * database has not been reached.
+   */
+  async function whenMigrated (ms = Infinity): Promise<void> {
     if (closed) throw new StoreUnavailableError()
     if (!migrated && attempt !== undefined) {
       let timer: NodeJS.Timeout | undefined
-      await Promise.race([attempt, new Promise((resolve) => { timer = setTimeout(resolve, ms) })])
+      await Promise.race([attempt, ...(ms === Infinity ? [] : [new Promise((resolve) => { timer = setTimeout(resolve, ms) })])])
       clearTimeout(timer)
     }
     if (!migrated) throw new StoreUnavailableError({ cause: lastError })
@@ -140,7 +144,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     maxInFlight: Math.min(MAX_BATCHES_IN_FLIGHT, maxConnections),
     // Queued behind stuck batches for the statement timeout: refused unsent, nothing stored.
     maxQueueMs: statementTimeout,
-    expired: () => new StoreUnavailableError({ cause: new Error(`waited ${statementTimeout} ms behind batches the database has not answered`) }),
+    expired: () => new StoreUnavailableError({ cause: new Error(`timed out after ${statementTimeout} ms queued behind batches the database has not answered`) }),
     closed: () => new StoreUnavailableError()
   })
 
@@ -208,7 +212,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       return migrated && !closed ? enqueue(id, plant) : whenMigrated(statementTimeout).then(() => enqueue(id, plant))
     },
     async ready () {
-      await whenMigrated(statementTimeout)
+      await whenMigrated()
       await health.ready()
     },
     stats: () => {

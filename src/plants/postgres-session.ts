@@ -61,7 +61,7 @@ export function createSession (hosts: HostPools, statementTimeoutMs: number): Se
     let timer: NodeJS.Timeout | undefined
     const late = new Promise<never>((_resolve, reject) => {
       const budget = deadline - CANCEL_LEAD_MS - performance.now()
-      timer = setTimeout(() => reject(new Error(`no connection to the database within ${Math.max(0, Math.round(budget))} ms`)), budget)
+      timer = setTimeout(() => reject(new Error(`timed out after ${Math.max(0, Math.round(budget))} ms waiting for a connection to the database`)), budget)
     })
     try {
       return await Promise.race([connecting, late])
@@ -116,7 +116,7 @@ export function createSession (hosts: HostPools, statementTimeoutMs: number): Se
     hold(pool, client, work)
     // No answer even to a cancel: with several hosts, the next batch selects one again.
     hosts.lost(pool)
-    throw new StoreOutcomeUnknownError({ cause: new Error('the database did not answer by the deadline, nor its cancel') })
+    throw new StoreOutcomeUnknownError({ cause: new Error('timed out: the database answered neither the statement nor its cancel by the deadline') })
   }
 
   function hold (pool: pg.Pool, client: pg.PoolClient, work: Promise<unknown>): void {
@@ -201,7 +201,8 @@ function cancel (client: pg.PoolClient): Promise<void> {
   connection.on('error', ignore)
   // Resolves once the server (or pooler) has closed it, or after HOLD_MS without an answer.
   const done = new Promise<void>((resolve) => {
-    const timer = setTimeout(() => { connection.stream.destroy() }, HOLD_MS)
+    // Unref'd: a cancel never holds the process up at exit.
+    const timer = setTimeout(() => { connection.stream.destroy() }, HOLD_MS).unref()
     connection.once('end', () => { clearTimeout(timer); resolve() })
   })
   connection.once('connect', () => { connection.cancel(processID, secretKey) })
