@@ -52,7 +52,7 @@ export async function migrate (
     await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [MIGRATION_LOCK])
     // Looked up before it is created: CREATE … IF NOT EXISTS is refused by a read-only server even
     // when the table exists, and a schema already up to date needs no write (a replica that starts on
-    // a read-only server is ready for reads; its creates answer 503 and readiness says so).
+    // a read-only server starts; its creates answer 503 and readiness says so).
     const known = await client.query<{ found: boolean }>("SELECT to_regclass('plant_store_migrations') IS NOT NULL AS found")
     if (known.rows[0]?.found !== true) {
       await client.query('CREATE TABLE IF NOT EXISTS plant_store_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())')
