@@ -2,6 +2,7 @@ import { hash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { getHeapStatistics } from 'node:v8'
 import { Type, type Static } from '@sinclair/typebox'
+import { ConfigError } from './errors.js'
 import { memoryLimit } from './lib/memory-limit.js'
 
 /**
@@ -148,10 +149,8 @@ export const defaultOverloadLimits = (): OverloadLimits => ({
  */
 export const MEMORY_STORE_SHARE_OF_LIMIT = 0.75
 
-/** A bad setting: its message is the one line the process prints before it exits 1. */
-export class ConfigError extends Error {
-  override name = 'ConfigError'
-}
+// ConfigError lives in errors.ts (the stores throw it too, without importing the configuration).
+export { ConfigError }
 
 /** RFC 6750 b64token: what can follow "Bearer " in a header. It has no ':', which separates a client name. */
 const TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/

@@ -33,6 +33,23 @@ export const ExpectationFailedError = createError('PLANTS_EXPECTATION_FAILED', '
 export const DuplicateAuthorizationError = createError('PLANTS_DUPLICATE_AUTHORIZATION', 'the request carries %s Authorization headers: send exactly one', 400)
 
 /**
+ * A bad setting: its message is the one line the process prints before it exits 1. Here, not in
+ * config.ts, so that the stores (plants/), which refuse a bad DATABASE_URL, do not import the configuration.
+ */
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+/**
+ * A store's named failure (plants/plant-repository.ts): the one list of them, for whoever must tell
+ * a store's answer from anything else (the error handler, the failure log, the PostgreSQL batch).
+ */
+export function isStoreError (error: unknown): boolean {
+  return error instanceof StoreUnavailableError || error instanceof StoreOutcomeUnknownError ||
+    error instanceof StoreFullError || error instanceof WritesFailingError
+}
+
+/**
  * The 405 for a method the resource at `path` does not take, with the Allow header a 405 must carry
  * (RFC 9110 §15.5.6): `allow` lists the methods that act on the resource. The error handler turns it
  * into the Error record; the header set here stays on the reply.
@@ -56,8 +73,7 @@ const frameworkMessages: Record<string, (request: FastifyRequest) => string> = {
 const RETRY_AFTER_SECONDS = '1'
 
 function quietlyRefused (error: FastifyError): boolean {
-  return error instanceof OverloadedError || error instanceof StoreUnavailableError || error instanceof StoreOutcomeUnknownError ||
-    error instanceof StoreFullError || error instanceof NotReadyError || error instanceof WritesFailingError
+  return error instanceof OverloadedError || error instanceof NotReadyError || isStoreError(error)
 }
 
 function statusOf (error: FastifyError): number {

@@ -1,4 +1,4 @@
-import { ConfigError } from './config.js'
+import { ConfigError } from './errors.js'
 import type { FailureLogger } from './lib/failure-log.js'
 import { createObservedPlantRepository } from './plants/observed-plant-repository.js'
 import type { PlantRepository } from './plants/plant-repository.js'

@@ -1,4 +1,4 @@
-import { StoreFullError, StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../errors.js'
+import { isStoreError, StoreFullError, StoreOutcomeUnknownError, WritesFailingError } from '../errors.js'
 import { createFailureLog, type FailureLogger } from '../lib/failure-log.js'
 import type { Plant, PlantId } from '../schemas.js'
 import type { InsertOutcome, PlantRepository } from './plant-repository.js'
@@ -40,7 +40,7 @@ export function createObservedPlantRepository (inner: PlantRepository, { log, in
 
   function observe (during: string): (error: unknown) => never {
     return (error) => {
-      if (error instanceof StoreUnavailableError || error instanceof StoreFullError || error instanceof StoreOutcomeUnknownError || error instanceof WritesFailingError) {
+      if (isStoreError(error)) {
         failures.failed(failureKind(error), during, error)
       }
       throw error

@@ -1,10 +1,10 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import { ConfigError } from '../config.js'
-import { StoreFullError, StoreUnavailableError } from '../errors.js'
+import { ConfigError, StoreFullError, StoreUnavailableError } from '../errors.js'
 import type { Plant, PlantId } from '../schemas.js'
-import { samePlant, type InsertOutcome, type PlantRepository, type StoreObserver } from './plant-repository.js'
+import { createGroupCommit, type Pending } from './group-commit.js'
+import { samePlant, type InsertOutcome, type PlantRepository } from './plant-repository.js'
 
 export interface SqlitePlantRepositoryOptions {
   /** The database file; its folder is created when missing. */
@@ -32,11 +32,9 @@ const MIGRATIONS: readonly string[] = [
    ) STRICT`
 ]
 
-interface Pending {
+interface Row {
   id: bigint
   plant: Plant
-  resolve: (outcome: InsertOutcome) => void
-  reject: (error: unknown) => void
 }
 
 /**
@@ -68,22 +66,12 @@ export function createSqlitePlantRepository ({ path, busyTimeoutMs = 1000, maxPa
   const begin = db.prepare('BEGIN IMMEDIATE')
   const commit = db.prepare('COMMIT')
 
-  let queue: Pending[] = []
-  let scheduled = false
-  let closed = false
-  let observer: StoreObserver | undefined
-
   /** One transaction for every insert queued so far, in arrival order, so a batch acts as if sequential. */
-  function flush (): void {
-    scheduled = false
-    const batch = queue
-    queue = []
-    if (batch.length === 0) return
-    observer?.batch(batch.length)
+  function flush (batch: Array<Pending<Row, InsertOutcome>>): void {
     const outcomes: InsertOutcome[] = []
     try {
       begin.run()
-      for (const { id, plant } of batch) {
+      for (const { item: { id, plant } } of batch) {
         if (insertRow.run(id, plant.name, plant.tag ?? null).changes === 1) {
           outcomes.push('created')
         } else {
@@ -104,27 +92,22 @@ export function createSqlitePlantRepository ({ path, busyTimeoutMs = 1000, maxPa
     }
     batch.forEach((pending, index) => pending.resolve(outcomes[index] as InsertOutcome))
   }
+  // One batch at a time, all that is queued: better-sqlite3 commits synchronously.
+  const batches = createGroupCommit<Row, InsertOutcome>({ commit: flush, closed: () => new StoreUnavailableError() })
+  let closed = false
 
   return {
     insert (id: PlantId, plant: Plant) {
-      if (closed) return Promise.reject(new StoreUnavailableError())
-      return new Promise<InsertOutcome>((resolve, reject) => {
-        queue.push({ id: BigInt(id), plant, resolve, reject })
-        if (!scheduled) {
-          scheduled = true
-          // setImmediate runs after the poll phase: every request read in this turn joins the batch.
-          setImmediate(flush)
-        }
-      })
+      return batches.add({ id: BigInt(id), plant })
     },
     async ready () {
       if (closed) throw new StoreUnavailableError()
     },
-    observe (next) { observer = next },
+    observe (next) { batches.observe(next) },
     async close () {
       if (closed) return
       closed = true
-      flush()
+      await batches.close()
       db.close()
     }
   }

@@ -61,6 +61,16 @@ function defineSuite (target: PostgresTarget): void {
     repositoryContract(`postgres, ${target.name}, DATABASE_PREPARED_STATEMENTS=on`, async () => createPostgresPlantRepository({ connectionString: await schemas.create(), preparedStatements: true }))
   }
 
+  /** A ready store with a 300 ms statement timeout, and another session holding its plants table locked. */
+  async function storeWithPlantsLocked () {
+    const connectionString = await schemas.create()
+    const store = createPostgresPlantRepository({ connectionString, statementTimeoutMs: 300 })
+    onTestFinished(() => store.close())
+    await store.ready()
+    const holder = await holdOpen(`LOCK TABLE ${schemas.schemaOf(connectionString)}.plants IN ACCESS EXCLUSIVE MODE`)
+    return { connectionString, store, holder }
+  }
+
   function open (connectionString: string) {
     const store = createPostgresPlantRepository({ connectionString })
     onTestFinished(() => store.close())
@@ -77,8 +87,9 @@ function defineSuite (target: PostgresTarget): void {
       readOnly.searchParams.set('options', `${readOnly.searchParams.get('options') ?? ''} -c default_transaction_read_only=on`)
       readOnly.searchParams.set('application_name', name)
       const store = open(readOnly.toString())
-      // Its schema is up to date: a replica on a read-only server starts, and its creates are refused.
-      await store.ready()
+      // Its schema is up to date: a replica on a read-only server starts, says it is not ready (its
+      // probe writes as a create does), and its creates are refused.
+      await expect(store.ready()).rejects.toBeInstanceOf(WritesFailingError)
       const refused = store.insert(1, { name: 'fern' })
       await expect(refused).rejects.toBeInstanceOf(StoreUnavailableError)
       await expect(refused).rejects.toHaveProperty('cause.code', '25006')
@@ -106,7 +117,7 @@ function defineSuite (target: PostgresTarget): void {
     await Promise.all(stores.map((store) => store.ready()))
     const schema = schemas.schemaOf(connectionString)
     const versions = await schemas.query(`SELECT version FROM ${schema}.plant_store_migrations`)
-    expect(versions.rows).toEqual([{ version: 1 }])
+    expect(versions.rows).toEqual([{ version: 1 }, { version: 2 }])
     const columns = await schemas.query(
       'SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = $1 AND table_name = \'plants\' ORDER BY ordinal_position',
       [schema])
@@ -158,12 +169,15 @@ function defineSuite (target: PostgresTarget): void {
 
     await proxy.down()
     // Sent on a connection the pool has not yet seen cut, the insert's outcome is unknown to the store.
-    await expect(store.insert(2, { name: 'moss' })).rejects.toSatisfy((error) => error instanceof StoreUnavailableError || error instanceof StoreOutcomeUnknownError)
-    await expect(store.ready()).rejects.toBeInstanceOf(StoreUnavailableError)
+    const lost = await store.insert(2, { name: 'moss' }).then(() => undefined, (error: unknown) => error)
+    expect(lost).toSatisfy((error) => error instanceof StoreUnavailableError || error instanceof StoreOutcomeUnknownError)
+    // Its probe finds no connection (unavailable), or one the pool has not yet seen cut (writes failing).
+    await expect(store.ready()).rejects.toSatisfy((error) => error instanceof StoreUnavailableError || error instanceof WritesFailingError)
 
     await proxy.up()
     await vi.waitFor(() => store.ready(), { timeout: 15000, interval: 100 })
-    expect(await store.insert(2, { name: 'moss' })).toBe('created')
+    // Unknown: the server (or the pooler behind the proxy) may have stored it after all.
+    expect(await store.insert(2, { name: 'moss' })).toEqual(lost instanceof StoreOutcomeUnknownError ? expect.stringMatching(/^(?:created|same)$/) : 'created')
     expect(await store.insert(1, { name: 'fern' })).toBe('same')
   })
 
@@ -300,11 +314,7 @@ function defineSuite (target: PostgresTarget): void {
   })
 
   it('reports creates failing in ready() once they have failed longer than the statement timeout, and is ready again once writes work', { timeout: 30000 }, async () => {
-    const connectionString = await schemas.create()
-    const store = createPostgresPlantRepository({ connectionString, statementTimeoutMs: 300 })
-    onTestFinished(() => store.close())
-    await store.ready()
-    const holder = await holdOpen(`LOCK TABLE ${schemas.schemaOf(connectionString)}.plants IN ACCESS EXCLUSIVE MODE`)
+    const { store, holder } = await storeWithPlantsLocked()
     // Each waits for the lock until the statement timeout: twice that with no success, while reads work.
     await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
     await expect(store.insert(2, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
@@ -315,6 +325,81 @@ function defineSuite (target: PostgresTarget): void {
     // No create comes while it is not ready (a load balancer sends none): ready() itself finds out.
     await vi.waitFor(() => store.ready(), { timeout: 5000, interval: 100 })
     expect(await store.insert(1, { name: 'fern' })).toBe('created')
+  })
+
+  it('answers every insert within the statement timeout + 1 s while the server stalls (queued ones too), is not ready within the statement timeout, and recovers once it answers', { timeout: 30000 }, async () => {
+    const server = new URL(process.env.TEST_DATABASE_URL as string)
+    const proxy = await createSwitchableProxy({ host: server.hostname, port: Number(server.port || 5432) })
+    onTestFinished(() => proxy.down())
+    await proxy.up()
+    const statementTimeoutMs = 500
+    const store = createPostgresPlantRepository({ connectionString: await schemas.create({ port: proxy.port }), statementTimeoutMs, maxConnections: 2 })
+    onTestFinished(() => store.close())
+    await vi.waitFor(() => store.ready(), { timeout: 10000, interval: 50 })
+    expect(await store.insert(1, { name: 'fern' })).toBe('created')
+
+    proxy.freeze()
+    // Waves of inserts: the first batches get stuck on the server, later ones queue behind them.
+    const timed = async (id: number): Promise<{ ms: number, error: unknown }> => {
+      const started = performance.now()
+      const error = await store.insert(id, { name: 'frozen' }).then(() => undefined, (failure: unknown) => failure)
+      return { ms: performance.now() - started, error }
+    }
+    const waves: Array<Promise<{ ms: number, error: unknown }>> = []
+    for (let wave = 0; wave < 6; wave++) {
+      for (let n = 0; n < 5; n++) waves.push(timed(100 + wave * 10 + n))
+      await new Promise((resolve) => setTimeout(resolve, 150))
+    }
+    const readyStarted = performance.now()
+    await expect(store.ready()).rejects.toBeInstanceOf(WritesFailingError)
+    expect(performance.now() - readyStarted).toBeLessThanOrEqual(statementTimeoutMs + 100)
+    const answers = await Promise.all(waves)
+    expect(answers.filter(({ ms }) => ms > statementTimeoutMs + 1000).map(({ ms }) => Math.round(ms))).toEqual([])
+    // Unsent (queued, no connection) is "nothing stored"; sent and never answered is "unknown".
+    expect(answers.every(({ error }) => error instanceof StoreUnavailableError || error instanceof StoreOutcomeUnknownError)).toBe(true)
+    expect(answers.some(({ error }) => error instanceof StoreOutcomeUnknownError)).toBe(true)
+
+    proxy.thaw()
+    await vi.waitFor(() => store.ready(), { timeout: 5000, interval: 50 })
+    expect(await store.insert(2, { name: 'moss' })).toBe('created')
+  })
+
+  it('probes readiness with one heartbeat write at most per second, and none while creates succeed', { timeout: 30000 }, async () => {
+    const connectionString = await schemas.create()
+    const store = open(connectionString)
+    await store.ready()
+    const schema = schemas.schemaOf(connectionString)
+    // Counts every write of the heartbeat row, whoever makes it.
+    await schemas.query(`CREATE TABLE ${schema}.heartbeat_writes (n int NOT NULL)`)
+    await schemas.query(`CREATE FUNCTION ${schema}.count_heartbeat() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$ BEGIN INSERT INTO ${schema}.heartbeat_writes VALUES (1); RETURN NULL; END $$`)
+    await schemas.query(`CREATE TRIGGER counted AFTER INSERT OR UPDATE ON ${schema}.plant_store_heartbeat FOR EACH ROW EXECUTE FUNCTION ${schema}.count_heartbeat()`)
+    const writes = async (): Promise<number> => Number((await schemas.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${schema}.heartbeat_writes`)).rows[0]?.n)
+    await new Promise((resolve) => setTimeout(resolve, 1100))
+    // Polled every 50 ms for 2.5 s with no creates: a write per second at most.
+    for (let n = 0; n < 50; n++) {
+      await store.ready()
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    const probed = await writes()
+    expect(probed).toBeGreaterThanOrEqual(1)
+    expect(probed).toBeLessThanOrEqual(3)
+    // Creates that succeed are the proof: polled between them, no probe writes.
+    for (let n = 0; n < 30; n++) {
+      expect(await store.insert(n, { name: 'fern' })).toBe('created')
+      await store.ready()
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    expect(await writes()).toBe(probed)
+  })
+
+  it('is ready again at once when a batch succeeds after one that failed, with no probe needed', { timeout: 30000 }, async () => {
+    const { connectionString, store, holder } = await storeWithPlantsLocked()
+    await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
+    await holder.query('ROLLBACK')
+    expect(await store.insert(2, { name: 'moss' })).toBe('created')
+    // The heartbeat table is locked: a probe would wait and fail; ready() needs none after that success.
+    await holdOpen(`LOCK TABLE ${schemas.schemaOf(connectionString)}.plant_store_heartbeat IN ACCESS EXCLUSIVE MODE`)
+    await expect(store.ready()).resolves.toBeUndefined()
   })
 
   it('reports each batch\'s size to an observer, and the pool\'s connections (metrics)', async () => {

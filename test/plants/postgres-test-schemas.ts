@@ -155,23 +155,38 @@ export interface SwitchableProxy {
   port: number
   up (): Promise<void>
   down (): Promise<void>
+  /** A server that stalls: connections stay open (new ones too) and nothing passes either way until thaw(). */
+  freeze (): void
+  thaw (): void
 }
 
 export async function createSwitchableProxy (target: { host: string, port: number }): Promise<SwitchableProxy> {
   const port = await freePort()
   const sockets = new Set<Socket>()
+  const pairs = new Set<[Socket, Socket]>()
   let server: Server | undefined
+  let frozen = false
+  const flow = ([client, upstream]: [Socket, Socket]): void => { client.pipe(upstream).pipe(client) }
+  const stop = ([client, upstream]: [Socket, Socket]): void => {
+    client.unpipe(upstream)
+    upstream.unpipe(client)
+    client.pause()
+    upstream.pause()
+  }
   return {
     port,
     async up () {
       const next = createServer((client) => {
         const upstream = connect(target.port, target.host)
-        for (const socket of [client, upstream]) {
+        const pair: [Socket, Socket] = [client, upstream]
+        pairs.add(pair)
+        for (const socket of pair) {
           sockets.add(socket)
           socket.on('error', () => {})
-          socket.on('close', () => { sockets.delete(socket); client.destroy(); upstream.destroy() })
+          socket.on('close', () => { sockets.delete(socket); pairs.delete(pair); client.destroy(); upstream.destroy() })
         }
-        client.pipe(upstream).pipe(client)
+        if (frozen) stop(pair)
+        else flow(pair)
       })
       await new Promise<void>((resolve, reject) => next.once('error', reject).listen(port, '127.0.0.1', resolve))
       server = next
@@ -181,6 +196,14 @@ export async function createSwitchableProxy (target: { host: string, port: numbe
       server = undefined
       for (const socket of sockets) socket.destroy()
       if (current !== undefined) await new Promise<void>((resolve) => current.close(() => resolve()))
+    },
+    freeze () {
+      frozen = true
+      for (const pair of pairs) stop(pair)
+    },
+    thaw () {
+      frozen = false
+      for (const pair of pairs) flow(pair)
     }
   }
 }

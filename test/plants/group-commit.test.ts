@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest'
+import { createGroupCommit, type Pending } from '../../src/plants/group-commit.js'
+
+const closedError = (): Error => new Error('closed')
+
+describe('group commit (shared by the SQLite and PostgreSQL stores)', () => {
+  it('sends the entries added in one turn as one batch, in arrival order, and settles each with its own outcome', async () => {
+    const batches: number[][] = []
+    const group = createGroupCommit<number, string>({
+      commit: (batch) => {
+        batches.push(batch.map((pending) => pending.item))
+        for (const pending of batch) pending.resolve(`done ${pending.item}`)
+      },
+      closed: closedError
+    })
+    const sizes: number[] = []
+    group.observe({ batch: (size) => sizes.push(size) })
+    expect(await Promise.all([1, 2, 3].map((n) => group.add(n)))).toEqual(['done 1', 'done 2', 'done 3'])
+    expect(await group.add(4)).toBe('done 4')
+    expect(batches).toEqual([[1, 2, 3], [4]])
+    expect(sizes).toEqual([3, 1])
+  })
+
+  it('splits at maxBatch and runs at most maxInFlight batches at once; the rest queue and leave together', async () => {
+    const running: Array<Array<Pending<number, number>>> = []
+    let most = 0
+    const group = createGroupCommit<number, number>({
+      commit: (batch) => new Promise<void>((resolve) => {
+        running.push(batch)
+        most = Math.max(most, running.length)
+        setTimeout(() => {
+          running.splice(running.indexOf(batch), 1)
+          for (const pending of batch) pending.resolve(pending.item)
+          resolve()
+        }, 20)
+      }),
+      maxBatch: 2,
+      maxInFlight: 2,
+      closed: closedError
+    })
+    const sizes: number[] = []
+    group.observe({ batch: (size) => sizes.push(size) })
+    const all = Array.from({ length: 9 }, (_, n) => group.add(n))
+    expect(await Promise.all(all)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8])
+    expect(most).toBe(2)
+    expect(sizes).toEqual([2, 2, 2, 2, 1])
+  })
+
+  it('refuses an entry still queued maxQueueMs after it came (batches ahead are stuck), without sending it', async () => {
+    const sent: number[] = []
+    let release = (): void => {}
+    const group = createGroupCommit<number, number>({
+      commit: (batch) => {
+        sent.push(...batch.map((pending) => pending.item))
+        return new Promise<void>((resolve) => {
+          release = () => {
+            for (const pending of batch) pending.resolve(pending.item)
+            resolve()
+          }
+        })
+      },
+      maxQueueMs: 100,
+      expired: () => new Error('expired'),
+      closed: closedError
+    })
+    const stuck = group.add(1)
+    await new Promise((resolve) => setImmediate(resolve))
+    const started = performance.now()
+    const queued = group.add(2)
+    await expect(queued).rejects.toThrow('expired')
+    expect(performance.now() - started).toBeGreaterThanOrEqual(95)
+    expect(performance.now() - started).toBeLessThan(1000)
+    release()
+    expect(await stuck).toBe(1)
+    expect(sent).toEqual([1])
+  })
+
+  it('on close, commits what is queued, waits for it, and refuses what comes after', async () => {
+    const committed: number[] = []
+    const group = createGroupCommit<number, number>({
+      commit: async (batch) => {
+        await new Promise((resolve) => setTimeout(resolve, 10))
+        for (const pending of batch) {
+          committed.push(pending.item)
+          pending.resolve(pending.item)
+        }
+      },
+      closed: closedError
+    })
+    const before = [group.add(1), group.add(2)]
+    await group.close()
+    expect(committed).toEqual([1, 2])
+    expect(await Promise.all(before)).toEqual([1, 2])
+    await expect(group.add(3)).rejects.toThrow('closed')
+  })
+})
