@@ -9,6 +9,8 @@ const Env = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
   HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
   LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)), { default: 'info' }),
+  // Log lines waiting for a slow reader; the default comes from a container's limit.
+  LOG_BUFFER_MAX_BYTES: Type.Optional(Type.Integer({ minimum: 65536, maximum: 1073741824 })),
   API_TOKENS: Type.Optional(Type.String()),
   API_TOKENS_FILE: Type.Optional(Type.String({ minLength: 1 })),
   DATABASE_URL: Type.String({ default: 'memory:' }),
@@ -48,6 +50,8 @@ export interface Config {
   port: number
   host: string
   logLevel: string
+  /** Bytes of log lines that may wait for the log reader; lines beyond are dropped and counted. */
+  logBufferMaxBytes: number
   /** Accepted bearer tokens, with their client names; never empty. */
   tokens: TokenEntry[]
   /** Where the tokens came from, when a file: the service can read it again (rotation). */
@@ -140,6 +144,18 @@ export const defaultOverloadLimits = (): OverloadLimits => ({
  * then answered 507s, with a p99 of tens of ms and no OOM kill (README, Docker).
  */
 export const MEMORY_STORE_SHARE_OF_LIMIT = 0.75
+
+/**
+ * LOG_BUFFER_MAX_BYTES by default: 1/32 of a memory limit (3 MiB of a 96 MiB container: about
+ * 20,000 access lines, 45 s of a 64 KB/s reader), at most 16 MiB (also without a limit), at least
+ * 64 KiB (a pipe's own buffer). Beside the store's three quarters, it leaves the rest of the limit
+ * to the process itself.
+ */
+export function defaultLogBufferMaxBytes (limit: number | undefined): number {
+  return limit === undefined ? LOG_BUFFER_MAX : Math.min(LOG_BUFFER_MAX, Math.max(LOG_BUFFER_MIN, Math.floor(limit / 32)))
+}
+const LOG_BUFFER_MAX = 16 * 1024 * 1024
+const LOG_BUFFER_MIN = 64 * 1024
 
 /** A bad setting: its message is the one line the process prints before it exits 1. */
 export class ConfigError extends Error {
@@ -351,6 +367,7 @@ export function loadConfig (env: NodeJS.ProcessEnv, system: System = { memoryLim
     port: values.PORT,
     host: values.HOST,
     logLevel: values.LOG_LEVEL,
+    logBufferMaxBytes: values.LOG_BUFFER_MAX_BYTES ?? defaultLogBufferMaxBytes(limit),
     tokens,
     ...(values.API_TOKENS_FILE === undefined ? {} : { tokensFile: values.API_TOKENS_FILE }),
     databaseUrl: values.DATABASE_URL === '' ? 'memory:' : values.DATABASE_URL,

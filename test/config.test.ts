@@ -17,9 +17,22 @@ describe('loadConfig', () => {
     expect(loadConfig({ API_TOKENS: 'a', MEMORY_STORE_MAX_RSS_BYTES: String(MiB) }, noLimit).memoryStoreMaxRssBytes).toBe(MiB)
   })
 
+  it('holds log lines for a slow reader up to 1/32 of a memory limit (16 MiB at most, 64 KiB at least, 16 MiB without a limit); LOG_BUFFER_MAX_BYTES overrides it', () => {
+    const limited = (bytes: number) => ({ memoryLimit: () => bytes })
+    expect(loadConfig({ API_TOKENS: 'a' }, limited(96 * MiB)).logBufferMaxBytes).toBe(3 * MiB)
+    expect(loadConfig({ API_TOKENS: 'a' }, limited(100 * MiB + 31)).logBufferMaxBytes).toBe(Math.floor((100 * MiB + 31) / 32))
+    expect(loadConfig({ API_TOKENS: 'a' }, limited(512 * MiB)).logBufferMaxBytes).toBe(16 * MiB)
+    expect(loadConfig({ API_TOKENS: 'a' }, limited(513 * MiB)).logBufferMaxBytes).toBe(16 * MiB)
+    expect(loadConfig({ API_TOKENS: 'a' }, limited(MiB)).logBufferMaxBytes).toBe(64 * 1024)
+    expect(loadConfig({ API_TOKENS: 'a' }, limited(4 * MiB)).logBufferMaxBytes).toBe(128 * 1024)
+    expect(loadConfig({ API_TOKENS: 'a' }, noLimit).logBufferMaxBytes).toBe(16 * MiB)
+    expect(loadConfig({ API_TOKENS: 'a', LOG_BUFFER_MAX_BYTES: String(MiB) }, limited(96 * MiB)).logBufferMaxBytes).toBe(MiB)
+    expect(() => loadConfig({ API_TOKENS: 'a', LOG_BUFFER_MAX_BYTES: '1000' }, noLimit)).toThrow(/LOG_BUFFER_MAX_BYTES/)
+  })
+
   it('uses the documented defaults (outside a container: no memory limit)', () => {
     expect(loadConfig({ API_TOKENS: 'a' }, noLimit)).toEqual({
-      port: 3000, host: '127.0.0.1', logLevel: 'info', tokens: [{ token: 'a' }], databaseUrl: 'memory:',
+      port: 3000, host: '127.0.0.1', logLevel: 'info', logBufferMaxBytes: 16 * MiB, tokens: [{ token: 'a' }], databaseUrl: 'memory:',
       databasePoolMax: 10, databaseStatementTimeoutMs: 5000, databasePreparedStatements: false,
       bodyLimit: 16384, maxPlants: 1000000, memoryStoreMaxRssBytes: 0, shutdownTimeoutMs: 8000,
       http: { headersTimeoutMs: 10000, requestTimeoutMs: 15000, connectionTimeoutMs: 30000, keepAliveTimeoutMs: 72000, maxHeaderBytes: 16384 },
