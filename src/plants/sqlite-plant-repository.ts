@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import { ConfigError } from '../config.js'
+import { ConfigError } from '../lib/config-error.js'
 import { StoreFullError, StoreUnavailableError } from '../errors.js'
 import type { Plant, PlantId } from '../schemas.js'
 import { samePlant, type InsertOutcome, type PlantRepository, type StoreObserver } from './plant-repository.js'
