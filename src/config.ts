@@ -28,8 +28,8 @@ export interface Config {
   databasePreparedStatements: boolean
   bodyLimit: number
   maxPlants: number
-  /** Memory store: a new plant is a 507 while the resident anonymous memory is at least this; 0: off. */
-  memoryStoreMaxRssBytes: number
+  /** Memory store: a new plant that would take the plants' own bytes past this is a 507; 0: off. */
+  memoryStoreMaxBytes: number
   shutdownTimeoutMs: number
   http: HttpLimits
   overload: OverloadLimits
@@ -71,6 +71,8 @@ export interface OverloadLimits {
   maxEventLoopDelayMs: number
   maxHeapUsedBytes: number
   maxRssBytes: number
+  /** Resident anonymous memory (RssAnon: what the process has written, not Node's mapped files). */
+  maxRssAnonBytes: number
   /** How often the process is sampled; also the Retry-After of a shed request. */
   sampleIntervalMs: number
 }
@@ -97,16 +99,20 @@ export const defaultOverloadLimits = (): OverloadLimits => ({
   maxEventLoopDelayMs: 200,
   maxHeapUsedBytes: defaultMaxHeapUsedBytes(),
   maxRssBytes: 0,
+  maxRssAnonBytes: 0,
   sampleIntervalMs: 1000
 })
 
 /**
- * The memory store's default bound under a memory limit: three quarters of it. The quarter left is
- * for the pages the system must keep resident besides (Node's binary and libraries, about 25 MB of
- * them in use) and for the load's own buffers. Measured in a 96 MiB cgroup: at 75 % the store filled,
- * then answered 507s, with a p99 of tens of ms and no OOM kill (README, Docker).
+ * Under a memory limit, by default: the memory store is full (507) when its plants hold an eighth
+ * of it (their names, tags and id index: 12 MiB of a 96 MiB container, about 200,000 plants with
+ * 20-byte names), and requests are shed (503) while the resident anonymous memory is at 85 % of it.
+ * The rest is the process itself under load (about 60 MiB of RssAnon measured in a 96 MiB
+ * container: heap, buffers), the log's buffer (LOG_BUFFER_MAX_BYTES) and the pages of Node's own
+ * binary that the system keeps resident (docs/operating.md, "Memory: 507 and 503").
  */
-export const MEMORY_STORE_SHARE_OF_LIMIT = 0.75
+export const MEMORY_STORE_SHARE_OF_LIMIT = 1 / 8
+export const RSS_ANON_SHARE_OF_LIMIT = 0.85
 
 /**
  * LOG_BUFFER_MAX_BYTES by default: 1/32 of a memory limit (3 MiB of a 96 MiB container: about
@@ -134,6 +140,10 @@ export function loadConfig (env: NodeJS.ProcessEnv, system: System = { memoryLim
     METRICS_PORT: env.METRICS_PORT?.trim() === '' ? undefined : env.METRICS_PORT,
     OTEL_EXPORTER_OTLP_ENDPOINT: env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() === '' ? undefined : env.OTEL_EXPORTER_OTLP_ENDPOINT
   })
+  if (env.MEMORY_STORE_MAX_RSS_BYTES !== undefined) {
+    // Its meaning is gone, not moved: a setting silently ignored would be worse than none.
+    throw new ConfigError('MEMORY_STORE_MAX_RSS_BYTES is replaced: MEMORY_STORE_MAX_BYTES bounds the bytes the plants hold (507), MAX_RSS_ANON_BYTES sheds load on resident memory (503)')
+  }
   const fromList = values.API_TOKENS !== undefined && values.API_TOKENS.trim() !== ''
   if (fromList && values.API_TOKENS_FILE !== undefined) {
     throw new ConfigError('API_TOKENS and API_TOKENS_FILE are both set: set only one')
@@ -171,7 +181,7 @@ export function loadConfig (env: NodeJS.ProcessEnv, system: System = { memoryLim
     databasePreparedStatements: values.DATABASE_PREPARED_STATEMENTS === 'on',
     bodyLimit: values.BODY_LIMIT,
     maxPlants: values.MAX_PLANTS,
-    memoryStoreMaxRssBytes: values.MEMORY_STORE_MAX_RSS_BYTES ??
+    memoryStoreMaxBytes: values.MEMORY_STORE_MAX_BYTES ??
       (limit === undefined ? 0 : Math.floor(limit * MEMORY_STORE_SHARE_OF_LIMIT)),
     shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS,
     http: {
@@ -185,7 +195,8 @@ export function loadConfig (env: NodeJS.ProcessEnv, system: System = { memoryLim
       ...defaultOverloadLimits(),
       maxEventLoopDelayMs: values.MAX_EVENT_LOOP_DELAY_MS,
       ...(values.MAX_HEAP_USED_BYTES === undefined ? {} : { maxHeapUsedBytes: values.MAX_HEAP_USED_BYTES }),
-      maxRssBytes: values.MAX_RSS_BYTES
+      maxRssBytes: values.MAX_RSS_BYTES,
+      maxRssAnonBytes: values.MAX_RSS_ANON_BYTES ?? (limit === undefined ? 0 : Math.floor(limit * RSS_ANON_SHARE_OF_LIMIT))
     },
     ...(values.RATE_LIMIT_PER_MINUTE === 0
       ? {}

@@ -32,8 +32,8 @@ export const Env = Type.Object({
   DATABASE_PREPARED_STATEMENTS: oneOf(['off', 'on'], 'off'),
   BODY_LIMIT: whole(64, 1048576, 16384),
   MAX_PLANTS: whole(1, 16000000, 1000000),
-  // Memory store: full (507) at this resident memory; the default comes from a container's limit.
-  MEMORY_STORE_MAX_RSS_BYTES: optionalWhole(0),
+  // Memory store: full (507) when its plants hold this many bytes; the default comes from a container's limit.
+  MEMORY_STORE_MAX_BYTES: optionalWhole(0),
   SHUTDOWN_TIMEOUT_MS: milliseconds(8000),
   // Slow and broken clients (see HttpLimits).
   HEADERS_TIMEOUT_MS: milliseconds(10000),
@@ -45,6 +45,8 @@ export const Env = Type.Object({
   MAX_EVENT_LOOP_DELAY_MS: whole(0, 60000, 200),
   MAX_HEAP_USED_BYTES: optionalWhole(0),
   MAX_RSS_BYTES: Type.Number({ multipleOf: 1, minimum: 0, default: 0 }),
+  // Resident anonymous memory; the default comes from a container's limit.
+  MAX_RSS_ANON_BYTES: optionalWhole(0),
   // Per-token rate limit: off unless set.
   RATE_LIMIT_PER_MINUTE: whole(0, 100000000, 0),
   REDIS_URL: Type.Optional(text),
