@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config'
 
 // The suites StrykerJS counts (`npm run mutation`): the unit-level ones, which import `src/` in-process.
 // Left out: suites that run the built server or a child process on `dist/` (end-to-end, container, bench,
-// scripts, storage, shutdown and token rotation of the built server, log-destination), and the PostgreSQL suites (a service).
+// scripts, storage, shutdown and token rotation of the built server), and the PostgreSQL suites (a service).
 export default defineConfig({
   test: {
     include: [
@@ -18,7 +18,6 @@ export default defineConfig({
       'test/storage.test.ts',
       'test/hardening/shutdown-under-load.test.ts',
       'test/hardening/token-rotation.test.ts',
-      'test/lib/log-destination.test.ts',
       'test/openapi/committed.test.ts',
       'test/openapi/lint.test.ts',
       'test/openapi/compile-with-jsonschema-rs.test.ts',

@@ -102,10 +102,9 @@ export class TurnBatchedDestination {
     this.onCaughtUp?.(dropped)
   }
 
-  /** Everything logged is handed to the writer, written synchronously as far as the reader takes it. */
+  /** At exit: what the reader takes now is written; a full pipe is not waited for (retryEAGAIN). */
   #exit (): void {
     this.#exiting = true
-    this.#out.sync = true
     try {
       this.flushSync()
     } catch {
@@ -113,10 +112,19 @@ export class TurnBatchedDestination {
     }
   }
 
-  /** pino's logger.flush(): everything logged so far is handed to the writer and written now. */
+  /**
+   * pino's logger.flush() and the exit hook: everything logged so far is written now, synchronously
+   * (sonic-boom in its sync mode for the while), waiting for a full pipe except at exit. A chunk
+   * already being written asynchronously is left to that write.
+   */
   flushSync (): void {
-    this.#writeLines()
-    this.#out.flushSync()
+    this.#out.sync = true
+    try {
+      this.#writeLines()
+      this.#out.flushSync()
+    } finally {
+      this.#out.sync = false
+    }
   }
 
   flush (callback?: (error?: Error) => void): void {
