@@ -6,6 +6,28 @@ import { repositoryContract } from './repository-contract.js'
 repositoryContract('memory', async () => createMemoryPlantRepository({ maxPlants: 10000 }))
 
 describe('memory store', () => {
+  it('counts ids beyond ±2^53 toward MAX_PLANTS and its stats like any other', async () => {
+    const store = createMemoryPlantRepository({ maxPlants: 2 })
+    expect(await store.insert(2n ** 60n, { name: 'fern' })).toBe('created')
+    expect(await store.insert(1, { name: 'moss' })).toBe('created')
+    expect(store.stats?.()).toEqual({ plants: 2, capacity: 2 })
+    await expect(store.insert(2, { name: 'ivy' })).rejects.toBeInstanceOf(StoreFullError)
+    await expect(store.insert(-(2n ** 60n), { name: 'ivy' })).rejects.toBeInstanceOf(StoreFullError)
+  })
+
+  it('forgets every plant and every byte on close(): the same ids are created anew, in a store that was full', async () => {
+    // Room for exactly these two (index 256 bytes, two 12-byte texts, a big id's 64 counted after it).
+    const store = createMemoryPlantRepository({ maxPlants: 4, maxBytes: 256 + 2 * 12 })
+    expect(await store.insert(1, { name: 'fern' })).toBe('created')
+    expect(await store.insert(2n ** 60n, { name: 'moss' })).toBe('created')
+    await expect(store.insert(3, { name: 'x' })).rejects.toBeInstanceOf(StoreFullError)
+    await store.close()
+    expect(store.stats?.()).toEqual({ plants: 0, capacity: 4 })
+    expect(await store.insert(1, { name: 'ivy1' })).toBe('created')
+    expect(await store.insert(2n ** 60n, { name: 'ivy2' })).toBe('created')
+    await expect(store.insert(3, { name: 'x' })).rejects.toBeInstanceOf(StoreFullError)
+  })
+
   it('refuses a new plant beyond MAX_PLANTS with StoreFullError, and still answers replays', async () => {
     const store = createMemoryPlantRepository({ maxPlants: 1 })
     await store.insert(1, { name: 'fern' })
