@@ -113,6 +113,7 @@ export const defaultOverloadLimits = (): OverloadLimits => ({
  */
 export const MEMORY_STORE_SHARE_OF_LIMIT = 1 / 8
 export const RSS_ANON_SHARE_OF_LIMIT = 0.85
+export const HEAP_SHARE_OF_LIMIT = 0.5
 
 /**
  * LOG_BUFFER_MAX_BYTES by default: 1/32 of a memory limit (3 MiB of a 96 MiB container: about
@@ -194,7 +195,11 @@ export function loadConfig (env: NodeJS.ProcessEnv, system: System = { memoryLim
     overload: {
       ...defaultOverloadLimits(),
       maxEventLoopDelayMs: values.MAX_EVENT_LOOP_DELAY_MS,
-      ...(values.MAX_HEAP_USED_BYTES === undefined ? {} : { maxHeapUsedBytes: values.MAX_HEAP_USED_BYTES }),
+      // V8 sizes its heap from the machine, not the container (259 MiB in a 96 MiB one): under a
+      // limit, shed once half of it is heap in use, before the heap alone can reach it.
+      ...(values.MAX_HEAP_USED_BYTES === undefined
+        ? (limit === undefined ? {} : { maxHeapUsedBytes: Math.min(defaultMaxHeapUsedBytes(), Math.floor(limit * HEAP_SHARE_OF_LIMIT)) })
+        : { maxHeapUsedBytes: values.MAX_HEAP_USED_BYTES }),
       maxRssBytes: values.MAX_RSS_BYTES,
       maxRssAnonBytes: values.MAX_RSS_ANON_BYTES ?? (limit === undefined ? 0 : Math.floor(limit * RSS_ANON_SHARE_OF_LIMIT))
     },

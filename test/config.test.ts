@@ -27,6 +27,14 @@ describe('loadConfig', () => {
     expect(loadConfig({ API_TOKENS: 'a', MAX_RSS_ANON_BYTES: '0' }, in96MiB).overload?.maxRssAnonBytes).toBe(0)
   })
 
+  it('sheds at half a container\'s memory limit of heap in use by default (V8 sizes its heap from the machine), unless V8\'s own limit is lower; MAX_HEAP_USED_BYTES overrides it', () => {
+    const in96MiB = { memoryLimit: () => 96 * MiB }
+    expect(loadConfig({ API_TOKENS: 'a' }, in96MiB).overload?.maxHeapUsedBytes).toBe(Math.min(defaultMaxHeapUsedBytes(), 48 * MiB))
+    expect(loadConfig({ API_TOKENS: 'a' }, { memoryLimit: () => 2 ** 50 }).overload?.maxHeapUsedBytes).toBe(defaultMaxHeapUsedBytes())
+    expect(loadConfig({ API_TOKENS: 'a' }, noLimit).overload?.maxHeapUsedBytes).toBe(defaultMaxHeapUsedBytes())
+    expect(loadConfig({ API_TOKENS: 'a', MAX_HEAP_USED_BYTES: String(200 * MiB) }, in96MiB).overload?.maxHeapUsedBytes).toBe(200 * MiB)
+  })
+
   it('refuses MEMORY_STORE_MAX_RSS_BYTES, whose meaning is gone, naming what replaces it', () => {
     expect(() => loadConfig({ API_TOKENS: 'a', MEMORY_STORE_MAX_RSS_BYTES: '1000' }, noLimit)).toThrow(/MEMORY_STORE_MAX_RSS_BYTES is replaced: MEMORY_STORE_MAX_BYTES .* MAX_RSS_ANON_BYTES/)
   })
