@@ -37,7 +37,7 @@ const metrics = step >= 7 ? createMetrics() : undefined
 const options = { logger: false }
 if (step >= 3) {
   options.logger = undefined
-  options.loggerInstance = pino({ level: step >= 4 ? 'info' : 'warn' }, new TurnBatchedDestination(1))
+  options.loggerInstance = pino({ level: step >= 4 ? 'info' : 'warn' }, new TurnBatchedDestination(1, { maxBytes: 16 * 1024 * 1024 }))
   options.logController = new AccessLog(metrics === undefined
     ? undefined
     : (request, reply, route) => { metrics.requests.observe(request.method, route, reply.statusCode, reply.elapsedTime / 1000) })

@@ -65,6 +65,13 @@ export const CHECKS = [
     shown: times
   },
   {
+    measure: 'memory store req/s with stdout read at 64 KB/s vs read at full speed',
+    target: '≥ 0.50×',
+    value: ({ S }) => ratio(S['log-pipe-slow']?.rps, S['log-pipe-fast']?.rps),
+    pass: (v) => v >= 0.50,
+    shown: times
+  },
+  {
     measure: 'sqlite store req/s vs memory store',
     target: '≥ 0.50×',
     value: ({ S }) => ratio(S.sqlite?.rps, S.memory?.rps),

@@ -13,7 +13,7 @@ import { createLoad } from './load.js'
 import { DEFAULT_PG_URL } from './postgres.js'
 import { evaluateChecks, printReport, runFailed, summarize, writeResults } from './report.js'
 import { DEFAULT_TARGETS, OPT_IN_GROUPS, targetByName, TARGETS } from './targets.js'
-import { call, cpuSeconds, fmt, freePort, has, median, RESULTS, ROOT, sleep, vmRssBytes } from './util.js'
+import { call, cpuSeconds, fmt, freePort, has, median, readAtRate, RESULTS, ROOT, sleep, vmRssBytes } from './util.js'
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -134,10 +134,17 @@ async function startServer (target, env) {
   const started = process.hrtime.bigint()
   // stdout (the access log, at info) goes to a real file, as in production: each line is written
   // (page cache, not /dev/null's free discard), never into a full pipe. Truncated at every start;
-  // the run's tmp folder goes at the end.
-  const stdout = openSync(join(runTmp, `${target.name}.stdout`), 'w')
+  // the run's tmp folder goes at the end. A target with `stdoutRate` writes into a pipe instead,
+  // read by this process at that many bytes a second (a log shipper that keeps up, or falls behind).
+  const piped = target.stdoutRate !== undefined
+  const stdout = piped ? 'pipe' : openSync(join(runTmp, `${target.name}.stdout`), 'w')
   const child = spawn(command, rest, { env, cwd: ROOT, stdio: ['ignore', stdout, 'pipe'] })
-  closeSync(stdout)
+  if (piped) {
+    const stopReading = readAtRate(child.stdout, target.stdoutRate)
+    child.once('exit', stopReading)
+  } else {
+    closeSync(stdout)
+  }
   child.stderr.setEncoding('utf8').on('data', (chunk) => { stderr = (stderr + chunk).slice(-4000) })
   let exited = false
   child.once('exit', () => { exited = true })

@@ -11,6 +11,8 @@
 //   script     http: the script node runs
 //   service    http: the real service (--cpu-prof applies; /readyz must answer 200 before the load)
 //   pg         http: loaded at --pg-connections instead of --connections
+//   stdoutRate http: stdout is a pipe the bench reads at this many bytes a second (Infinity: at
+//              full speed); absent: stdout is a file
 //   prepare(round, ctx)  http: resolves { env } (the whole environment; the bench sets PORT and HOST),
 //              or { skipped: why }; optionally cleanup() (run after the round) and note
 import { rmSync } from 'node:fs'
@@ -85,6 +87,11 @@ export const TARGETS = [
   // The memory target without its metrics listener (METRICS_PORT empty: nothing counted, prom-client
   // not loaded): side by side with `memory`, what metrics cost per request.
   { name: 'memory-no-metrics', kind: 'http', optIn: 'the cost of metrics', script: SERVICE, service: true, prepare: async () => ({ env: serviceEnv({ METRICS_PORT: '' }) }) },
+  // The memory target with stdout a pipe read at full speed, and one read at 64 KB/s (a log shipper
+  // that falls behind): side by side, what a slow log reader costs (lib/log-destination.ts: lines,
+  // never requests). Both at LOG_LEVEL=info, so that every request writes its access line.
+  { name: 'log-pipe-fast', kind: 'http', script: SERVICE, service: true, stdoutRate: Infinity, prepare: async () => ({ env: serviceEnv({}) }) },
+  { name: 'log-pipe-slow', kind: 'http', script: SERVICE, service: true, stdoutRate: 64 * 1024, prepare: async () => ({ env: serviceEnv({}) }) },
   {
     name: 'sqlite',
     kind: 'http',

@@ -59,6 +59,34 @@ export function call (port, method, path, body, timeoutMs = 2000) {
 const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100
 
 /** CPU time (user + system) used so far by a process, in seconds; null off Linux. */
+/**
+ * Reads a child's stdout (a pipe) the way a log shipper that falls behind does: at most
+ * `bytesPerSecond`, a tenth of it every 100 ms; Infinity reads as fast as the lines come. Returns
+ * a function that stops the reading (the pipe is then read at full speed, so the child never waits).
+ */
+export function readAtRate (stream, bytesPerSecond) {
+  if (!Number.isFinite(bytesPerSecond)) {
+    stream.resume()
+    return () => {}
+  }
+  const perTick = Math.ceil(bytesPerSecond / 10)
+  stream.pause()
+  const timer = setInterval(() => {
+    let budget = perTick
+    while (budget > 0 && stream.readableLength > 0) {
+      const chunk = stream.read(Math.min(budget, stream.readableLength))
+      if (chunk === null) break
+      budget -= chunk.length
+    }
+    // Lets the stream take more from the pipe (up to its high-water mark), now that it has room.
+    stream.read(0)
+  }, 100)
+  return () => {
+    clearInterval(timer)
+    stream.resume()
+  }
+}
+
 export function cpuSeconds (pid) {
   try {
     // The fields after the command name, which is in parentheses and may contain spaces.

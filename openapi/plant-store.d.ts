@@ -403,7 +403,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The memory store is full: MAX_PLANTS plants, or the process at MEMORY_STORE_MAX_RSS_BYTES (by default 75 % of a container memory limit) */
+            /** @description The memory store is full: MAX_PLANTS plants, or plants holding MEMORY_STORE_MAX_BYTES (by default an eighth of a container memory limit). Load never causes it: memory pressure from requests is a 503 */
             507: {
                 headers: {
                     /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */

@@ -36,9 +36,8 @@ export const DuplicateAuthorizationError = createError('PLANTS_DUPLICATE_AUTHORI
  * A bad setting: its message is the one line the process prints before it exits 1. Here, not in
  * config.ts, so that the stores (plants/), which refuse a bad DATABASE_URL, do not import the configuration.
  */
-export class ConfigError extends Error {
-  override name = 'ConfigError'
-}
+// A bad setting; in lib/ so that the stores (src/plants/) throw it without importing the configuration.
+export { ConfigError } from './lib/config-error.js'
 
 /**
  * A store's named failure (plants/plant-repository.ts): the one list of them, for whoever must tell

@@ -12,14 +12,18 @@ import { watchTokens } from './token-reload.js'
 /** The process (started by server.ts): configuration, store, app, listen, and signals turned into a graceful close. */
 async function main (): Promise<void> {
   const config = loadConfig(process.env)
-  // JSON lines on stdout, each event-loop turn's lines in one write (lib/log-destination.ts).
-  const logger = pino({ level: config.logLevel }, new TurnBatchedDestination(1))
+  // JSON lines on stdout, each event-loop turn's lines in one write, never waited for: at most
+  // LOG_BUFFER_MAX_BYTES wait for a slow reader, lines beyond are dropped (lib/log-destination.ts).
+  const destination = new TurnBatchedDestination(1, { maxBytes: config.logBufferMaxBytes })
+  const logger = pino({ level: config.logLevel }, destination)
+  destination.onCaughtUp = (dropped) => { logger.warn({ dropped }, 'log lines dropped: the log reader fell behind') }
   // Store failures are logged throttled, by the store's wrapper, not per request (docs/observability.md).
   const repository = await createRepository({ ...config, log: logger })
   const tokens = createTokenSet(config.tokens)
   // Counted only when served: without METRICS_PORT no request pays for metrics, and prom-client
   // (about 70 ms of start-up) is not loaded.
   const metrics = config.metrics === undefined ? undefined : (await import('./plugins/metrics.js')).createMetrics()
+  if (metrics !== undefined) destination.onDrop = metrics.logLinesDropped
   const app = await buildApp({ config, tokens, repository, logger, ...(metrics === undefined ? {} : { metrics }) })
 
   // SIGHUP reloads the tokens file (rotation); it must never start a shutdown.

@@ -1,4 +1,4 @@
-import { ConfigError } from './errors.js'
+import { ConfigError } from './lib/config-error.js'
 import type { FailureLogger } from './lib/failure-log.js'
 import { createObservedPlantRepository } from './plants/observed-plant-repository.js'
 import type { PlantRepository } from './plants/plant-repository.js'
@@ -6,8 +6,8 @@ import type { PlantRepository } from './plants/plant-repository.js'
 export interface StorageOptions {
   databaseUrl: string
   maxPlants: number
-  /** Memory store: resident memory at which it is full (0 or absent: no bound). */
-  memoryStoreMaxRssBytes?: number
+  /** Memory store: bytes its plants may hold before it is full (0 or absent: no bound). */
+  memoryStoreMaxBytes?: number
   /** PostgreSQL: connections of this process (default 10) and statement timeout (default 5000 ms). */
   databasePoolMax?: number
   databaseStatementTimeoutMs?: number
@@ -29,10 +29,10 @@ export async function createRepository (options: StorageOptions): Promise<PlantR
   return options.log === undefined ? repository : createObservedPlantRepository(repository, { log: options.log })
 }
 
-async function createStore ({ databaseUrl, maxPlants, memoryStoreMaxRssBytes, databasePoolMax, databaseStatementTimeoutMs, databasePreparedStatements, log }: StorageOptions): Promise<PlantRepository> {
+async function createStore ({ databaseUrl, maxPlants, memoryStoreMaxBytes, databasePoolMax, databaseStatementTimeoutMs, databasePreparedStatements, log }: StorageOptions): Promise<PlantRepository> {
   if (databaseUrl === 'memory:') {
     const { createMemoryPlantRepository } = await import('./plants/memory-plant-repository.js')
-    return createMemoryPlantRepository({ maxPlants, ...(memoryStoreMaxRssBytes === undefined ? {} : { maxResidentBytes: memoryStoreMaxRssBytes }) })
+    return createMemoryPlantRepository({ maxPlants, ...(memoryStoreMaxBytes === undefined ? {} : { maxBytes: memoryStoreMaxBytes }) })
   }
   if (databaseUrl.startsWith('sqlite:')) {
     const path = databaseUrl.slice('sqlite:'.length)

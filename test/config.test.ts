@@ -9,21 +9,56 @@ const noLimit = { memoryLimit: () => undefined }
 const MiB = 1024 * 1024
 
 describe('loadConfig', () => {
-  it('bounds the memory store at 75 % of a container\'s memory limit by default; MEMORY_STORE_MAX_RSS_BYTES overrides it, 0 turns it off', () => {
+  it('bounds the memory store at an eighth of a container\'s memory limit by default (the bytes its plants hold); MEMORY_STORE_MAX_BYTES overrides it, 0 turns it off', () => {
     const in96MiB = { memoryLimit: () => 96 * MiB }
-    expect(loadConfig({ API_TOKENS: 'a' }, in96MiB).memoryStoreMaxRssBytes).toBe(72 * MiB)
-    expect(loadConfig({ API_TOKENS: 'a', MEMORY_STORE_MAX_RSS_BYTES: String(50 * MiB) }, in96MiB).memoryStoreMaxRssBytes).toBe(50 * MiB)
-    expect(loadConfig({ API_TOKENS: 'a', MEMORY_STORE_MAX_RSS_BYTES: '0' }, in96MiB).memoryStoreMaxRssBytes).toBe(0)
-    expect(loadConfig({ API_TOKENS: 'a', MEMORY_STORE_MAX_RSS_BYTES: String(MiB) }, noLimit).memoryStoreMaxRssBytes).toBe(MiB)
+    expect(loadConfig({ API_TOKENS: 'a' }, in96MiB).memoryStoreMaxBytes).toBe(12 * MiB)
+    expect(loadConfig({ API_TOKENS: 'a' }, { memoryLimit: () => 100 * MiB + 7 }).memoryStoreMaxBytes).toBe(Math.floor((100 * MiB + 7) / 8))
+    expect(loadConfig({ API_TOKENS: 'a' }, noLimit).memoryStoreMaxBytes).toBe(0)
+    expect(loadConfig({ API_TOKENS: 'a', MEMORY_STORE_MAX_BYTES: String(50 * MiB) }, in96MiB).memoryStoreMaxBytes).toBe(50 * MiB)
+    expect(loadConfig({ API_TOKENS: 'a', MEMORY_STORE_MAX_BYTES: '0' }, in96MiB).memoryStoreMaxBytes).toBe(0)
+    expect(loadConfig({ API_TOKENS: 'a', MEMORY_STORE_MAX_BYTES: String(MiB) }, noLimit).memoryStoreMaxBytes).toBe(MiB)
+  })
+
+  it('sheds load (503) at 85 % of a container\'s memory limit in resident anonymous memory by default; MAX_RSS_ANON_BYTES overrides it, 0 turns it off', () => {
+    const in96MiB = { memoryLimit: () => 96 * MiB }
+    expect(loadConfig({ API_TOKENS: 'a' }, in96MiB).overload?.maxRssAnonBytes).toBe(Math.floor(96 * MiB * 0.85))
+    expect(loadConfig({ API_TOKENS: 'a' }, noLimit).overload?.maxRssAnonBytes).toBe(0)
+    expect(loadConfig({ API_TOKENS: 'a', MAX_RSS_ANON_BYTES: String(80 * MiB) }, in96MiB).overload?.maxRssAnonBytes).toBe(80 * MiB)
+    expect(loadConfig({ API_TOKENS: 'a', MAX_RSS_ANON_BYTES: '0' }, in96MiB).overload?.maxRssAnonBytes).toBe(0)
+  })
+
+  it('sheds at half a container\'s memory limit of heap in use by default (V8 sizes its heap from the machine), unless V8\'s own limit is lower; MAX_HEAP_USED_BYTES overrides it', () => {
+    const in96MiB = { memoryLimit: () => 96 * MiB }
+    expect(loadConfig({ API_TOKENS: 'a' }, in96MiB).overload?.maxHeapUsedBytes).toBe(Math.min(defaultMaxHeapUsedBytes(), 48 * MiB))
+    expect(loadConfig({ API_TOKENS: 'a' }, { memoryLimit: () => 2 ** 50 }).overload?.maxHeapUsedBytes).toBe(defaultMaxHeapUsedBytes())
+    expect(loadConfig({ API_TOKENS: 'a' }, noLimit).overload?.maxHeapUsedBytes).toBe(defaultMaxHeapUsedBytes())
+    expect(loadConfig({ API_TOKENS: 'a', MAX_HEAP_USED_BYTES: String(200 * MiB) }, in96MiB).overload?.maxHeapUsedBytes).toBe(200 * MiB)
+  })
+
+  it('refuses MEMORY_STORE_MAX_RSS_BYTES, whose meaning is gone, naming what replaces it', () => {
+    expect(() => loadConfig({ API_TOKENS: 'a', MEMORY_STORE_MAX_RSS_BYTES: '1000' }, noLimit)).toThrow(/MEMORY_STORE_MAX_RSS_BYTES is replaced: MEMORY_STORE_MAX_BYTES .* MAX_RSS_ANON_BYTES/)
+  })
+
+  it('holds log lines for a slow reader up to 1/32 of a memory limit (16 MiB at most, 64 KiB at least, 16 MiB without a limit); LOG_BUFFER_MAX_BYTES overrides it', () => {
+    const limited = (bytes: number) => ({ memoryLimit: () => bytes })
+    expect(loadConfig({ API_TOKENS: 'a' }, limited(96 * MiB)).logBufferMaxBytes).toBe(3 * MiB)
+    expect(loadConfig({ API_TOKENS: 'a' }, limited(100 * MiB + 31)).logBufferMaxBytes).toBe(Math.floor((100 * MiB + 31) / 32))
+    expect(loadConfig({ API_TOKENS: 'a' }, limited(512 * MiB)).logBufferMaxBytes).toBe(16 * MiB)
+    expect(loadConfig({ API_TOKENS: 'a' }, limited(513 * MiB)).logBufferMaxBytes).toBe(16 * MiB)
+    expect(loadConfig({ API_TOKENS: 'a' }, limited(MiB)).logBufferMaxBytes).toBe(64 * 1024)
+    expect(loadConfig({ API_TOKENS: 'a' }, limited(4 * MiB)).logBufferMaxBytes).toBe(128 * 1024)
+    expect(loadConfig({ API_TOKENS: 'a' }, noLimit).logBufferMaxBytes).toBe(16 * MiB)
+    expect(loadConfig({ API_TOKENS: 'a', LOG_BUFFER_MAX_BYTES: String(MiB) }, limited(96 * MiB)).logBufferMaxBytes).toBe(MiB)
+    expect(() => loadConfig({ API_TOKENS: 'a', LOG_BUFFER_MAX_BYTES: '1000' }, noLimit)).toThrow(/LOG_BUFFER_MAX_BYTES/)
   })
 
   it('uses the documented defaults (outside a container: no memory limit)', () => {
     expect(loadConfig({ API_TOKENS: 'a' }, noLimit)).toEqual({
-      port: 3000, host: '127.0.0.1', logLevel: 'info', tokens: [{ token: 'a' }], databaseUrl: 'memory:',
+      port: 3000, host: '127.0.0.1', logLevel: 'info', logBufferMaxBytes: 16 * MiB, tokens: [{ token: 'a' }], databaseUrl: 'memory:',
       databasePoolMax: 10, databaseStatementTimeoutMs: 5000, databasePreparedStatements: false,
-      bodyLimit: 16384, maxPlants: 1000000, memoryStoreMaxRssBytes: 0, shutdownTimeoutMs: 8000, shutdownDelayMs: 0,
+      bodyLimit: 16384, maxPlants: 1000000, memoryStoreMaxBytes: 0, shutdownTimeoutMs: 8000, shutdownDelayMs: 0,
       http: { headersTimeoutMs: 10000, requestTimeoutMs: 15000, connectionTimeoutMs: 30000, keepAliveTimeoutMs: 72000, maxHeaderBytes: 16384 },
-      overload: { maxEventLoopDelayMs: 200, maxHeapUsedBytes: defaultMaxHeapUsedBytes(), maxRssBytes: 0, sampleIntervalMs: 1000 }
+      overload: { maxEventLoopDelayMs: 200, maxHeapUsedBytes: defaultMaxHeapUsedBytes(), maxRssBytes: 0, maxRssAnonBytes: 0, sampleIntervalMs: 1000 }
     })
   })
 

@@ -3,12 +3,14 @@ import { totalmem } from 'node:os'
 
 /**
  * The memory limit the system puts on this process, such as a container's (`docker run --memory`,
- * a Kubernetes limit: cgroup v1 or v2, read by Node itself), or undefined when there is none.
+ * a Kubernetes limit), or undefined when there is none. Node reads the cgroup itself
+ * (`process.constrainedMemory()`: libuv reads cgroup v1's memory.limit_in_bytes or v2's memory.max);
+ * this decides what its answer means, and takes the two readings as arguments so that tests can give
+ * each case (test/lib/memory-limit.test.ts; the container suite checks a real limit).
  */
-export function memoryLimit (): number | undefined {
-  const limit = process.constrainedMemory()
+export function memoryLimit (constrained: number = process.constrainedMemory(), machine: number = totalmem()): number | undefined {
   // No limit reads as 0 or as libuv's "unlimited" (2^64), by version; a limit above the machine's memory is none.
-  return limit > 0 && limit < totalmem() ? limit : undefined
+  return constrained > 0 && constrained < machine ? constrained : undefined
 }
 
 const RSS_ANON = /^RssAnon:\s+(\d+) kB$/m
@@ -18,11 +20,12 @@ const RSS_ANON = /^RssAnon:\s+(\d+) kB$/m
  * without swap. The plain RSS also counts pages of files mapped from disk (Node's own binary, about
  * 50 MB), which the system drops and reads again under pressure: as a limit that would either
  * fire at start-up or, once those pages are squeezed out, measure thrashing rather than room.
- * Linux's /proc/self/status has it; elsewhere the RSS stands in.
+ * Linux's /proc/self/status has it (`status` is that file; tests give their own); elsewhere the RSS
+ * stands in.
  */
-export function residentAnonymousBytes (): number {
+export function residentAnonymousBytes (status = '/proc/self/status'): number {
   try {
-    const match = RSS_ANON.exec(readFileSync('/proc/self/status', 'latin1'))
+    const match = RSS_ANON.exec(readFileSync(status, 'latin1'))
     if (match?.[1] !== undefined) return Number(match[1]) * 1024
   } catch {
     // Not Linux, or no /proc: the RSS below.

@@ -28,6 +28,13 @@ export class SafeIntegerMap {
 
   get size (): number { return this.#size }
 
+  /** Bytes the table takes once it holds `size` keys: it doubles when more than half its slots would be used. */
+  byteLengthWith (size: number): number {
+    let length = this.#entries.length
+    while (size * 4 > length) length *= 2
+    return length * Float64Array.BYTES_PER_ELEMENT
+  }
+
   get (key: number): number | undefined {
     if (key === 0) return this.#zeroValue
     const entries = this.#entries

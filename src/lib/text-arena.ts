@@ -41,6 +41,10 @@ export class TextArena {
   #chunks: Buffer[] = []
   #chunk: Buffer = Buffer.alloc(0)
   #used = 0
+  #bytes = 0
+
+  /** Bytes the stored texts take (UTF-8 and an 8-byte header each): what add() has written. */
+  get byteLength (): number { return this.#bytes }
 
   /** Stores a name and an optional tag; the handle is a non-negative integer. */
   add (name: string, tag: string | undefined): number {
@@ -59,6 +63,7 @@ export class TextArena {
     chunk.writeUInt32LE(nameBytes, start)
     chunk.writeInt32LE(tag === undefined ? NO_TAG : tagBytes, start + 4)
     this.#used = start + HEADER_BYTES + nameBytes + tagBytes
+    this.#bytes += HEADER_BYTES + nameBytes + tagBytes
     return (this.#chunks.length - 1) * CHUNK_BYTES + start
   }
 
@@ -78,6 +83,7 @@ export class TextArena {
     this.#chunks = []
     this.#chunk = Buffer.alloc(0)
     this.#used = 0
+    this.#bytes = 0
   }
 
   #newChunk (atLeast: number): void {

@@ -1,5 +1,4 @@
 import { StoreFullError } from '../errors.js'
-import { residentAnonymousBytes } from '../lib/memory-limit.js'
 import { SafeIntegerMap } from '../lib/safe-integer-map.js'
 import { TextArena } from '../lib/text-arena.js'
 import type { PlantId } from '../schemas.js'
@@ -9,28 +8,26 @@ export interface MemoryPlantRepositoryOptions {
   /** Capacity; an insert beyond it is refused with StoreFullError (507). */
   maxPlants: number
   /**
-   * Memory as capacity: while the process's resident anonymous memory is at or above this, a new
-   * plant is refused with StoreFullError (507), so that a memory limit (a container's) is never
-   * reached. Also bounds the id index reserved at start. Absent or 0: no such bound.
+   * Memory as capacity (MEMORY_STORE_MAX_BYTES): the bytes the plants themselves hold (their
+   * names and tags as UTF-8, and the id index). A new plant that would take them past this is
+   * refused with StoreFullError (507). Only stored plants move it, never load: a burst of requests
+   * is the overload check's (503), and a store that is not full stays so once the burst has passed.
+   * Also bounds the id index reserved at start. Absent or 0: no such bound.
    */
-  maxResidentBytes?: number
-  /** What the resident memory is; tests pass their own. Default: lib/memory-limit.ts. */
-  residentBytes?: () => number
+  maxBytes?: number
 }
 
 /** Plants the id index has room for from the start: 32 bytes each (32 MiB for a million). */
 const RESERVED_PLANTS = 1_000_000
 /** Bytes of the id index per plant (two Float64 slots at a load of at most a half). */
 const INDEX_BYTES_PER_PLANT = 32
-/** At most this share of maxResidentBytes is reserved for the index at start; it grows past that. */
-const INDEX_SHARE = 1 / 8
+/** At most this share of maxBytes is reserved for the index at start; it grows past that. */
+const INDEX_SHARE = 1 / 4
 /**
- * How often the resident memory is read (a read of /proc/self/status, about 20 µs): at 20,000
- * creates a second, an interval lets about 5,000 plants (well under a MiB) in past the bound.
+ * What an id beyond ±2^53 costs, counted for each: a bigint and a Map entry on the JS heap
+ * (V8: about 24 bytes for the bigint, about 40 for the entry and its share of the table).
  */
-const MEMORY_SAMPLE_MS = 250
-/** A store full by memory takes plants again below this share of the bound. */
-const RESUME_SHARE = 0.9
+const BIG_ID_BYTES = 64
 
 /**
  * Plants in memory, with nothing per plant on the JS heap: the name and tag as UTF-8 in a
@@ -41,29 +38,33 @@ const RESUME_SHARE = 0.9
  * one (a number when safe, else a bigint), so one id has one key. Single-threaded, so
  * check-then-set needs no lock. Forgotten on restart.
  */
-export function createMemoryPlantRepository ({ maxPlants, maxResidentBytes = 0, residentBytes = residentAnonymousBytes }: MemoryPlantRepositoryOptions): PlantRepository {
+export function createMemoryPlantRepository ({ maxPlants, maxBytes = 0 }: MemoryPlantRepositoryOptions): PlantRepository {
   const texts = new TextArena()
   // The index is sized for MAX_PLANTS up front (up to RESERVED_PLANTS): growing it means rehashing
   // every id while requests wait, measured as about 2 µs per request over a run and a higher p99.
   // Under a memory bound, only a share of it: ids hash all over the table, so its every page is
-  // resident after a few thousand plants (32 MiB of a 96 MiB container, for the default).
-  const reserved = Math.min(maxPlants, RESERVED_PLANTS,
-    maxResidentBytes > 0 ? Math.floor(maxResidentBytes * INDEX_SHARE / INDEX_BYTES_PER_PLANT) : Infinity)
+  // resident after a few thousand plants.
+  // Stryker disable next-line ConditionalExpression: a reservation of 0 (what `true`/`false` for the bound make) only means the index grows sooner (speed, not behaviour)
+  const reserved = Math.min(maxPlants, RESERVED_PLANTS, Math.floor((maxBytes || Infinity) * INDEX_SHARE / INDEX_BYTES_PER_PLANT))
+  // Stryker disable next-line ArithmeticOperator: a smaller table grows to the same size as plants come (doubling), so the plants that fit are the same (speed, not behaviour)
   const plants = new SafeIntegerMap(2 * reserved)
   const bigPlants = new Map<bigint, number>()
   const find = (id: PlantId): number | undefined => typeof id === 'number' ? plants.get(id) : bigPlants.get(id)
-  // Read on a timer rather than per insert, so that a create pays for a boolean, not a file read.
-  // Once full, it stays full until memory is back under the bound by a margin: the collector frees
-  // memory in steps, and a store that flipped with each would answer 200s among its 507s.
-  let memoryFull = false
-  const sample = () => { memoryFull = residentBytes() >= (memoryFull ? maxResidentBytes * RESUME_SHARE : maxResidentBytes) }
-  const sampler = maxResidentBytes > 0 ? setInterval(sample, MEMORY_SAMPLE_MS).unref() : undefined
-  if (sampler !== undefined) sample()
+  /**
+   * Whether one more plant would take the plants' bytes past the bound: the texts stored, the
+   * index as it will be with one more id (a doubling, when it grows, counts in full before it
+   * happens), the big ids; the new plant's own text is at most a request body (BODY_LIMIT).
+   */
+  const full = (): boolean => {
+    const count = plants.size + bigPlants.size
+    if (count >= maxPlants) return true
+    return maxBytes > 0 && texts.byteLength + plants.byteLengthWith(plants.size + 1) + BIG_ID_BYTES * bigPlants.size >= maxBytes
+  }
   return {
     async insert (id, plant) {
       const stored = find(id)
       if (stored !== undefined) return samePlant(texts.read(stored), plant) ? 'same' : 'conflict'
-      if (plants.size + bigPlants.size >= maxPlants || memoryFull) throw new StoreFullError()
+      if (full()) throw new StoreFullError()
       const handle = texts.add(plant.name, plant.tag)
       if (typeof id === 'number') plants.set(id, handle)
       else bigPlants.set(id, handle)
@@ -72,7 +73,6 @@ export function createMemoryPlantRepository ({ maxPlants, maxResidentBytes = 0, 
     async ready () {},
     stats: () => ({ plants: plants.size + bigPlants.size, capacity: maxPlants }),
     async close () {
-      clearInterval(sampler)
       plants.clear()
       bigPlants.clear()
       texts.clear()

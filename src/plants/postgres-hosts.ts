@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../lib/config-error.js'
 import { summarizeCause } from '../lib/failure-log.js'
 
 /** libpq's target_session_attrs, the values that suit a service that writes. */

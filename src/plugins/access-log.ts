@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify'
-import pino, { type Bindings, type ChildLoggerOptions, type Logger } from 'pino'
+import type { Bindings, ChildLoggerOptions } from 'pino'
 import type { Client } from './auth.js'
 import { parseTraceparent } from '../lib/trace-context.js'
 
@@ -126,9 +126,7 @@ export class AccessLog extends LogController {
       // No route (a 404): the method is whatever the client sent, so it is not a key to keep.
       root.info(withTrace({ reqId: request.id, method: request.method, route, status: reply.statusCode, ms }, request), 'request')
     } else {
-      const loggers = this.#routeLogger(root, request.method, route, request.client)
-      if (loggers.write !== undefined && request.headers.traceparent === undefined) loggers.write(request.id, reply.statusCode, ms)
-      else loggers.log.info(withTrace({ reqId: request.id, status: reply.statusCode, ms }, request), 'request')
+      this.#routeLogger(root, request.method, route, request.client).info(withTrace({ reqId: request.id, status: reply.statusCode, ms }, request), 'request')
     }
   }
 
@@ -136,15 +134,15 @@ export class AccessLog extends LogController {
    * Keyed by route, then method: both are strings Fastify and Node keep, so no key is built per
    * line; then by the client object auth set, when there is one.
    */
-  #routeLogger (root: FastifyBaseLogger, method: string, route: string, client: Client | null | undefined): LineLogger {
+  #routeLogger (root: FastifyBaseLogger, method: string, route: string, client: Client | null | undefined): FastifyBaseLogger {
     let byMethod = this.#routeLoggers.get(route)
     if (byMethod === undefined) this.#routeLoggers.set(route, byMethod = new Map())
     let loggers = byMethod.get(method)
-    if (loggers === undefined) byMethod.set(method, loggers = { line: lineLogger(root.child({ method, route })), byClient: new WeakMap() })
-    if (client === null || client === undefined) return loggers.line
-    let line = loggers.byClient.get(client)
-    if (line === undefined) loggers.byClient.set(client, line = lineLogger(loggers.line.log.child({ client: client.name })))
-    return line
+    if (loggers === undefined) byMethod.set(method, loggers = { log: root.child({ method, route }), byClient: new WeakMap() })
+    if (client === null || client === undefined) return loggers.log
+    let log = loggers.byClient.get(client)
+    if (log === undefined) loggers.byClient.set(client, log = loggers.log.child({ client: client.name }))
+    return log
   }
 }
 
@@ -152,119 +150,6 @@ export class AccessLog extends LogController {
 export type Completed = (request: FastifyRequest, reply: FastifyReply, route: string | undefined) => void
 
 interface RouteLoggers {
-  line: LineLogger
-  byClient: WeakMap<Client, LineLogger>
-}
-
-/** A route's (and client's) pino child, and where pino allows it, the quick writer of its access line. */
-export interface LineLogger {
   log: FastifyBaseLogger
-  write: ((reqId: string, status: number, ms: number) => void) | undefined
-}
-
-const {
-  asJsonSym, chindingsSym, endSym, formattersSym, hooksSym, lsCacheSym, messageKeySym, mixinSym,
-  needsMetadataGsym, nestedKeySym, serializersSym, streamSym, stringifiersSym, timeSym
-} = pino.symbols
-
-/** The access line's own fields, in the order they are written. */
-const LINE_FIELDS = ['reqId', 'status', 'ms'] as const
-
-/**
- * The routed access line exactly as pino's `log.info({ reqId, status, ms }, 'request')` writes it
- * (level, time, the child's serialised bindings, the three fields, msg, through the logger's own
- * stream), without pino's general path: the merge object walked key by key, each key escaped, the
- * message formatted (printf-style) and the line built from about 25 pieces; that path was the
- * largest single cost the access log adds (bench/README.md, "Instructions per request"). The
- * fields' types are known here: a request id (printable ASCII, app.ts), an integer status, a
- * finite number of milliseconds. Used only when nothing of pino's configurable path could change
- * the line: no mixin, no log or streamWrite hook, no log formatter, no serializer or redaction for
- * these keys, no nested key, no message prefix, a stream that wants no metadata; otherwise
- * (tests may configure any of these) the line goes through info() as before. pino.symbols is
- * pino's documented way for integrations to reach these.
- */
-export function lineLogger (log: FastifyBaseLogger): LineLogger {
-  const fields = log as unknown as Record<symbol, unknown>
-  const hooks = fields[hooksSym] as { logMethod?: unknown, streamWrite?: unknown } | undefined
-  const formatters = fields[formattersSym] as { log?: unknown } | undefined
-  const serializers = (fields[serializersSym] ?? {}) as Record<string, unknown>
-  const stringifiers = (fields[stringifiersSym] ?? {}) as object
-  const stream = fields[streamSym] as { write?: (line: string) => unknown, [needsMetadataGsym]?: unknown } | undefined
-  const lsCache = fields[lsCacheSym] as Record<number, string> | undefined
-  const quick = typeof fields[asJsonSym] === 'function' && typeof fields[timeSym] === 'function' &&
-    typeof fields[chindingsSym] === 'string' && typeof fields[endSym] === 'string' && typeof lsCache?.[30] === 'string' &&
-    typeof stream?.write === 'function' && stream[needsMetadataGsym] !== true &&
-    fields[mixinSym] == null && hooks?.logMethod == null && hooks?.streamWrite == null && formatters?.log == null &&
-    fields[nestedKeySym] == null && (log as Logger).msgPrefix == null &&
-    Reflect.ownKeys(stringifiers).length === 0 && LINE_FIELDS.every((key) => serializers[key] == null) &&
-    serializers[fields[messageKeySym] as string] == null
-  if (!quick) return { log, write: undefined }
-  const configuredTime = fields[timeSym] as () => string
-  // pino's default timestamp, `,"time":<Date.now()>`, made once per millisecond instead of once
-  // per line: a 13-digit number is a heap number, which V8 turns into text the slow way (about
-  // 800 instructions). Any other time function is called as configured.
-  const time = configuredTime === pino.stdTimeFunctions.epochTime ? epochTimeOncePerMs : configuredTime
-  const out = stream as { write: (line: string) => unknown }
-  const message = `,"${fields[messageKeySym] as string}":"request"${fields[endSym] as string}`
-  // The line is joined with the turn's other lines, which copies every piece of it: fewer, flat
-  // pieces copy faster. The bindings (a child's bindings are concatenated onto its parent's) and
-  // `,"reqId":` become one flat string, made again only when the bindings change; the status and
-  // `,"ms":` come from a table per status.
-  let bindings: string | undefined
-  let prefix = ''
-  return {
-    log,
-    write (reqId, status, ms) {
-      if (!(log as Logger).isLevelEnabled('info')) return
-      // Read per line: a child's bindings can change (setBindings), as can its level.
-      const current = fields[chindingsSym] as string
-      if (current !== bindings) {
-        bindings = current
-        prefix = flat(`${current},"reqId":`)
-      }
-      out.write(`${(lsCache as Record<number, string>)[30] as string}${time()}${prefix}${JSON.stringify(reqId)}${statusText(status)}${durationText(ms)}${message}`)
-    }
-  }
-}
-
-/**
- * The same text as one sequential string instead of a tree of concatenations. Through UTF-8 and
- * back: lossless for these strings (pino's JSON), and what the log's bytes become anyway.
- */
-const flat = (text: string): string => Buffer.from(text, 'utf8').toString('utf8')
-
-const STATUS_TEXT: string[] = []
-
-/** `,"status":<status>,"ms":`, one flat string per status. */
-function statusText (status: number): string {
-  if (!(Number.isInteger(status) && status >= 0 && status < 1000)) return `,"status":${status},"ms":`
-  return (STATUS_TEXT[status] ??= flat(`,"status":${status},"ms":`))
-}
-
-let lastNow = Number.NaN
-let lastTime = ''
-
-/** pino.stdTimeFunctions.epochTime's text, the same bytes, made again only when the millisecond changes. */
-function epochTimeOncePerMs (): string {
-  const now = Date.now()
-  if (now !== lastNow) {
-    lastNow = now
-    lastTime = `,"time":${now}`
-  }
-  return lastTime
-}
-
-/** '', '.01' … '.99' as JavaScript writes the fraction of a number of hundredths: '.1', not '.10'. */
-const HUNDREDTHS = Array.from({ length: 100 }, (_, i) => i === 0 ? '' : String(i / 100).slice(1))
-
-/**
- * A duration as JSON.stringify (and so pino) writes it. A whole number of hundredths below 2^31
- * (every access line's: app.ts rounds to hundredths) is written from two small integers, which V8
- * turns into text from its cache, instead of formatting a double (about 1,000 instructions);
- * anything else as JavaScript writes it. NaN and the infinities are null, as in JSON.
- */
-function durationText (ms: number): string | number | null {
-  const hundredths = Math.round(ms * 100)
-  if (hundredths / 100 === ms && hundredths >= 0 && hundredths < 2 ** 31) return `${Math.floor(hundredths / 100)}${HUNDREDTHS[hundredths % 100] as string}`
-  return Number.isFinite(ms) ? ms : null
+  byClient: WeakMap<Client, FastifyBaseLogger>
 }

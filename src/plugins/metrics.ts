@@ -63,6 +63,8 @@ export interface Metrics {
   requests: RequestMetrics
   /** Counts a reload of API_TOKENS_FILE: taken, or refused (the previous tokens stay). */
   tokenReload (taken: boolean): void
+  /** Counts log lines dropped because the log reader fell behind (lib/log-destination.ts). */
+  logLinesDropped (lines: number): void
 }
 
 export function createMetrics (): Metrics {
@@ -83,8 +85,14 @@ export function createMetrics (): Metrics {
   // Exported as 0 from the start, so that increase() sees the first reload.
   ok.inc(0)
   refused.inc(0)
+  const dropped = new Counter({
+    name: 'plant_store_log_lines_dropped_total',
+    help: 'Log lines dropped because the log reader (stdout) fell behind by more than LOG_BUFFER_MAX_BYTES.',
+    registers: [registry]
+  })
   return {
     registry,
+    logLinesDropped: (lines) => { dropped.inc(lines) },
     requests: new RequestMetrics(registry),
     tokenReload: (taken) => (taken ? ok : refused).inc()
   }

@@ -3,9 +3,12 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { OverloadLimits } from '../config.js'
 import { OverloadedError } from '../errors.js'
+import { residentAnonymousBytes } from '../lib/memory-limit.js'
 
 export interface OverloadOptions {
   limits: OverloadLimits
+  /** The resident anonymous memory now; tests pass their own. Default: lib/memory-limit.ts. */
+  rssAnonBytes?: () => number
 }
 
 /** Routes that answer under pressure: a liveness probe that failed would get a busy process killed. */
@@ -17,14 +20,22 @@ const EXEMPT = new Set(['/livez'])
  * quickly that it is busy instead of queueing work it cannot finish. /readyz is shed too, which
  * is how it reports the pressure: the load balancer stops sending traffic until it passes.
  */
-export const overload = fp(async function overload (app: FastifyInstance, { limits }: OverloadOptions) {
+export const overload = fp(async function overload (app: FastifyInstance, { limits, rssAnonBytes = residentAnonymousBytes }: OverloadOptions) {
   // The pressure is measured again only after one sample interval: retrying sooner is pointless.
   const retryAfter = String(Math.max(1, Math.ceil(limits.sampleIntervalMs / 1000)))
   // One error for every shed request, as under-pressure does: no stack captured per request, since
   // a shed request must cost far less than a served one.
   const overloaded = new OverloadedError()
   let lastLogged = 0
+  // Resident anonymous memory, read once per sample interval (a read of /proc/self/status) by
+  // under-pressure's health check: at or above the bound, requests are shed like any other
+  // pressure. The plain RSS (MAX_RSS_BYTES) also counts Node's own mapped binary, which the
+  // system drops and reads again under a memory limit.
+  const memoryCheck = limits.maxRssAnonBytes > 0
+    ? { healthCheck: async () => rssAnonBytes() < limits.maxRssAnonBytes, healthCheckInterval: limits.sampleIntervalMs }
+    : {}
   await app.register(underPressure, {
+    ...memoryCheck,
     maxEventLoopDelay: limits.maxEventLoopDelayMs,
     maxHeapUsedBytes: limits.maxHeapUsedBytes,
     maxRssBytes: limits.maxRssBytes,
@@ -36,7 +47,8 @@ export const overload = fp(async function overload (app: FastifyInstance, { limi
       const now = Date.now()
       if (now - lastLogged >= limits.sampleIntervalMs) {
         lastLogged = now
-        request.log.warn({ pressure: type, value }, 'overloaded: shedding requests with 503')
+        const pressure = type === 'healthCheck' ? { pressure: 'rssAnonBytes', value: rssAnonBytes() } : { pressure: type, value }
+        request.log.warn(pressure, 'overloaded: shedding requests with 503')
       }
       reply.header('retry-after', retryAfter)
       // A rejected promise is how under-pressure hands an error to Fastify's error handler.

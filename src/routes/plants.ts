@@ -80,7 +80,7 @@ export const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async 
         500: error('An unexpected error; the detail is in the log only', ['unexpected']),
         503: error('Overloaded, not ready, or the store is unavailable: nothing was stored; or (PostgreSQL) the store lost the write after it was sent: ' +
           'the message says the outcome is unknown, and sending the identical request again is safe (200 once the plant is stored). Carries Retry-After', ['overloaded', 'storeUnavailable', 'storeOutcomeUnknown'], ['retry-after']),
-        507: error('The memory store is full: MAX_PLANTS plants, or the process at MEMORY_STORE_MAX_RSS_BYTES (by default 75 % of a container memory limit)', ['storeFull'])
+        507: error('The memory store is full: MAX_PLANTS plants, or plants holding MEMORY_STORE_MAX_BYTES (by default an eighth of a container memory limit). Load never causes it: memory pressure from requests is a 503', ['storeFull'])
       }
     }
   }, (request) => plants.create(request.body))

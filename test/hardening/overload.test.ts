@@ -1,6 +1,8 @@
 import '@fastify/under-pressure'
 import { describe, expect, it } from 'vitest'
+import Fastify from 'fastify'
 import { defaultOverloadLimits } from '../../src/config.js'
+import { overload } from '../../src/plugins/under-pressure.js'
 import { buildTestApp, postPlant } from '../helpers.js'
 import { countingRepository, until } from './hardening-helpers.js'
 
@@ -75,10 +77,42 @@ describe('overload shedding (under-pressure)', () => {
     expect(repository.inserts).toBe(0)
   })
 
-  it('has all checks on by default except RSS, which depends on the container', () => {
+  it('sheds with 503 and Retry-After while the real resident anonymous memory is at MAX_RSS_ANON_BYTES, and not below it', async () => {
+    const repository = countingRepository()
+    const only = { ...defaultOverloadLimits(), maxEventLoopDelayMs: 0, maxHeapUsedBytes: 0, sampleIntervalMs: 10 }
+    const over = await buildTestApp({ repository, config: { overload: { ...only, maxRssAnonBytes: 1 } } })
+    await over.ready()
+    const shed = await postPlant(over, { id: 7, name: 'fern' })
+    expect(shed.statusCode).toBe(503)
+    expect(shed.headers['retry-after']).toBe('1')
+    expect(repository.inserts).toBe(0)
+    const under = await buildTestApp({ config: { overload: { ...only, maxRssAnonBytes: 2 ** 50 } } })
+    expect((await postPlant(under, { id: 7, name: 'fern' })).statusCode).toBe(200)
+  })
+
+  it('answers again once resident memory is back under MAX_RSS_ANON_BYTES: a burst is a 503 while it lasts, nothing after', { timeout: 20000 }, async () => {
+    let resident = 900
+    const app = Fastify()
+    // Only the memory check: a loaded machine's event-loop delay must not be what is seen.
+    await app.register(overload, { limits: { ...defaultOverloadLimits(), maxEventLoopDelayMs: 0, maxHeapUsedBytes: 0, maxRssAnonBytes: 1000, sampleIntervalMs: 10 }, rssAnonBytes: () => resident })
+    app.get('/work', async () => 'done')
+    expect((await app.inject('/work')).statusCode).toBe(200)
+    resident = 1000
+    await until(() => app.isUnderPressure(), 5000, 'pressure seen')
+    const shed = await app.inject('/work')
+    expect(shed.statusCode).toBe(503)
+    expect(shed.headers['retry-after']).toBe('1')
+    resident = 999
+    await until(() => !app.isUnderPressure(), 5000, 'pressure gone')
+    expect((await app.inject('/work')).statusCode).toBe(200)
+    await app.close()
+  })
+
+  it('has all checks on by default except RSS and resident anonymous memory, which depend on the container', () => {
     const limits = defaultOverloadLimits()
     expect(limits.maxEventLoopDelayMs).toBe(200)
     expect(limits.maxHeapUsedBytes).toBeGreaterThan(0)
     expect(limits.maxRssBytes).toBe(0)
+    expect(limits.maxRssAnonBytes).toBe(0)
   })
 })

@@ -1,9 +1,8 @@
-import { execFileSync, spawn } from 'node:child_process'
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { closeSync, constants, mkdtempSync, openSync, readFileSync, readSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, onTestFinished, vi } from 'vitest'
 import { TurnBatchedDestination } from '../../src/lib/log-destination.js'
 
 const dirs: string[] = []
@@ -17,71 +16,134 @@ function tempFile (): { path: string, fd: number } {
 }
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** The file's text once the writer (asynchronous) has written `expected`. */
+async function written (path: string, expected: string): Promise<void> {
+  await vi.waitFor(() => { expect(readFileSync(path, 'utf8')).toBe(expected) }, { timeout: 5000, interval: 5 })
+}
+
+/** A FIFO with both ends open, non-blocking: a log reader the test reads when it chooses. */
+function fifo (): { writer: number, read: () => Buffer } {
+  const dir = mkdtempSync(join(tmpdir(), 'log-destination-'))
+  dirs.push(dir)
+  const path = join(dir, 'fifo')
+  execFileSync('mkfifo', [path])
+  const reader = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
+  const writer = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK)
+  onTestFinished(() => { closeSync(writer); closeSync(reader) })
+  const chunk = Buffer.alloc(1 << 16)
+  return {
+    writer,
+    /** Everything the pipe holds now. */
+    read () {
+      const chunks: Buffer[] = []
+      for (;;) {
+        let n: number
+        try {
+          n = readSync(reader, chunk)
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === 'EAGAIN') break
+          throw error
+        }
+        if (n === 0) break
+        chunks.push(Buffer.from(chunk.subarray(0, n)))
+      }
+      return Buffer.concat(chunks)
+    }
+  }
+}
 
 describe('TurnBatchedDestination', () => {
   it('writes the lines of one event-loop turn together, in order, at the end of that turn', async () => {
     const { path, fd } = tempFile()
-    const destination = new TurnBatchedDestination(fd)
+    const destination = new TurnBatchedDestination(fd, { maxBytes: 1 << 20 })
     destination.write('{"n":1}\n')
     destination.write('{"n":2}\n')
     expect(readFileSync(path, 'utf8')).toBe('')
     await nextTurn()
-    expect(readFileSync(path, 'utf8')).toBe('{"n":1}\n{"n":2}\n')
+    await written(path, '{"n":1}\n{"n":2}\n')
     destination.write('{"n":3}\n')
-    await nextTurn()
-    expect(readFileSync(path, 'utf8')).toBe('{"n":1}\n{"n":2}\n{"n":3}\n')
+    await written(path, '{"n":1}\n{"n":2}\n{"n":3}\n')
     closeSync(fd)
   })
 
   it('writes text beyond ASCII as UTF-8, byte for byte', async () => {
     const { path, fd } = tempFile()
-    const destination = new TurnBatchedDestination(fd)
+    const destination = new TurnBatchedDestination(fd, { maxBytes: 1 << 20 })
     const lines = ['{"name":"Monstera déliciosa"}\n', '{"name":"蘭 🌵"}\n', '{"n":3}\n']
     for (const line of lines) destination.write(line)
-    await nextTurn()
+    await written(path, lines.join(''))
     expect(readFileSync(path)).toEqual(Buffer.from(lines.join(''), 'utf8'))
     closeSync(fd)
   })
 
   it('flushSync (pino\'s logger.flush) writes what is pending at once', () => {
     const { path, fd } = tempFile()
-    const destination = new TurnBatchedDestination(fd)
+    const destination = new TurnBatchedDestination(fd, { maxBytes: 1 << 20 })
     destination.write('{"n":1}\n')
     destination.flushSync()
     expect(readFileSync(path, 'utf8')).toBe('{"n":1}\n')
     closeSync(fd)
   })
 
-  it('writes every line, in order, into a pipe that fills up and is read late', async () => {
-    const module = fileURLToPath(new URL('../../dist/lib/log-destination.js', import.meta.url))
-    // About 4 MB in one turn: far more than a pipe holds (64 KiB), so writes come back short or EAGAIN.
-    const script = `import pino from 'pino'; import { TurnBatchedDestination } from ${JSON.stringify(module)};
-      const log = pino({}, new TurnBatchedDestination(1)); for (let n = 0; n < 20000; n++) log.info({ n, pad: 'é'.repeat(80) })`
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../..', import.meta.url)), stdio: ['ignore', 'pipe', 'inherit'] })
-    child.stdout.pause()
-    await new Promise((resolve) => setTimeout(resolve, 300))
-    const chunks: Buffer[] = []
-    child.stdout.on('data', (chunk: Buffer) => { chunks.push(chunk) }).resume()
-    const code = await new Promise((resolve) => child.once('close', resolve))
-    expect(code).toBe(0)
-    const numbers = Buffer.concat(chunks).toString('utf8').trim().split('\n').map((line) => (JSON.parse(line) as { n: number }).n)
-    expect(numbers).toEqual(Array.from({ length: 20000 }, (_, n) => n))
+  it('holds at most maxBytes for a reader that does not read, drops and counts the lines beyond, and reports them once when the reader has caught up', async () => {
+    const pipe = fifo()
+    const maxBytes = 100_000
+    const destination = new TurnBatchedDestination(pipe.writer, { maxBytes })
+    const drops: number[] = []
+    const reports: number[] = []
+    destination.onDrop = (lines) => { drops.push(lines) }
+    destination.onCaughtUp = (dropped) => { reports.push(dropped) }
+    // 60 turns of 10 lines of 1,000 bytes: 600 kB, while the pipe takes 64 KiB and nobody reads.
+    const line = (n: number) => `${JSON.stringify({ n, pad: 'x'.repeat(1000 - 16 - String(n).length) })}\n`
+    expect(line(0)).toHaveLength(1000)
+    let n = 0
+    for (let turn = 0; turn < 60; turn++) {
+      for (let i = 0; i < 10; i++) destination.write(line(n++))
+      await nextTurn()
+    }
+    await sleep(50)
+    expect(destination.dropped).toBeGreaterThan(0)
+    expect(drops.reduce((sum, lines) => sum + lines, 0)).toBe(destination.dropped)
+    // Dropped a turn's batch at a time (the drop event counts the batch's lines).
+    expect(drops.every((lines) => lines === 10)).toBe(true)
+    expect(reports).toEqual([])
+    // The reader comes back: everything held is written, then one report of what was dropped.
+    let text = ''
+    await vi.waitFor(() => {
+      text += pipe.read().toString('utf8')
+      expect(reports).toHaveLength(1)
+    }, { timeout: 5000, interval: 20 })
+    text += pipe.read().toString('utf8')
+    const numbers = text.trim().split('\n').map((line) => (JSON.parse(line) as { n: number }).n)
+    expect(numbers.length + destination.dropped).toBe(600)
+    expect(reports).toEqual([destination.dropped])
+    // In order, and what was held besides the pipe's own 64 KiB stayed within maxBytes.
+    expect(numbers).toEqual([...numbers].sort((a, b) => a - b))
+    expect(Buffer.byteLength(text) - 65536).toBeLessThanOrEqual(maxBytes)
+    // Drops began once a batch (10,000 bytes) no longer fitted: what was held by then is all read.
+    expect(Buffer.byteLength(text)).toBeGreaterThan(maxBytes - 10_000)
+    // Caught up: lines are written again, and no second report without new drops.
+    destination.write(line(600))
+    await vi.waitFor(() => { expect(pipe.read().toString('utf8')).toBe(line(600)) }, { timeout: 5000, interval: 5 })
+    await sleep(20)
+    expect(reports).toHaveLength(1)
   })
 
-  it('writes what was logged in the turn in which the process exits', () => {
-    // The built module (npm test builds first): a child process, since the test is that it exits.
-    const module = fileURLToPath(new URL('../../dist/lib/log-destination.js', import.meta.url))
-    const script = `import pino from 'pino'; import { TurnBatchedDestination } from ${JSON.stringify(module)};
-      const log = pino({}, new TurnBatchedDestination(1)); log.info('first'); log.error('last words'); process.exit(3)`
-    let stdout = ''
-    try {
-      execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', cwd: fileURLToPath(new URL('../..', import.meta.url)) })
-    } catch (error) {
-      const failed = error as { status: number, stdout: string }
-      expect(failed.status).toBe(3)
-      stdout = failed.stdout
-    }
-    const messages = stdout.trim().split('\n').map((line) => (JSON.parse(line) as { msg: string }).msg)
-    expect(messages).toEqual(['first', 'last words'])
+  it('drops a line that would take one turn past a third of maxBytes in characters (at most maxBytes once encoded)', async () => {
+    const { path, fd } = tempFile()
+    const destination = new TurnBatchedDestination(fd, { maxBytes: 300 })
+    const reports: number[] = []
+    destination.onCaughtUp = (dropped) => { reports.push(dropped) }
+    destination.write(`${'a'.repeat(59)}\n`)
+    destination.write(`${'b'.repeat(37)}\n`)
+    destination.write('cc\n')
+    destination.write('d\n')
+    expect(destination.dropped).toBe(1)
+    await written(path, `${'a'.repeat(59)}\n${'b'.repeat(37)}\nd\n`)
+    await vi.waitFor(() => { expect(reports).toEqual([1]) })
+    closeSync(fd)
   })
+
 })

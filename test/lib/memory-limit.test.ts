@@ -1,45 +1,71 @@
-import { execFileSync } from 'node:child_process'
-import { accessSync, constants, mkdirSync, rmdirSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
-import { residentAnonymousBytes } from '../../src/lib/memory-limit.js'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { memoryLimit, residentAnonymousBytes } from '../../src/lib/memory-limit.js'
 
-/** A cgroup v1 memory hierarchy this process may create groups in (root, outside a container). */
-const CGROUP_V1 = '/sys/fs/cgroup/memory'
-const canMakeGroups = (() => {
-  try {
-    accessSync(CGROUP_V1, constants.W_OK)
-    return process.platform === 'linux'
-  } catch {
-    return false
-  }
-})()
+const MiB = 1024 * 1024
+const GiB = 1024 * MiB
 
-describe('memory-limit', () => {
-  it('reads the resident anonymous memory: more than nothing, at most the whole RSS', () => {
-    const anonymous = residentAnonymousBytes()
-    expect(anonymous).toBeGreaterThan(1024 * 1024)
-    expect(anonymous).toBeLessThanOrEqual(process.memoryUsage.rss())
+/** A fake /proc/self/status with the given text, in a directory removed after the test. */
+function statusFile (text: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'plant-store-status-'))
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+  const file = join(dir, 'status')
+  writeFileSync(file, text)
+  return file
+}
+
+// Node reads the cgroup (process.constrainedMemory(): cgroup v1 memory.limit_in_bytes, v2 memory.max);
+// memoryLimit decides what the reading means. Every case is given here, on any host, without writing
+// to the host's cgroups; a real limit is checked by the container suite (docker run --memory).
+describe('memoryLimit: what a cgroup reading means', () => {
+  it('is the cgroup\'s limit when it is below the machine\'s memory (a container\'s limit)', () => {
+    expect(memoryLimit(96 * MiB, 8 * GiB)).toBe(96 * MiB)
+    expect(memoryLimit(8 * GiB - 1, 8 * GiB)).toBe(8 * GiB - 1)
   })
 
-  it('counts memory the process writes to', () => {
-    const before = residentAnonymousBytes()
-    const block = Buffer.alloc(64 * 1024 * 1024, 1)
-    expect(residentAnonymousBytes() - before).toBeGreaterThan(32 * 1024 * 1024)
-    expect(block[0]).toBe(1)
+  it('is none when the reading is 0 (no cgroup, or a Node that reports none as 0)', () => {
+    expect(memoryLimit(0, 8 * GiB)).toBeUndefined()
   })
 
-  it.skipIf(!canMakeGroups)(`finds a cgroup memory limit (a container's) from inside the group${canMakeGroups ? '' : ` (skipped: ${CGROUP_V1} is not writable here)`}`, () => {
-    const group = join(CGROUP_V1, `plant-store-test-${process.pid}`)
-    mkdirSync(group)
-    try {
-      writeFileSync(join(group, 'memory.limit_in_bytes'), String(96 * 1024 * 1024))
-      const script = `require('node:fs').writeFileSync(${JSON.stringify(join(group, 'cgroup.procs'))}, String(process.pid));
-        import(${JSON.stringify(new URL('../../dist/lib/memory-limit.js', import.meta.url).href)}).then((m) => process.stdout.write(String(m.memoryLimit())))`
-      expect(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' })).toBe(String(96 * 1024 * 1024))
-    } finally {
-      rmdirSync(group)
+  it('is none when the reading is "unlimited" (2^64 from libuv, cgroup v2 memory.max "max"; v1\'s huge page-rounded maximum)', () => {
+    expect(memoryLimit(2 ** 64, 8 * GiB)).toBeUndefined()
+    expect(memoryLimit(9223372036854771712, 8 * GiB)).toBeUndefined()
+  })
+
+  it('is none when the limit is the machine\'s memory or above: it never binds first', () => {
+    expect(memoryLimit(8 * GiB, 8 * GiB)).toBeUndefined()
+    expect(memoryLimit(16 * GiB, 8 * GiB)).toBeUndefined()
+  })
+
+  it('reads this process\'s own cgroup and the machine\'s memory when given nothing', () => {
+    expect(memoryLimit()).toBe(memoryLimit(process.constrainedMemory(), totalmem()))
+  })
+})
+
+describe('residentAnonymousBytes', () => {
+  it('reads RssAnon from the status file, in bytes', () => {
+    const status = statusFile('Name:\tnode\nVmRSS:\t  204800 kB\nRssAnon:\t   51200 kB\nRssFile:\t  153600 kB\n')
+    expect(residentAnonymousBytes(status)).toBe(51200 * 1024)
+  })
+
+  it('falls back to the whole RSS where the status file has no RssAnon line or does not exist (not Linux)', () => {
+    const rss = process.memoryUsage.rss()
+    for (const status of [statusFile('Name:\tnode\nVmRSS:\t 1 kB\n'), statusFile('RssAnon: 12 MB\n'), '/nonexistent/status']) {
+      const read = residentAnonymousBytes(status)
+      // The RSS moves a little between two readings; RssAnon's figure (12 kB or 12 MB) would be far off.
+      expect(Math.abs(read - rss)).toBeLessThan(16 * MiB)
+      expect(read).toBeGreaterThan(16 * MiB)
     }
   })
 
+  it('reads this process\'s real resident anonymous memory: more than nothing, at most the whole RSS, and it grows with what the process writes', () => {
+    const before = residentAnonymousBytes()
+    expect(before).toBeGreaterThan(MiB)
+    expect(before).toBeLessThanOrEqual(process.memoryUsage.rss())
+    const block = Buffer.alloc(64 * MiB, 1)
+    expect(residentAnonymousBytes() - before).toBeGreaterThan(32 * MiB)
+    expect(block[0]).toBe(1)
+  })
 })

@@ -61,4 +61,16 @@ describe('SafeIntegerMap', () => {
     for (const bad of [2 ** 53, -(2 ** 53), 1.5, Number.NaN, Infinity]) expect(() => map.set(bad, 1)).toThrow(RangeError)
     expect(map.size).toBe(0)
   })
+
+  it('tells the bytes its table takes once it holds a number of keys: 16 per slot, doubled while more than half the slots would be used', () => {
+    const map = new SafeIntegerMap(16)
+    expect(map.byteLengthWith(0)).toBe(256)
+    expect(map.byteLengthWith(8)).toBe(256)
+    expect(map.byteLengthWith(9)).toBe(512)
+    expect(map.byteLengthWith(17)).toBe(1024)
+    for (let key = 1; key <= 9; key++) map.set(key, key)
+    // Grown as told: the 9th key doubled it.
+    expect(map.byteLengthWith(9)).toBe(512)
+    expect(map.byteLengthWith(0)).toBe(512)
+  })
 })

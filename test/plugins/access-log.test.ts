@@ -1,9 +1,7 @@
 import { createHash } from 'node:crypto'
-import pino from 'pino'
-import { describe, expect, it, vi } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 import { StoreUnavailableError } from '../../src/errors.js'
-import { lineLogger } from '../../src/plugins/access-log.js'
 import { createTokenSet } from '../../src/plugins/auth.js'
 import { JSON_AUTH, TOKEN, buildTestApp, postPlant } from '../helpers.js'
 
@@ -167,103 +165,5 @@ describe('access log', () => {
     expect(entry).toMatchObject({ status: 200 })
     expect(entry).not.toHaveProperty('traceId')
     expect(entry).not.toHaveProperty('parentSpanId')
-  })
-})
-
-describe('the quick access line (lineLogger)', () => {
-  const logger = (options: pino.LoggerOptions = {}) => {
-    const lines: string[] = []
-    const root = pino({ timestamp: () => ',"time":1700000000000', ...options }, { write: (line: string) => { lines.push(line) } })
-    return { lines, log: root.child({ method: 'POST', route: '/plants' }).child({ client: 'billing' }) }
-  }
-  const cases: Array<[string, number, number]> = [
-    ['9d8bfb795d8009e6-1', 200, 1.16],
-    ['caller-"quoted"-\\id', 409, 0],
-    ['x', 503, 12345.67],
-    ['a'.repeat(128), 400, 0.01]
-  ]
-
-  it('writes, byte for byte, the line pino\'s info() writes for the same fields', () => {
-    const quick = logger()
-    const slow = logger()
-    const { write } = lineLogger(quick.log)
-    expect(write).toBeDefined()
-    for (const [reqId, status, ms] of cases) {
-      write?.(reqId, status, ms)
-      slow.log.info({ reqId, status, ms }, 'request')
-    }
-    expect(quick.lines).toEqual(slow.lines)
-    expect(JSON.parse(quick.lines[1] ?? '')).toMatchObject({ reqId: 'caller-"quoted"-\\id', client: 'billing', status: 409, msg: 'request' })
-  })
-
-  it('writes every duration as pino does: whole, one and two decimals, below 1, long ones, and not rounded to hundredths', () => {
-    const quick = logger()
-    const slow = logger()
-    const { write } = lineLogger(quick.log)
-    const durations = [0, 0.01, 0.05, 0.1, 0.2, 1, 1.2, 1.16, 9.99, 10, 100.5, 12345.67, 21474836.47, 21474836.48, 1e9 + 0.25, 1.234, Math.PI, Number.NaN, Number.POSITIVE_INFINITY]
-    for (let hundredths = 0; hundredths < 20000; hundredths += 7) durations.push(Math.round(hundredths) / 100)
-    for (let i = 0; i < 2000; i++) durations.push(Math.round(Math.random() * 1e7) / 100)
-    for (const ms of durations) {
-      write?.('a', 200, ms)
-      slow.log.info({ reqId: 'a', status: 200, ms }, 'request')
-    }
-    expect(quick.lines).toEqual(slow.lines)
-  })
-
-  it('writes pino\'s default timestamp as pino does, made again when the millisecond changes', () => {
-    const clock = [1700000000000, 1700000000000, 1700000000001, 1799999999999, 1799999999999]
-    const lines = (write: (log: pino.Logger) => void) => {
-      const out: string[] = []
-      const log = pino({}, { write: (line: string) => { out.push(line) } }).child({ method: 'POST', route: '/plants' })
-      const now = vi.spyOn(Date, 'now')
-      for (const t of clock) now.mockReturnValueOnce(t)
-      try {
-        for (let i = 0; i < clock.length; i++) write(log)
-      } finally {
-        now.mockRestore()
-      }
-      return out
-    }
-    const quick = lines((log) => { lineLogger(log).write?.('a', 200, 1.5) })
-    const slow = lines((log) => { log.info({ reqId: 'a', status: 200, ms: 1.5 }, 'request') })
-    expect(quick).toEqual(slow)
-    expect(quick.map((line) => JSON.parse(line).time)).toEqual(clock)
-  })
-
-  it('quotes every request id as pino does, whatever its characters', () => {
-    const quick = logger()
-    const slow = logger()
-    const { write } = lineLogger(quick.log)
-    for (const reqId of ['', 'plain', 'with space', 'tab\there', 'new\nline', 'quote"', 'back\\slash', 'caf\u00e9', '\u007f', '~!#$%&*+./:;<=>?@[]^_`{|}', 'x'.repeat(150)]) {
-      write?.(reqId, 200, 1)
-      slow.log.info({ reqId, status: 200, ms: 1 }, 'request')
-    }
-    expect(quick.lines).toEqual(slow.lines)
-  })
-
-  it('follows the child\'s level and bindings as they change', () => {
-    const quick = logger()
-    const { write } = lineLogger(quick.log)
-    quick.log.level = 'warn'
-    write?.('a', 200, 1)
-    expect(quick.lines).toEqual([])
-    quick.log.level = 'info'
-    quick.log.setBindings({ client: 'ci' })
-    write?.('a', 200, 1)
-    expect(JSON.parse(quick.lines[0] ?? '')).toMatchObject({ client: 'ci', reqId: 'a' })
-  })
-
-  it('leaves the line to info() when pino is configured in a way that could change it', () => {
-    for (const options of [
-      { mixin: () => ({}) },
-      { hooks: { logMethod (this: pino.Logger, args: Parameters<pino.LogFn>, method: pino.LogFn) { method.apply(this, args) } } },
-      { formatters: { log: (object: Record<string, unknown>) => object } },
-      { serializers: { status: (status: number) => status } },
-      { redact: ['reqId'] },
-      { nestedKey: 'payload' },
-      { msgPrefix: '[x] ' }
-    ] satisfies pino.LoggerOptions[]) {
-      expect(lineLogger(logger(options).log).write).toBeUndefined()
-    }
   })
 })
