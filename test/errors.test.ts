@@ -2,7 +2,7 @@ import createError from '@fastify/error'
 import { EventEmitter } from 'node:events'
 import type { Socket } from 'node:net'
 import { Writable } from 'node:stream'
-import Fastify, { type FastifyError } from 'fastify'
+import Fastify, { type FastifyBaseLogger, type FastifyError } from 'fastify'
 import pino from 'pino'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { StoreUnavailableError, clientErrorHandler, installErrorHandlers } from '../src/errors.js'
@@ -16,7 +16,7 @@ async function appThrowing (make: () => Error) {
       done()
     }
   }))
-  const app = Fastify({ loggerInstance: logger })
+  const app = Fastify({ loggerInstance: logger as FastifyBaseLogger })
   installErrorHandlers(app, new Map([['/only-post', 'POST']]))
   app.get('/throw', async () => { throw make() })
   onTestFinished(() => app.close())
