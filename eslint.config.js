@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
   // openapi/plant-store.d.ts is generated (npm run openapi).
-  { ignores: ['dist/', 'coverage/', 'bench/results/', 'node_modules/', 'openapi/plant-store.d.ts'] },
+  { ignores: ['dist/', 'coverage/', 'bench/results/', 'node_modules/', 'openapi/plant-store.d.ts', '.stryker-tmp/', 'reports/'] },
   js.configs.recommended,
   ...tseslint.configs.strict,
   {

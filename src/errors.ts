@@ -123,6 +123,7 @@ export function sendError (error: FastifyError, request: FastifyRequest, reply: 
 export function installErrorHandlers (app: FastifyInstance, allowedMethods: ReadonlyMap<string, string> = new Map(), send: typeof sendError = sendError): void {
   app.setErrorHandler(send)
   app.setNotFoundHandler((request, reply) => {
+    // Stryker disable next-line StringLiteral: split() always returns one element at least; the fallback is for the type checker
     const path = request.url.split('?', 1)[0] ?? ''
     const allow = allowedMethods.get(path)
     if (allow !== undefined) reply.send(methodNotAllowed(request, reply, path, allow))

@@ -253,3 +253,111 @@ describe('token entries: named, hashed and plain', () => {
     })
   }
 })
+
+// Every whole-number setting with its documented range and default (docs/configuration.md): the
+// bounds are inclusive, one past either is refused with the variable's name and the bound.
+// RATE_LIMIT_PER_MINUTE's 0 (the schema's minimum) means off: its lowest value read is 1.
+const wholeSettings: [name: string, min: number, max: number | undefined, fallback: number | undefined, read: (config: ReturnType<typeof loadConfig>) => unknown][] = [
+  ['PORT', 0, 65535, 3000, (c) => c.port],
+  ['DATABASE_POOL_MAX', 1, 1000, 10, (c) => c.databasePoolMax],
+  ['DATABASE_STATEMENT_TIMEOUT_MS', 100, 600000, 5000, (c) => c.databaseStatementTimeoutMs],
+  ['BODY_LIMIT', 64, 1048576, 16384, (c) => c.bodyLimit],
+  ['MAX_PLANTS', 1, 16000000, 1000000, (c) => c.maxPlants],
+  ['MEMORY_STORE_MAX_RSS_BYTES', 0, undefined, undefined, (c) => c.memoryStoreMaxRssBytes],
+  ['SHUTDOWN_TIMEOUT_MS', 100, 600000, 8000, (c) => c.shutdownTimeoutMs],
+  ['HEADERS_TIMEOUT_MS', 100, 600000, 10000, (c) => c.http.headersTimeoutMs],
+  ['REQUEST_TIMEOUT_MS', 100, 600000, 15000, (c) => c.http.requestTimeoutMs],
+  ['CONNECTION_TIMEOUT_MS', 100, 600000, 30000, (c) => c.http.connectionTimeoutMs],
+  ['KEEP_ALIVE_TIMEOUT_MS', 100, 600000, 72000, (c) => c.http.keepAliveTimeoutMs],
+  ['MAX_HEADER_BYTES', 1024, 65536, 16384, (c) => c.http.maxHeaderBytes],
+  ['MAX_EVENT_LOOP_DELAY_MS', 0, 60000, 200, (c) => c.overload.maxEventLoopDelayMs],
+  ['MAX_HEAP_USED_BYTES', 0, undefined, undefined, (c) => c.overload.maxHeapUsedBytes],
+  ['MAX_RSS_BYTES', 0, undefined, 0, (c) => c.overload.maxRssBytes],
+  ['RATE_LIMIT_PER_MINUTE', 1, 100000000, undefined, (c) => c.rateLimit?.perMinute],
+  ['METRICS_PORT', 0, 65535, undefined, (c) => c.metrics?.port]
+]
+
+describe('whole-number settings', () => {
+  for (const [name, min, max, fallback, read] of wholeSettings) {
+    it(`reads ${name} from ${min} to ${max ?? 'any size'} (default ${fallback ?? 'unset'}) and names it when out of range`, () => {
+      // Headers may take as long as the whole request: both at their extremes, so that either can be tried alone.
+      const load = (value: string) => loadConfig({ API_TOKENS: 'a', HEADERS_TIMEOUT_MS: '100', REQUEST_TIMEOUT_MS: '600000', [name]: value }, noLimit)
+      expect(read(load(String(min)))).toBe(min)
+      if (max !== undefined) {
+        expect(read(load(String(max)))).toBe(max)
+        expect(() => load(String(max + 1))).toThrow(new ConfigError(`${name} must be <= ${max}`))
+      }
+      // The lowest value refused by the schema itself (the tables' own minimum).
+      const schemaMin = name === 'RATE_LIMIT_PER_MINUTE' ? 0 : min
+      expect(() => load(String(schemaMin - 1))).toThrow(new ConfigError(`${name} must be >= ${schemaMin}`))
+      if (fallback !== undefined) expect(read(loadConfig({ API_TOKENS: 'a' }, noLimit))).toBe(fallback)
+      // An empty METRICS_PORT is unset (the image's default can be turned off with -e METRICS_PORT=).
+      for (const bad of ['', 'x', '1.5', '2e-1', 'Infinity', 'NaN'].filter((value) => value !== '' || name !== 'METRICS_PORT')) expect(() => load(bad), bad).toThrow(new ConfigError(`${name} must be integer`))
+      // Written as JavaScript would read a number: blanks around it, an exponent.
+      expect(read(load(` ${min} `))).toBe(min)
+    })
+  }
+
+  it('reads a whole number written with an exponent or a trailing .0', () => {
+    expect(loadConfig({ API_TOKENS: 'a', BODY_LIMIT: '1e3', MAX_PLANTS: '20.0' }, noLimit)).toMatchObject({ bodyLimit: 1000, maxPlants: 20 })
+  })
+
+  it('lists every bad variable in one line, in the table\'s order', () => {
+    expect(() => loadConfig({ API_TOKENS: 'a', MAX_HEADER_BYTES: '1', PORT: 'x', LOG_LEVEL: 'loud', HOST: '' }))
+      .toThrow(new ConfigError('PORT must be integer, HOST must NOT have fewer than 1 characters, LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, MAX_HEADER_BYTES must be >= 1024'))
+  })
+
+  it('reads each log level and both prepared-statement settings', () => {
+    for (const level of ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) expect(loadConfig({ API_TOKENS: 'a', LOG_LEVEL: level }).logLevel).toBe(level)
+    expect(loadConfig({ API_TOKENS: 'a', DATABASE_PREPARED_STATEMENTS: 'off' }).databasePreparedStatements).toBe(false)
+    expect(() => loadConfig({ API_TOKENS: 'a', DATABASE_PREPARED_STATEMENTS: 'ON' })).toThrow(new ConfigError('DATABASE_PREPARED_STATEMENTS must be one of off, on'))
+  })
+
+  it('ignores variables it does not know', () => {
+    expect(loadConfig({ API_TOKENS: 'a', PATH: '/bin', PORTS: 'x' }, noLimit)).toEqual(loadConfig({ API_TOKENS: 'a' }, noLimit))
+  })
+})
+
+describe('settings read together', () => {
+  it('takes DATABASE_URL as given, and an empty one as the memory store', () => {
+    expect(loadConfig({ API_TOKENS: 'a', DATABASE_URL: 'sqlite:/tmp/p.db' }).databaseUrl).toBe('sqlite:/tmp/p.db')
+    expect(loadConfig({ API_TOKENS: 'a', DATABASE_URL: '' }).databaseUrl).toBe('memory:')
+  })
+
+  it('allows HEADERS_TIMEOUT_MS equal to REQUEST_TIMEOUT_MS, not above it', () => {
+    expect(loadConfig({ API_TOKENS: 'a', HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '5000' }).http).toMatchObject({ headersTimeoutMs: 5000, requestTimeoutMs: 5000 })
+    expect(() => loadConfig({ API_TOKENS: 'a', HEADERS_TIMEOUT_MS: '5001', REQUEST_TIMEOUT_MS: '5000' }))
+      .toThrow(new ConfigError('HEADERS_TIMEOUT_MS (5001) must not be larger than REQUEST_TIMEOUT_MS (5000)'))
+  })
+
+  it('takes REDIS_URL only as redis:// or rediss://, and only with a rate limit', () => {
+    expect(loadConfig({ API_TOKENS: 'a', RATE_LIMIT_PER_MINUTE: '5', REDIS_URL: 'rediss://r:6380' }).rateLimit).toEqual({ perMinute: 5, redisUrl: 'rediss://r:6380' })
+    expect(loadConfig({ API_TOKENS: 'a', RATE_LIMIT_PER_MINUTE: '5' }).rateLimit).toEqual({ perMinute: 5 })
+    expect(loadConfig({ API_TOKENS: 'a', REDIS_URL: 'redis://r' })).not.toHaveProperty('rateLimit')
+    for (const url of ['x-redis://r', 'redis:/r', 'REDIS://r']) {
+      expect(() => loadConfig({ API_TOKENS: 'a', REDIS_URL: url }), url).toThrow(new ConfigError('REDIS_URL: must start with redis:// or rediss://'))
+    }
+  })
+
+  it('reads API_TOKENS_FILE when API_TOKENS is blank, and remembers the file only then', () => {
+    const file = tokensFile('t1\n')
+    expect(loadConfig({ API_TOKENS: ' ', API_TOKENS_FILE: file })).toMatchObject({ tokens: [{ token: 't1' }], tokensFile: file })
+    expect(loadConfig({ API_TOKENS: 't2' })).not.toHaveProperty('tokensFile')
+  })
+
+  it('keeps the heap default unless MAX_HEAP_USED_BYTES is set', () => {
+    expect(loadConfig({ API_TOKENS: 'a' }).overload.maxHeapUsedBytes).toBe(defaultMaxHeapUsedBytes())
+    expect(loadConfig({ API_TOKENS: 'a', MAX_HEAP_USED_BYTES: '0' }).overload.maxHeapUsedBytes).toBe(0)
+  })
+
+  it('takes the OTLP endpoint trimmed, http or https only', () => {
+    expect(loadConfig({ API_TOKENS: 'a', OTEL_EXPORTER_OTLP_ENDPOINT: ' https://c:4318 ' }).otlpEndpoint).toBe('https://c:4318')
+    for (const url of ['file:///tmp/x', 'mailto:a@b', 'http//c']) {
+      expect(() => loadConfig({ API_TOKENS: 'a', OTEL_EXPORTER_OTLP_ENDPOINT: url }), url).toThrow(/^OTEL_EXPORTER_OTLP_ENDPOINT: must be/)
+    }
+  })
+
+  it('keeps METRICS_PORT 0 beside any PORT (each gets a free port)', () => {
+    expect(loadConfig({ API_TOKENS: 'a', PORT: '8080', METRICS_PORT: '0' }).metrics).toEqual({ port: 0, host: '127.0.0.1' })
+  })
+})

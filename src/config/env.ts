@@ -85,7 +85,9 @@ export function readEnv (env: NodeJS.ProcessEnv): Env {
   const problems = new Map<string, string>()
   for (const error of Value.Errors(Env, values)) {
     const name = error.path.slice(1)
-    if (!problems.has(name)) problems.set(name, `${name} ${phrase(error)}`)
+    // Not a whole number is what a variable is told first (1.5 is not "below 64"), as Ajv did.
+    const wholeness = error.type === ValueErrorType.Number || error.type === ValueErrorType.NumberMultipleOf
+    if (!problems.has(name) || wholeness) problems.set(name, `${name} ${phrase(error)}`)
   }
   throw new ConfigError([...problems.values()].join(', '))
 }

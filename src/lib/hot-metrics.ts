@@ -111,15 +111,16 @@ export class HotHistogram extends HotMetric<HistogramChild> {
 
   protected makeChild (): HistogramChild { return new HistogramChild(this.#bounds) }
 
+  // `le` first, as prom-client writes it: the exposition is byte-equal to its own (test/lib/hot-metrics.test.ts).
   protected samples (labels: Labels, child: HistogramChild): Sample[] {
     const samples: Sample[] = []
     let cumulative = 0
     this.#bounds.forEach((bound, i) => {
       cumulative += child.counts[i] as number
-      samples.push({ metricName: `${this.name}_bucket`, labels: { ...labels, le: bound }, value: cumulative })
+      samples.push({ metricName: `${this.name}_bucket`, labels: { le: bound, ...labels }, value: cumulative })
     })
     samples.push(
-      { metricName: `${this.name}_bucket`, labels: { ...labels, le: '+Inf' }, value: child.count },
+      { metricName: `${this.name}_bucket`, labels: { le: '+Inf', ...labels }, value: child.count },
       { metricName: `${this.name}_sum`, labels: { ...labels }, value: child.sum },
       { metricName: `${this.name}_count`, labels: { ...labels }, value: child.count }
     )

@@ -1,0 +1,172 @@
+import createError from '@fastify/error'
+import { EventEmitter } from 'node:events'
+import type { Socket } from 'node:net'
+import { Writable } from 'node:stream'
+import Fastify, { type FastifyBaseLogger, type FastifyError } from 'fastify'
+import pino from 'pino'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { StoreUnavailableError, clientErrorHandler, installErrorHandlers } from '../src/errors.js'
+
+/** A bare Fastify app with the service's error handlers: GET /throw throws what `make` returns. */
+async function appThrowing (make: () => Error) {
+  const lines: Record<string, unknown>[] = []
+  const logger = pino({ level: 'info' }, new Writable({
+    write (chunk, _encoding, done) {
+      for (const line of String(chunk).split('\n')) if (line !== '') lines.push(JSON.parse(line) as Record<string, unknown>)
+      done()
+    }
+  }))
+  const app = Fastify({ loggerInstance: logger as FastifyBaseLogger })
+  installErrorHandlers(app, new Map([['/only-post', 'POST']]))
+  app.get('/throw', async () => { throw make() })
+  onTestFinished(() => app.close())
+  const reply = await app.inject({ method: 'GET', url: '/throw' })
+  return { reply, lines, app }
+}
+
+const withStatus = (statusCode: number | undefined, code = 'X_ERR', message = 'a detail for the log only') =>
+  Object.assign(new Error(message), { code, ...(statusCode === undefined ? {} : { statusCode }) })
+
+describe('sendError: the Error record for any error', () => {
+  it('answers 500 with a fixed message for an error without a 4xx or 5xx status, and logs the error', async () => {
+    for (const status of [undefined, 200, 302, 399, 600]) {
+      const { reply, lines } = await appThrowing(() => withStatus(status))
+      expect(reply.statusCode, String(status)).toBe(500)
+      expect(reply.json()).toEqual({ error: 500, message: 'internal server error' })
+      expect(lines.find((line) => line.msg === 'request failed')?.err, String(status)).toMatchObject({ message: 'a detail for the log only' })
+    }
+  })
+
+  it('keeps every status from 400 to 599, the bounds included', async () => {
+    expect((await appThrowing(() => withStatus(400))).reply.statusCode).toBe(400)
+    expect((await appThrowing(() => withStatus(599))).reply.statusCode).toBe(599)
+  })
+
+  it('tells a client the status\'s own phrase for a 5xx that is not the service\'s, never its message; "server error" for a status without a phrase', async () => {
+    const bad = await appThrowing(() => withStatus(502))
+    expect(bad.reply.json()).toEqual({ error: 502, message: 'Bad Gateway' })
+    expect((await appThrowing(() => withStatus(599))).reply.json()).toEqual({ error: 599, message: 'server error' })
+    // A 5xx the service names (PLANTS_…) keeps its message.
+    expect((await appThrowing(() => new StoreUnavailableError())).reply.json()).toEqual({ error: 503, message: 'the plant store is unavailable, retry later' })
+  })
+
+  it('logs a refused 5xx that is not one of the quiet ones as a warning carrying the error', async () => {
+    const { lines } = await appThrowing(() => withStatus(502))
+    const warning = lines.find((line) => line.msg === 'request refused')
+    expect(warning?.level).toBe(40)
+    expect(warning?.err).toMatchObject({ message: 'a detail for the log only' })
+    // The quiet ones (store unavailable, overloaded...) are logged elsewhere, once per interval.
+    expect((await appThrowing(() => new StoreUnavailableError())).lines.filter((line) => line.msg === 'request refused')).toEqual([])
+  })
+
+  it('adds Retry-After: 1 to a 503 only, and keeps a Retry-After the error set', async () => {
+    expect((await appThrowing(() => withStatus(503))).reply.headers['retry-after']).toBe('1')
+    expect((await appThrowing(() => withStatus(502))).reply.headers['retry-after']).toBeUndefined()
+    expect((await appThrowing(() => withStatus(429))).reply.headers['retry-after']).toBeUndefined()
+    const own = await appThrowing(() => Object.assign(withStatus(503), { headers: { 'retry-after': '7' } }))
+    expect(own.reply.headers['retry-after']).toBe('7')
+  })
+
+  it('sends the record as application/json; charset=utf-8', async () => {
+    expect((await appThrowing(() => withStatus(418))).reply.headers['content-type']).toBe('application/json; charset=utf-8')
+  })
+
+  it('words Fastify\'s own 4xx errors for the API\'s callers', async () => {
+    const framework = (code: string, status = 400) => () => Object.assign(new Error('fastify wording'), { code, statusCode: status }) as FastifyError
+    expect((await appThrowing(framework('FST_ERR_CTP_EMPTY_JSON_BODY'))).reply.json()).toEqual({ error: 400, message: 'body must be a JSON object, and it is empty' })
+    expect((await appThrowing(framework('FST_ERR_CTP_INVALID_CONTENT_LENGTH'))).reply.json()).toEqual({ error: 400, message: 'body length does not match the content-length header' })
+    expect((await appThrowing(framework('FST_ERR_ASYNC_CONSTRAINT', 500))).reply.json()).toEqual({ error: 500, message: 'internal server error' })
+    expect((await appThrowing(framework('FST_ERR_ASYNC_CONSTRAINT', 400))).reply.json()).toEqual({ error: 400, message: 'the request cannot be routed' })
+    const own = createError('X_TEAPOT', 'short and stout', 418)
+    expect((await appThrowing(() => new own())).reply.json()).toEqual({ error: 418, message: 'short and stout' })
+  })
+
+  it('answers an unknown path 404 naming at most its first 200 characters, and a known path with another method 405 with Allow', async () => {
+    const { app } = await appThrowing(() => withStatus(400))
+    const long = `/${'p'.repeat(300)}`
+    const reply = await app.inject({ method: 'GET', url: `${long}?q=1` })
+    expect(reply.statusCode).toBe(404)
+    expect(reply.json()).toEqual({ error: 404, message: `no route for GET ${long.slice(0, 200)}` })
+    const notAllowed = await app.inject({ method: 'PROPFIND', url: '/only-post?x' })
+    expect(notAllowed.statusCode).toBe(405)
+    expect(notAllowed.headers.allow).toBe('POST')
+    expect(notAllowed.json()).toEqual({ error: 405, message: 'PROPFIND is not allowed on /only-post; allowed: POST' })
+  })
+})
+
+/** A socket as clientErrorHandler sees it: what it was told to do is recorded. */
+function fakeSocket ({ writable = true, inFlight }: { writable?: boolean, inFlight?: EventEmitter & { writableFinished: boolean, req: { complete: boolean } } } = {}) {
+  const calls: string[] = []
+  const socket = {
+    writable,
+    _httpMessage: inFlight,
+    destroy: () => { calls.push('destroy') },
+    end: (data: string) => { calls.push(`end ${data.split('\r\n', 1)[0]}`) }
+  }
+  return { socket: socket as unknown as Socket, calls, state: socket }
+}
+
+const replyInFlight = () => Object.assign(new EventEmitter(), { writableFinished: false, req: { complete: true } })
+const parseError = (code: string) => Object.assign(new Error(code), { code })
+
+describe('clientErrorHandler: malformed HTTP', () => {
+  it('destroys a reset socket, or one that cannot take a reply, without answering', () => {
+    for (const [error, writable] of [[parseError('ECONNRESET'), true], [parseError('HPE_INVALID_METHOD'), false]] as const) {
+      const { socket, calls } = fakeSocket({ writable })
+      expect(clientErrorHandler(error, socket)).toBeUndefined()
+      expect(calls).toEqual(['destroy'])
+    }
+  })
+
+  it('destroys a connection the client closed mid-request when no reply is in flight; leaves it to the reply in flight otherwise', () => {
+    const idle = fakeSocket()
+    expect(clientErrorHandler(parseError('HPE_CLOSED_CONNECTION'), idle.socket)).toBeUndefined()
+    expect(idle.calls).toEqual(['destroy'])
+    const busy = fakeSocket({ inFlight: replyInFlight() })
+    expect(clientErrorHandler(parseError('HPE_CLOSED_CONNECTION'), busy.socket)).toBeUndefined()
+    expect(busy.calls).toEqual([])
+  })
+
+  it('answers 431, 408 or 400 at once when no reply is in flight', () => {
+    for (const [code, status] of [['HPE_HEADER_OVERFLOW', 431], ['ERR_HTTP_REQUEST_TIMEOUT', 408], ['HPE_INVALID_METHOD', 400]] as const) {
+      const { socket, calls } = fakeSocket()
+      expect(clientErrorHandler(parseError(code), socket)).toBe(status)
+      expect(calls).toEqual([`end HTTP/1.1 ${status} ${{ 431: 'Request Header Fields Too Large', 408: 'Request Timeout', 400: 'Bad Request' }[status]}`])
+    }
+  })
+
+  it('answers after the reply in flight finishes, once, even when that reply then closes', () => {
+    const reply = replyInFlight()
+    const { socket, calls, state } = fakeSocket({ inFlight: reply })
+    expect(clientErrorHandler(parseError('HPE_INVALID_METHOD'), socket)).toBe(400)
+    expect(calls).toEqual([])
+    reply.writableFinished = true
+    reply.emit('finish')
+    expect(calls).toEqual(['end HTTP/1.1 400 Bad Request'])
+    state._httpMessage = undefined
+    reply.emit('close')
+    expect(calls).toEqual(['end HTTP/1.1 400 Bad Request'])
+    expect(reply.listenerCount('finish') + reply.listenerCount('close')).toBe(0)
+  })
+
+  it('answers after a reply in flight that fails (closes without finishing); destroys the socket if it can no longer take the answer', () => {
+    const reply = replyInFlight()
+    const { socket, calls, state } = fakeSocket({ inFlight: reply })
+    clientErrorHandler(parseError('HPE_INVALID_METHOD'), socket)
+    state._httpMessage = undefined
+    state.writable = false
+    reply.emit('close')
+    expect(calls).toEqual(['destroy'])
+    expect(reply.listenerCount('finish') + reply.listenerCount('close')).toBe(0)
+  })
+
+  it('answers at once when the reply attached has finished, or belongs to the request whose body broke', () => {
+    const finished = Object.assign(replyInFlight(), { writableFinished: true })
+    const incomplete = Object.assign(replyInFlight(), { req: { complete: false } })
+    for (const inFlight of [finished, incomplete]) {
+      const { socket, calls } = fakeSocket({ inFlight })
+      clientErrorHandler(parseError('HPE_INVALID_METHOD'), socket)
+      expect(calls).toEqual(['end HTTP/1.1 400 Bad Request'])
+    }
+  })
+})
