@@ -263,8 +263,10 @@ const wholeSettings: [name: string, min: number, max: number | undefined, fallba
   ['DATABASE_STATEMENT_TIMEOUT_MS', 100, 600000, 5000, (c) => c.databaseStatementTimeoutMs],
   ['BODY_LIMIT', 64, 1048576, 16384, (c) => c.bodyLimit],
   ['MAX_PLANTS', 1, 16000000, 1000000, (c) => c.maxPlants],
-  ['MEMORY_STORE_MAX_RSS_BYTES', 0, undefined, undefined, (c) => c.memoryStoreMaxRssBytes],
+  ['MEMORY_STORE_MAX_BYTES', 0, undefined, 0, (c) => c.memoryStoreMaxBytes],
   ['SHUTDOWN_TIMEOUT_MS', 100, 600000, 8000, (c) => c.shutdownTimeoutMs],
+  ['SHUTDOWN_DELAY_MS', 0, 600000, 0, (c) => c.shutdownDelayMs],
+  ['LOG_BUFFER_MAX_BYTES', 65536, 1073741824, 16 * 1024 * 1024, (c) => c.logBufferMaxBytes],
   ['HEADERS_TIMEOUT_MS', 100, 600000, 10000, (c) => c.http.headersTimeoutMs],
   ['REQUEST_TIMEOUT_MS', 100, 600000, 15000, (c) => c.http.requestTimeoutMs],
   ['CONNECTION_TIMEOUT_MS', 100, 600000, 30000, (c) => c.http.connectionTimeoutMs],
@@ -273,6 +275,7 @@ const wholeSettings: [name: string, min: number, max: number | undefined, fallba
   ['MAX_EVENT_LOOP_DELAY_MS', 0, 60000, 200, (c) => c.overload.maxEventLoopDelayMs],
   ['MAX_HEAP_USED_BYTES', 0, undefined, undefined, (c) => c.overload.maxHeapUsedBytes],
   ['MAX_RSS_BYTES', 0, undefined, 0, (c) => c.overload.maxRssBytes],
+  ['MAX_RSS_ANON_BYTES', 0, undefined, 0, (c) => c.overload.maxRssAnonBytes],
   ['RATE_LIMIT_PER_MINUTE', 1, 100000000, undefined, (c) => c.rateLimit?.perMinute],
   ['METRICS_PORT', 0, 65535, undefined, (c) => c.metrics?.port]
 ]
