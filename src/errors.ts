@@ -10,7 +10,6 @@ export const InvalidUtf8Error = createError('PLANTS_INVALID_UTF8', 'body is not 
 export const InvalidEncodedBodyError = createError('PLANTS_INVALID_ENCODED_BODY', 'body is not valid %s data', 400)
 export const DecodedBodyTooLargeError = createError('PLANTS_DECODED_BODY_TOO_LARGE', 'body must not be larger than %s bytes once decoded', 413)
 export const UnsupportedEncodingError = createError('PLANTS_UNSUPPORTED_ENCODING', 'content-encoding "%s" is not supported: send the body with one of %s, or with none', 415)
-export const ForbiddenKeyError = createError('PLANTS_FORBIDDEN_KEY', 'body must not contain "__proto__" or "constructor.prototype" keys', 400)
 export const MissingTokenError = createError('PLANTS_MISSING_TOKEN', 'a bearer token is required: send "Authorization: Bearer <token>"', 401)
 export const InvalidTokenError = createError('PLANTS_INVALID_TOKEN', 'the bearer token is not valid', 401)
 export const PlantConflictError = createError('PLANTS_CONFLICT', 'a plant with id %s already exists with another name or tag', 409)
@@ -30,6 +29,10 @@ export const RateLimitedError = createError('PLANTS_RATE_LIMITED', 'too many req
 export const MethodNotAllowedError = createError('PLANTS_METHOD_NOT_ALLOWED', '%s is not allowed on %s; allowed: %s', 405)
 export const MissingHostError = createError('PLANTS_MISSING_HOST', 'an HTTP/1.1 request must carry a Host header', 400)
 export const ExpectationFailedError = createError('PLANTS_EXPECTATION_FAILED', 'the expectation "%s" cannot be met: send no Expect header, or Expect: 100-continue', 417)
+export const DuplicateHostError = createError('PLANTS_DUPLICATE_HOST', 'the request carries %s Host headers: send exactly one', 400)
+export const InvalidHostError = createError('PLANTS_INVALID_HOST', 'the Host header "%s" is not a valid host[:port]', 400)
+export const ConnectRefusedError = createError('PLANTS_CONNECT_REFUSED', 'CONNECT is not supported: this service is not a proxy', 400)
+export const VersionNotSupportedError = createError('PLANTS_VERSION_NOT_SUPPORTED', '%s is not supported: send HTTP/1.1', 505)
 export const DuplicateAuthorizationError = createError('PLANTS_DUPLICATE_AUTHORIZATION', 'the request carries %s Authorization headers: send exactly one', 400)
 
 /**
@@ -55,8 +58,9 @@ const frameworkMessages: Record<string, (request: FastifyRequest) => string> = {
 /** What a 503 tells a client to wait before it retries, unless the error set its own. */
 const RETRY_AFTER_SECONDS = '1'
 
+/** Refusals logged elsewhere, or not worth a warning each (a 505 is the client's doing, and has its access line). */
 function quietlyRefused (error: FastifyError): boolean {
-  return error instanceof OverloadedError || error instanceof StoreUnavailableError || error instanceof StoreOutcomeUnknownError ||
+  return error instanceof VersionNotSupportedError || error instanceof OverloadedError || error instanceof StoreUnavailableError || error instanceof StoreOutcomeUnknownError ||
     error instanceof StoreFullError || error instanceof NotReadyError || error instanceof WritesFailingError
 }
 
@@ -99,20 +103,33 @@ export function sendError (error: FastifyError, request: FastifyRequest, reply: 
 }
 
 /**
- * Installs the one error shape on every path an error can take out of Fastify. `allowedMethods`
- * maps a resource's path to its Allow header: a request for that path reaches the not-found handler
- * only with a method Fastify does not route at all (WebDAV's PROPFIND, PURGE, ...; the routed ones
- * have their own 405 route, see routes/plants.ts), and is a 405 too, not a 404. `send` is sendError,
- * or sendError behind what adds the CORS headers (app.ts).
+ * Installs the one error shape on every path an error can take out of Fastify. `send` is sendError,
+ * or sendError behind what adds the CORS headers (plugins/http-edge.ts). A method a known path does
+ * not answer never reaches the not-found handler: the edge answers it 405 first (edge-refusals.ts).
  */
-export function installErrorHandlers (app: FastifyInstance, allowedMethods: ReadonlyMap<string, string> = new Map(), send: typeof sendError = sendError): void {
+export function installErrorHandlers (app: FastifyInstance, send: typeof sendError = sendError): void {
   app.setErrorHandler(send)
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?', 1)[0] ?? ''
-    const allow = allowedMethods.get(path)
-    if (allow !== undefined) reply.send(methodNotAllowed(request, reply, path, allow))
-    else reply.code(404).send(errorRecord(404, `no route for ${request.method} ${path.slice(0, 200)}`))
+    reply.code(404).send(errorRecord(404, `no route for ${request.method} ${path.slice(0, 200)}`))
   })
+}
+
+/**
+ * Statuses of the parser's errors, 400 for any other: a request line whose version Node's parser
+ * refuses (`HTTP/1.2`, `HTTP/3.0`) or HTTP/2's connection preface (`PRI * HTTP/2.0`, a client that
+ * speaks HTTP/2 in cleartext) is a 505: this service speaks HTTP/1.1 (and 1.0).
+ */
+const CLIENT_ERROR_STATUS: Record<string, number> = {
+  HPE_HEADER_OVERFLOW: 431,
+  ERR_HTTP_REQUEST_TIMEOUT: 408,
+  HPE_INVALID_VERSION: 505,
+  HPE_PAUSED_H2_UPGRADE: 505
+}
+const CLIENT_ERROR_MESSAGE: Record<number, string> = {
+  431: 'request headers are too large',
+  408: 'the request took too long to arrive',
+  505: 'the HTTP version is not supported: send HTTP/1.1'
 }
 
 /**
@@ -136,12 +153,8 @@ export function clientErrorHandler (error: Error & { code?: string }, socket: So
     if (replyInFlight(socket) === undefined) socket.destroy()
     return undefined
   }
-  const status = error.code === 'HPE_HEADER_OVERFLOW'
-    ? 431
-    : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
-  const body = JSON.stringify(errorRecord(status, status === 431
-    ? 'request headers are too large'
-    : status === 408 ? 'the request took too long to arrive' : 'the request is not valid HTTP'))
+  const status = CLIENT_ERROR_STATUS[error.code ?? ''] ?? 400
+  const body = JSON.stringify(errorRecord(status, CLIENT_ERROR_MESSAGE[status] ?? 'the request is not valid HTTP'))
   const reply = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`
   afterRepliesInFlight(socket, () => {
     if (socket.writable) socket.end(reply)

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { TokenEntry } from '../config.js'
 import { InvalidTokenError, MissingTokenError } from '../errors.js'
-import { duplicateAuthorization, unmetExpectation } from './http-edge.js'
+import { duplicateAuthorization, unmetExpectation } from './edge-refusals.js'
 
 /** Who sent a request, as its accepted token says: never read from anything else in the request. */
 export interface Client {
@@ -141,7 +141,7 @@ export interface AuthOptions {
  * (scheme word case-insensitive, RFC 6749 mode) in onRequest, before the body is read; with
  * `addHook: false` its failures come back to us, and become the named 401 errors that the error
  * handler turns into the Error record with its WWW-Authenticate challenge. A request with two
- * Authorization headers is a 400 instead (RFC 6750 §3.1, http-edge.ts); an unmet Expect is a 417
+ * Authorization headers is a 400 instead (RFC 6750 §3.1, edge-refusals.ts); an unmet Expect is a 417
  * once the token is accepted, never before.
  */
 export const auth = fp(async function auth (app: FastifyInstance, { tokens }: AuthOptions) {
@@ -160,7 +160,7 @@ export const auth = fp(async function auth (app: FastifyInstance, { tokens }: Au
   if (verify === undefined) throw new Error('@fastify/bearer-auth did not decorate verifyBearerAuth')
   app.addHook('onRequest', (request, reply, done) => {
     verify(request, reply, (error) => {
-      // An unmet Expect is answered only now, once the token is accepted (plugins/http-edge.ts).
+      // An unmet Expect is answered only now, once the token is accepted (plugins/edge-refusals.ts).
       if (error === undefined) done(request.headers.expect === undefined ? undefined : unmetExpectation(request))
       else if ((error as { code?: string }).code === 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER') done(new MissingTokenError())
       else done(duplicateAuthorization(request) ?? (reply.statusCode === 401 ? new InvalidTokenError() : error))
