@@ -116,15 +116,23 @@ export function installErrorHandlers (app: FastifyInstance, send: typeof sendErr
 }
 
 /**
- * Statuses of the parser's errors, 400 for any other: a request line whose version Node's parser
- * refuses (`HTTP/1.2`, `HTTP/3.0`) or HTTP/2's connection preface (`PRI * HTTP/2.0`, a client that
- * speaks HTTP/2 in cleartext) is a 505: this service speaks HTTP/1.1 (and 1.0).
+ * Statuses of the parser's errors, 400 for any other: HTTP/2's connection preface (`PRI *
+ * HTTP/2.0`, a client that speaks HTTP/2 in cleartext) is a 505, and so is a request line whose
+ * version is well-formed but one Node's parser refuses (`HTTP/1.2`, `HTTP/3.0`: versionRefused):
+ * this service speaks HTTP/1.1 (and 1.0).
  */
 const CLIENT_ERROR_STATUS: Record<string, number> = {
   HPE_HEADER_OVERFLOW: 431,
   ERR_HTTP_REQUEST_TIMEOUT: 408,
-  HPE_INVALID_VERSION: 505,
   HPE_PAUSED_H2_UPGRADE: 505
+}
+
+/** A request line with a well-formed version (`HTTP/` digit `.` digit, RFC 9112 §2.3) at the start of the bytes. */
+const REQUEST_LINE_VERSION = /^[^\r\n ]+ [^\r\n ]+ HTTP\/\d\.\d\r?\n/
+
+/** Whether the parser refused a well-formed version (a 505), not a garbled one (a 400). */
+function versionRefused (error: Error & { code?: string, rawPacket?: unknown }): boolean {
+  return error.code === 'HPE_INVALID_VERSION' && Buffer.isBuffer(error.rawPacket) && REQUEST_LINE_VERSION.test(error.rawPacket.toString('latin1'))
 }
 const CLIENT_ERROR_MESSAGE: Record<number, string> = {
   431: 'request headers are too large',
@@ -144,7 +152,7 @@ const CLIENT_ERROR_MESSAGE: Record<number, string> = {
  * a request that asked for `Connection: close` are ignored (RFC 9112 §9.6): Node ends the
  * connection once that request is answered.
  */
-export function clientErrorHandler (error: Error & { code?: string }, socket: Socket): number | undefined {
+export function clientErrorHandler (error: Error & { code?: string, rawPacket?: unknown }, socket: Socket): number | undefined {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy()
     return undefined
@@ -153,7 +161,7 @@ export function clientErrorHandler (error: Error & { code?: string }, socket: So
     if (replyInFlight(socket) === undefined) socket.destroy()
     return undefined
   }
-  const status = CLIENT_ERROR_STATUS[error.code ?? ''] ?? 400
+  const status = versionRefused(error) ? 505 : CLIENT_ERROR_STATUS[error.code ?? ''] ?? 400
   const body = JSON.stringify(errorRecord(status, CLIENT_ERROR_MESSAGE[status] ?? 'the request is not valid HTTP'))
   const reply = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`
   afterRepliesInFlight(socket, () => {

@@ -35,54 +35,59 @@ export function onlyContinue (expect: string): boolean {
   return true
 }
 
-/** Requests whose Expect is not met, routed by routeExpectations; answered 417 (unmetExpectation). */
-const unmetExpectations = new WeakSet<IncomingMessage>()
-
 /**
- * Node answers an Expect other than 100-continue with a bare 417 before any hook runs (and so
- * before the token is checked) unless someone listens to `checkExpectation`, and writes `100
+ * Node answers an HTTP/1.1 Expect other than 100-continue with a bare 417 before any hook runs (and
+ * so before the token is checked) unless someone listens to `checkExpectation`, and writes `100
  * Continue` for any Expect that merely mentions 100-continue unless someone listens to
- * `checkContinue`. Here both reach Fastify's router like any other request: a met expectation gets
- * its 100 Continue at once (as Node did), an unmet one is remembered, so that the 417 comes from the
- * app as an Error record, after auth on the routes that need a token.
+ * `checkContinue`. Here both reach Fastify's router like any other request: an Expect of
+ * 100-continue alone gets its 100 Continue at once (as Node did); any other is answered 417 by the
+ * app as an Error record (unmetExpectation), after auth on the routes that need a token.
  */
 export function routeExpectations (app: FastifyInstance): void {
   app.server.on('checkContinue', (request: IncomingMessage, response) => {
     if (onlyContinue(request.headers.expect as string)) response.writeContinue()
-    else unmetExpectations.add(request)
     app.routing(request, response)
   })
-  app.server.on('checkExpectation', (request: IncomingMessage, response) => {
-    unmetExpectations.add(request)
-    app.routing(request, response)
-  })
+  app.server.on('checkExpectation', (request: IncomingMessage, response) => { app.routing(request, response) })
 }
 
-/** The 417 for a request whose expectation is not met, or undefined. */
+/**
+ * The 417 for a request whose Expect has a member other than 100-continue, in any HTTP/1.x version
+ * (RFC 9110 §10.1.1; an HTTP/1.0 100-continue is ignored, as the RFC says), or undefined.
+ */
 export function unmetExpectation (request: FastifyRequest): FastifyError | undefined {
   const expect = request.headers.expect
-  return expect !== undefined && unmetExpectations.has(request.raw) ? new ExpectationFailedError(expect.slice(0, 100)) : undefined
+  return expect !== undefined && !onlyContinue(expect) ? new ExpectationFailedError(expect.slice(0, 100)) : undefined
 }
+
+/** The methods a path answers to, and its Allow header. */
+export interface Allowed { methods: ReadonlySet<string>, allow: string }
 
 /**
  * The methods each path answers to, from the routes as they are registered (an onRoute hook), in
  * the order they were registered, OPTIONS last; static paths only. Fastify adds HEAD beside GET.
  */
-export function collectAllowedMethods (app: FastifyInstance): ReadonlyMap<string, string> {
-  const methods = new Map<string, string[]>()
-  const allowed = new Map<string, string>()
+export function collectAllowedMethods (app: FastifyInstance): ReadonlyMap<string, Allowed> {
+  const allowed = new Map<string, Allowed>()
   app.addHook('onRoute', ({ method, url }) => {
     if (url.includes('*') || url.includes(':')) return
-    const list = methods.get(url) ?? []
+    const list = [...allowed.get(url)?.methods ?? []]
     for (const one of typeof method === 'string' ? [method] : method) if (!list.includes(one)) list.push(one)
-    methods.set(url, list)
-    allowed.set(url, [...list.filter((one) => one !== 'OPTIONS'), ...list.filter((one) => one === 'OPTIONS')].join(', '))
+    allowed.set(url, { methods: new Set(list), allow: [...list.filter((one) => one !== 'OPTIONS'), ...list.filter((one) => one === 'OPTIONS')].join(', ') })
   })
   return allowed
 }
 
+/** The 505 for a request line that is not HTTP/1.x, or undefined; the connection then closes. */
+export function versionNotSupported (request: FastifyRequest, reply: FastifyReply): FastifyError | undefined {
+  if (request.raw.httpVersionMajor === 1) return undefined
+  reply.header('connection', 'close')
+  return new VersionNotSupportedError(`HTTP/${request.raw.httpVersion}`)
+}
+
 /**
- * What the first hook refuses, in this order, or undefined:
+ * What the first hook refuses, in this order, or undefined (a pipelined request is refused only
+ * once its turn comes: plugins/pipelining.ts):
  * - a request line whose version is not HTTP/1.x (`HTTP/2.0` in cleartext, `HTTP/0.9`): 505, and the
  *   connection closes (versions Node's parser refuses are answered 505 by errors.ts's clientErrorHandler);
  * - CONNECT: 400 (this service is no proxy, and the target of a CONNECT is an authority, not one of
@@ -95,13 +100,12 @@ export function collectAllowedMethods (app: FastifyInstance): ReadonlyMap<string
  *   `request.client` is null, not undefined (auth decorates only its own scope), and auth answers
  *   the 417 once the token is accepted.
  */
-export function refusedAtTheEdge (request: FastifyRequest, reply: FastifyReply, allowed: ReadonlyMap<string, string>): FastifyError | undefined {
+export function refusedAtTheEdge (request: FastifyRequest, reply: FastifyReply, allowed: ReadonlyMap<string, Allowed>): FastifyError | undefined {
   const raw = request.raw
-  if (raw.httpVersionMajor !== 1) {
-    reply.header('connection', 'close')
-    return new VersionNotSupportedError(`HTTP/${raw.httpVersion}`)
-  }
-  if (raw.method === 'CONNECT') return new ConnectRefusedError()
+  const version = versionNotSupported(request, reply)
+  if (version !== undefined) return version
+  const method = request.method
+  if (method === 'CONNECT') return new ConnectRefusedError()
   const host = request.headers.host
   if (host === undefined) {
     if (raw.httpVersionMinor >= 1) return new MissingHostError()
@@ -109,10 +113,12 @@ export function refusedAtTheEdge (request: FastifyRequest, reply: FastifyReply, 
     const lines = headerLines(raw, 'host')
     return lines > 1 ? new DuplicateHostError(lines) : new InvalidHostError(host.slice(0, 100))
   }
-  if (request.is404) {
+  // A request that met no route; or an OPTIONS that met CORS's catch-all and is no preflight (a
+  // preflight, with Access-Control-Request-Method, is the CORS policy's to answer).
+  if (request.is404 || (method === 'OPTIONS' && request.headers['access-control-request-method'] === undefined)) {
     const path = request.url.split('?', 1)[0] as string
-    const allow = allowed.get(path)
-    if (allow !== undefined) return methodNotAllowed(request, reply, path, allow)
+    const known = allowed.get(path)
+    if (known !== undefined && !known.methods.has(method)) return methodNotAllowed(request, reply, path, known.allow)
   }
   if (request.headers.expect !== undefined && request.client === undefined) return unmetExpectation(request)
   return undefined

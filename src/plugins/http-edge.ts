@@ -3,7 +3,7 @@ import type { Socket } from 'node:net'
 import type { FastifyHttpOptions, FastifyInstance, FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { clientErrorHandler, installErrorHandlers, sendError } from '../errors.js'
-import { collectAllowedMethods, refusedAtTheEdge, routeExpectations } from './edge-refusals.js'
+import { collectAllowedMethods, refusedAtTheEdge, routeExpectations, versionNotSupported } from './edge-refusals.js'
 import type { Metrics } from './metrics.js'
 import { awaitTurn } from './pipelining.js'
 import { setSecurityHeaders } from './security-headers.js'
@@ -58,12 +58,13 @@ export async function createHttpEdge ({ corsOrigins: origins, metrics }: HttpEdg
       }
 
   const options: HttpEdge['options'] = {
-    // Errors found before routing (a bad URL) skip the hooks: the request id is set here instead.
+    // Errors found before routing (a bad URL) skip the hooks: the request id is set here instead, and
+    // a request line that is not HTTP/1.x is a 505 first, as in the first hook.
     frameworkErrors: (error, request, reply) => {
       reply.header('x-request-id', request.id)
       setSecurityHeaders(reply)
       awaitTurn(request, reply, () => {
-        send(error, request, reply)
+        send(versionNotSupported(request, reply) ?? error, request, reply)
         metrics?.requests.observe(request.method, undefined, reply.statusCode, reply.elapsedTime / 1000)
       })
     },
