@@ -16,7 +16,7 @@ import {
  * space: `Host: a b@c` is refused. Two Host headers are joined by Node into `a, b`, never valid (the
  * joining space), and told apart by counting the raw lines.
  */
-export const HOST = /^(?:\[(?:[0-9A-Fa-f:.]+|v[0-9A-Fa-f]+\.[\w\-.~!$&'()*+,;=:]+)\]|(?:[\w\-.~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*)(?::[0-9]*)?$/
+export const HOST = /^(?:\[(?:[0-9A-Fa-f:.]+|[vV][0-9A-Fa-f]+\.[\w\-.~!$&'()*+,;=:]+)\]|(?:[\w\-.~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*)(?::[0-9]*)?$/
 
 /** How many raw header lines the request carries under `name` (lower-case). */
 export function headerLines (request: IncomingMessage, name: string): number {
@@ -65,15 +65,16 @@ export interface Allowed { methods: ReadonlySet<string>, allow: string }
 
 /**
  * The methods each path answers to, from the routes as they are registered (an onRoute hook), in
- * the order they were registered, OPTIONS last; static paths only. Fastify adds HEAD beside GET.
+ * the order they were registered, OPTIONS last. Fastify adds HEAD beside GET. Keyed by the route's
+ * URL as written: a request's path finds its route's methods when the route is a static path (a
+ * parametric or wildcard URL is never a request's path, so it is never found).
  */
 export function collectAllowedMethods (app: FastifyInstance): ReadonlyMap<string, Allowed> {
   const allowed = new Map<string, Allowed>()
   app.addHook('onRoute', ({ method, url }) => {
-    if (url.includes('*') || url.includes(':')) return
-    const list = [...allowed.get(url)?.methods ?? []]
-    for (const one of typeof method === 'string' ? [method] : method) if (!list.includes(one)) list.push(one)
-    allowed.set(url, { methods: new Set(list), allow: [...list.filter((one) => one !== 'OPTIONS'), ...list.filter((one) => one === 'OPTIONS')].join(', ') })
+    const methods = new Set([...allowed.get(url)?.methods ?? [], ...[method].flat()])
+    const list = [...methods]
+    allowed.set(url, { methods, allow: [...list.filter((one) => one !== 'OPTIONS'), ...list.filter((one) => one === 'OPTIONS')].join(', ') })
   })
   return allowed
 }
@@ -120,8 +121,7 @@ export function refusedAtTheEdge (request: FastifyRequest, reply: FastifyReply, 
     const known = allowed.get(path)
     if (known !== undefined && !known.methods.has(method)) return methodNotAllowed(request, reply, path, known.allow)
   }
-  if (request.headers.expect !== undefined && request.client === undefined) return unmetExpectation(request)
-  return undefined
+  return request.client === undefined ? unmetExpectation(request) : undefined
 }
 
 /**
