@@ -90,6 +90,23 @@ describe('createTokenSet with client names and hashed entries', () => {
     expect(() => set.replace([{ name: 'a', sha256: sha256('t').toUpperCase() }])).toThrow(/64 lowercase hex digits/)
     expect(set.identify('new-token')?.name).toBe('new')
   })
+
+  it('refuses a digest with anything before or after its 64 hex digits (the pattern is anchored at both ends), or with 63 or 65', () => {
+    const set = createTokenSet(['keep'])
+    const digest = sha256('t')
+    for (const bad of [`x${digest}`, `${digest}x`, ` ${digest}`, `${digest}\n`, digest.slice(1), `${digest}0`, `sha256:${digest}`]) {
+      expect(() => set.replace([{ name: 'a', sha256: bad }]), JSON.stringify(bad)).toThrow('refusing a SHA-256 that is not 64 lowercase hex digits')
+    }
+    expect(set.verify('keep')).toBe(true)
+  })
+
+  it('finds every entry of a larger set, each by its own token only (the position of the match is kept, not the last or first)', () => {
+    const entries = Array.from({ length: 9 }, (_, i) => i % 3 === 0 ? `plain-${i}` : i % 3 === 1 ? { name: `named-${i}`, token: `token-${i}` } : { name: `hashed-${i}`, sha256: sha256(`secret-${i}`) })
+    const set = createTokenSet(entries)
+    const tokenOf = (i: number) => i % 3 === 0 ? `plain-${i}` : i % 3 === 1 ? `token-${i}` : `secret-${i}`
+    const names = Array.from({ length: 9 }, (_, i) => set.identify(tokenOf(i))?.name)
+    expect(names).toEqual(Array.from({ length: 9 }, (_, i) => i % 3 === 0 ? `sha256:${sha256(`plain-${i}`).slice(0, 12)}` : i % 3 === 1 ? `named-${i}` : `hashed-${i}`))
+  })
 })
 
 describe('auth with named and hashed tokens (app)', () => {
