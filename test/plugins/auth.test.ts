@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto'
+import { createHash, timingSafeEqual } from 'node:crypto'
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { createTokenSet, tokenRateLimitKey } from '../../src/plugins/auth.js'
 import { buildTestApp, postPlant } from '../helpers.js'
@@ -28,6 +29,17 @@ describe('createTokenSet', () => {
     const set = createTokenSet(['é'])
     expect(set.verify('é')).toBe(true)
     expect(set.verify('Ã©')).toBe(false)
+  })
+
+  it('gives the verdict of crypto.timingSafeEqual on the tokens\' SHA-256 digests, for any known and presented tokens (the hand-written compare is held to the library)', () => {
+    const digest = (token: string) => createHash('sha256').update(token).digest()
+    // Well-formed text, as tokens are (a file or the environment): lone surrogates would collide once UTF-8 encoded for the digest.
+    const token = fc.oneof(fc.string({ minLength: 1, maxLength: 12 }), fc.string({ unit: 'binary', minLength: 1, maxLength: 12 }), fc.constantFrom('ab12', 'ab12ab12', 'é', 'Ã©')).filter((one) => one.isWellFormed())
+    fc.assert(fc.property(fc.uniqueArray(token, { minLength: 1, maxLength: 4 }), token, fc.boolean(), (known, other, pickKnown) => {
+      const presented = pickKnown ? known[other.length % known.length] as string : other
+      const expected = known.some((one) => timingSafeEqual(digest(one), digest(presented)))
+      expect(createTokenSet(known).verify(presented)).toBe(expected)
+    }), { numRuns: 2000 })
   })
 
   it('replace swaps the accepted tokens at once and refuses an empty set', () => {
