@@ -1,8 +1,11 @@
+import { connect, type AddressInfo } from 'node:net'
 import Fastify from 'fastify'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { collectAllowedMethods, HOST, onlyContinue } from '../../src/plugins/edge-refusals.js'
 import { createHttpEdge } from '../../src/plugins/http-edge.js'
-import { AUTH, buildTestApp } from '../helpers.js'
+import { createMetrics, UNMATCHED_ROUTE } from '../../src/plugins/metrics.js'
+import { parseRawReply, rawExchange, until } from '../hardening/hardening-helpers.js'
+import { AUTH, buildTestApp, sampleValue } from '../helpers.js'
 
 describe('HOST, the Host field value pattern (RFC 9112 §3.2, RFC 3986 §3.2.2)', () => {
   it.each(['', 'localhost', 'LOCALHOST', 'localhost:8080', 'localhost:', 'example.com', '127.0.0.1', '127.0.0.1:80', '[::1]', '[::1]:8080', '[2001:db8::1]',
@@ -77,5 +80,40 @@ describe('the HTTP edge plugin', () => {
     expect(put.statusCode).toBe(405)
     expect(put.headers.allow).toBe(options.headers.allow)
     expect(put.json()).toEqual({ error: 405, message: 'PUT is not allowed on /plants; allowed: POST, OPTIONS' })
+  })
+})
+
+describe('the edge\'s replies outside the hooks', () => {
+  it('counts a bad URL\'s reply with its duration in seconds (not milliseconds)', async () => {
+    const metrics = createMetrics()
+    const app = await buildTestApp({ metrics })
+    expect((await app.inject({ method: 'GET', url: '/plants%' })).statusCode).toBe(400)
+    const labels = { http_request_method: 'GET', http_route: UNMATCHED_ROUTE, http_response_status_code: '400' }
+    const text = await metrics.registry.metrics()
+    expect(sampleValue(text, 'http_server_request_duration_seconds_bucket', { ...labels, le: '0.5' })).toBe(1)
+    expect(sampleValue(text, 'http_server_request_duration_seconds_sum', labels)).toBeLessThan(0.5)
+  })
+
+  it('answers a bad URL in an HTTP/2.0 request line with the 505, as any other request in that version', async () => {
+    const app = await buildTestApp()
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const reply = parseRawReply(await rawExchange((app.server.address() as AddressInfo).port, 'GET /plants%zz HTTP/2.0\r\nHost: localhost\r\n\r\n'))
+    expect(reply.status).toBe(505)
+    expect(reply.headers['x-request-id']).toMatch(/^\S+$/)
+    expect(JSON.parse(reply.body)).toEqual({ error: 505, message: 'HTTP/2.0 is not supported: send HTTP/1.1' })
+  })
+
+  it('does not count a connection reset before a request as a reply', async () => {
+    const metrics = createMetrics()
+    const app = await buildTestApp({ metrics })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const connections = () => new Promise<number>((resolve) => { app.server.getConnections((_error, count) => { resolve(count) }) })
+    const socket = connect((app.server.address() as AddressInfo).port, '127.0.0.1')
+    socket.on('error', () => {})
+    await new Promise((resolve) => socket.write('POST /plants HTTP/1.1\r\nHost: loc', resolve))
+    await until(async () => await connections() === 1, 5000, 'the server has the connection')
+    socket.resetAndDestroy()
+    await until(async () => await connections() === 0, 5000, 'the server dropped the connection')
+    expect(await metrics.registry.metrics()).not.toContain('http_server_request_duration_seconds_count{')
   })
 })
