@@ -44,7 +44,7 @@ export interface paths {
         put?: never;
         /**
          * Create a plant
-         * @description Stores a new plant. Sending the identical plant again answers 200 again (a safe retry); another plant with a stored id answers 409 and the stored plant is unchanged. POST is the only method /plants takes: any other answers 405 with `Allow: POST` and an Error record, without needing a token (listed under 405 here); `OPTIONS /plants` answers 204 with `Allow: POST, OPTIONS`. The body may be sent with `Content-Encoding: gzip`, `deflate` (zlib format) or `br`; decoded, it must still fit BODY_LIMIT.
+         * @description Stores a new plant. Sending the identical plant again answers 200 again (a safe retry); another plant with a stored id answers 409 and the stored plant is unchanged. POST is the only method that acts on /plants: any other but OPTIONS answers 405 with `Allow: POST, OPTIONS` and an Error record, without needing a token (listed under 405 here); `OPTIONS /plants` answers 204 with `Allow: POST, OPTIONS`. The body may be sent with `Content-Encoding: gzip`, `deflate` (zlib format) or `br`; decoded, it must still fit BODY_LIMIT.
          */
         post: operations["addPlant"];
         delete?: never;
@@ -62,7 +62,7 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
-         * @description A plant to create. Properties other than id, name and tag are accepted and ignored.
+         * @description A plant to create. Properties other than id, name and tag are accepted and ignored, at any depth: `__proto__` and `constructor.prototype` keys too, which are dropped as the body is parsed (they never reach an object).
          * @example {
          *       "id": 10,
          *       "name": "Monstera",
@@ -172,7 +172,16 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            /** @description Malformed HTTP (400), headers over MAX_HEADER_BYTES (431), or a request slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS (408); the connection is closed */
+            /** @description The request line is not HTTP/1.x (HTTP/2.0 or HTTP/0.9 in cleartext, an HTTP/2 connection preface, a version the parser refuses): the connection is closed. The service speaks HTTP/1.1 and 1.0 only */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Malformed HTTP (400), headers over MAX_HEADER_BYTES (431), or a request slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS (408): the connection is closed; or no Host in HTTP/1.1, two Host headers, or one that is not host[:port] (400, with a request id) */
             "4XX": {
                 headers: {
                     [name: string]: unknown;
@@ -216,7 +225,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Malformed HTTP (400), headers over MAX_HEADER_BYTES (431), or a request slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS (408); the connection is closed */
+            /** @description The request line is not HTTP/1.x (HTTP/2.0 or HTTP/0.9 in cleartext, an HTTP/2 connection preface, a version the parser refuses): the connection is closed. The service speaks HTTP/1.1 and 1.0 only */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Malformed HTTP (400), headers over MAX_HEADER_BYTES (431), or a request slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS (408): the connection is closed; or no Host in HTTP/1.1, two Host headers, or one that is not host[:port] (400, with a request id) */
             "4XX": {
                 headers: {
                     [name: string]: unknown;
@@ -257,7 +275,7 @@ export interface operations {
                     "application/json": components["schemas"]["Plant"];
                 };
             };
-            /** @description The body is not UTF-8 JSON, not an object, or a field is missing or of the wrong type (no type coercion); or it is not valid data for its Content-Encoding; or the request itself is malformed (malformed HTTP, no Host in HTTP/1.1, two Authorization headers: then with WWW-Authenticate error="invalid_request") */
+            /** @description The body is not UTF-8 JSON, not an object, or a field is missing or of the wrong type (no type coercion); or it is not valid data for its Content-Encoding; or the request itself is malformed (malformed HTTP; no Host in HTTP/1.1, two Host headers or one that is not host[:port]; two Authorization headers: then with WWW-Authenticate error="invalid_request") */
             400: {
                 headers: {
                     /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
@@ -283,12 +301,12 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Never to POST: every other method on /plants (GET, HEAD, PUT, PATCH, DELETE, QUERY, ...) answers 405 with `Allow: POST`, without a token and without reading the body. Listed here because this document describes only POST and OPTIONS on /plants */
+            /** @description Never to POST: every other method on /plants but OPTIONS (GET, HEAD, PUT, PATCH, DELETE, QUERY, ...) answers 405 with `Allow: POST, OPTIONS`, without a token and without reading the body. Listed here because this document describes only POST and OPTIONS on /plants */
             405: {
                 headers: {
                     /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
                     "x-request-id"?: string;
-                    /** @description The methods /plants answers to: `POST` on a 405 (the one that acts on it), `POST, OPTIONS` on the 204 to OPTIONS */
+                    /** @description The methods the path answers to, on a 405 and on the 204 to OPTIONS: `POST, OPTIONS` for /plants, `GET, HEAD` for /livez and /readyz */
                     allow?: string;
                     [name: string]: unknown;
                 };
@@ -403,6 +421,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The request line is not HTTP/1.x (HTTP/2.0 or HTTP/0.9 in cleartext, an HTTP/2 connection preface, a version the parser refuses): the connection is closed. The service speaks HTTP/1.1 and 1.0 only */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The memory store is full: MAX_PLANTS plants, or plants holding MEMORY_STORE_MAX_BYTES (by default an eighth of a container memory limit). Load never causes it: memory pressure from requests is a 503 */
             507: {
                 headers: {
@@ -430,13 +457,22 @@ export interface operations {
                 headers: {
                     /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
                     "x-request-id"?: string;
-                    /** @description The methods /plants answers to: `POST` on a 405 (the one that acts on it), `POST, OPTIONS` on the 204 to OPTIONS */
+                    /** @description The methods the path answers to, on a 405 and on the 204 to OPTIONS: `POST, OPTIONS` for /plants, `GET, HEAD` for /livez and /readyz */
                     allow?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Malformed HTTP (400), headers over MAX_HEADER_BYTES (431), or a request slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS (408); the connection is closed */
+            /** @description The request line is not HTTP/1.x (HTTP/2.0 or HTTP/0.9 in cleartext, an HTTP/2 connection preface, a version the parser refuses): the connection is closed. The service speaks HTTP/1.1 and 1.0 only */
+            505: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Malformed HTTP (400), headers over MAX_HEADER_BYTES (431), or a request slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS (408): the connection is closed; or no Host in HTTP/1.1, two Host headers, or one that is not host[:port] (400, with a request id) */
             "4XX": {
                 headers: {
                     [name: string]: unknown;

@@ -2,23 +2,20 @@ import type { Server } from 'node:http'
 import Fastify, { type FastifyBaseLogger, type FastifyHttpOptions } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { defaultHttpLimits, defaultOverloadLimits, type Config } from './config.js'
-import { clientErrorHandler, installErrorHandlers, sendError } from './errors.js'
 import { AccessLog, requestId, requestLoggerFactory } from './plugins/access-log.js'
 import { auth, type TokenSet } from './plugins/auth.js'
 import { drain } from './plugins/drain.js'
-import { EDGE_HTTP_OPTIONS, refusedAtTheEdge, routeUnmetExpectations } from './plugins/http-edge.js'
+import { createHttpEdge } from './plugins/http-edge.js'
 import { jsonBody } from './plugins/json-body.js'
 import type { Metrics } from './plugins/metrics.js'
 import { openapi } from './plugins/openapi.js'
-import { awaitTurn } from './plugins/pipelining.js'
 import { processHealth } from './plugins/process-health.js'
 import type { Tracing } from './plugins/tracing.js'
-import { setSecurityHeaders } from './plugins/security-headers.js'
 import { overload } from './plugins/under-pressure.js'
 import type { PlantRepository } from './plants/plant-repository.js'
 import { createPlantService } from './plants/plant-service.js'
 import { healthRoutes } from './routes/health.js'
-import { plantMethodRoutes, plantRoutes, plantsAllowedMethods } from './routes/plants.js'
+import { plantMethodRoutes, plantRoutes } from './routes/plants.js'
 import { sharedSchemas } from './schemas.js'
 import { validatorCompiler } from './validation.js'
 
@@ -52,17 +49,8 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
     tracing = createTracing({ endpoint: config.otlpEndpoint })
     repository = tracing.traceRepository(repository)
   }
-  const origins = config.corsOrigins
-  // Loaded only when configured, like the rate limiter.
-  const cors = origins === undefined ? undefined : await import('./plugins/cors.js')
-  const addCorsHeaders = origins === undefined ? undefined : cors?.corsHeadersOfErrors(origins)
-  // Error replies carry the CORS headers even when @fastify/cors's hook never ran for them.
-  const sendErrorReply: typeof sendError = addCorsHeaders === undefined
-    ? sendError
-    : (error, request, reply) => {
-        addCorsHeaders(request, reply)
-        sendError(error, request, reply)
-      }
+  // Host, Expect, CONNECT, versions, methods, pipelining, CORS and the error replies (plugins/http-edge.ts).
+  const edge = await createHttpEdge({ corsOrigins: config.corsOrigins, metrics })
   const options: FastifyHttpOptions<Server> = {
     bodyLimit: config.bodyLimit,
     // Slow or stalled clients are cut off instead of holding a connection (docs/operating.md, "Limits and timeouts").
@@ -74,8 +62,7 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
       maxHeaderSize: limits.maxHeaderBytes,
       // Node enforces the two timeouts above only when it checks, every 30 s by default.
       connectionsCheckingInterval: Math.min(1000, Math.ceil(limits.headersTimeoutMs / 4)),
-      // Requests Node would answer with a bare reply reach the app instead (plugins/http-edge.ts).
-      ...EDGE_HTTP_OPTIONS
+      ...edge.http
     },
     genReqId: requestId,
     requestIdHeader: false,
@@ -89,33 +76,13 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
     // Requests that arrive while closing are served, with Connection: close (below), instead of
     // Fastify's fixed 503 body; /readyz turns 503 so the load balancer stops sending them.
     return503OnClosing: false,
-    // Errors found before routing (a bad URL) skip the hooks: the request id is set here instead.
-    frameworkErrors: (error, request, reply) => {
-      reply.header('x-request-id', request.id)
-      setSecurityHeaders(reply)
-      awaitTurn(request, reply, () => {
-        sendErrorReply(error, request, reply)
-        metrics?.requests.observe(request.method, undefined, reply.statusCode, reply.elapsedTime / 1000)
-      })
-    },
-    // Malformed HTTP has no request, method or start time: counted as an unmatched _OTHER of 0 s.
-    clientErrorHandler: metrics === undefined
-      ? clientErrorHandler
-      : (error, socket) => {
-          const status = clientErrorHandler(error, socket)
-          if (status !== undefined) metrics.requests.observe('_OTHER', undefined, status, 0)
-        }
+    ...edge.options
   }
   const app = Fastify({ ...options, loggerInstance: logger }).withTypeProvider<TypeBoxTypeProvider>()
-  routeUnmetExpectations(app)
-  // QUERY (a safe method that may carry content) is routed nowhere, so its content is never read.
-  // As a method with a body, Fastify answered every QUERY without a Content-Type with its own 400,
-  // before the 404 (docs/api.md: an unknown route is a 404; on /plants it is the 405 like any method).
-  app.addHttpMethod('QUERY', { hasBody: false, overrideExisting: true })
-
   app.setValidatorCompiler(validatorCompiler)
   for (const schema of sharedSchemas) app.addSchema(schema)
-  installErrorHandlers(app, plantsAllowedMethods, sendErrorReply)
+  // First: its hook is the first of every request, and it sees every route registered after it.
+  await app.register(edge.plugin)
 
   // Closing: /readyz answers 503 and every reply says Connection: close. It begins at close(), or
   // earlier through beginClosing() (main.ts: SIGTERM with SHUTDOWN_DELAY_MS), while requests are still served.
@@ -123,15 +90,6 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
   app.decorate('beginClosing', () => { closing = true })
   app.addHook('preClose', async () => { closing = true })
   // Callback-style hooks on the hot path: an async hook costs a promise per request (about 4 µs here).
-  // The first hook of every request, so that every reply that goes through the hooks carries these.
-  // A pipelined request waits here for its turn, before any other hook acts on it (plugins/pipelining.ts).
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id)
-    setSecurityHeaders(reply)
-    const refused = refusedAtTheEdge(request)
-    if (refused === undefined) awaitTurn(request, reply, done)
-    else awaitTurn(request, reply, () => { done(refused) })
-  })
   app.addHook('onSend', (_request, reply, payload, done) => {
     // Idle keep-alive connections must not hold the exit back.
     if (closing) reply.header('connection', 'close')
@@ -143,16 +101,12 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
   if (tracing !== undefined) await app.register(tracing.plugin)
 
   await app.register(drain, { graceMs: DRAIN_GRACE_MS })
-  // Before the overload check and auth: preflights need no token, and errors carry the CORS headers.
-  if (cors !== undefined && origins !== undefined) {
-    await app.register(cors.corsPolicy, { origins })
-  }
   if (app.log.level === 'debug' || app.log.level === 'trace') await app.register(processHealth, { intervalMs: 5000 })
   await app.register(overload, { limits: config.overload ?? defaultOverloadLimits() })
   await app.register(jsonBody)
   await app.register(openapi)
   await app.register(healthRoutes, { repository, isClosing: () => closing })
-  // Outside the auth scope: a 405 needs no token, like a 404.
+  // OPTIONS /plants, outside the auth scope: it needs no token (other methods: the edge's 405).
   await app.register(plantMethodRoutes)
   await app.register(async function protectedRoutes (scope) {
     await scope.register(auth, { tokens })

@@ -10,7 +10,6 @@ export const InvalidUtf8Error = createError('PLANTS_INVALID_UTF8', 'body is not 
 export const InvalidEncodedBodyError = createError('PLANTS_INVALID_ENCODED_BODY', 'body is not valid %s data', 400)
 export const DecodedBodyTooLargeError = createError('PLANTS_DECODED_BODY_TOO_LARGE', 'body must not be larger than %s bytes once decoded', 413)
 export const UnsupportedEncodingError = createError('PLANTS_UNSUPPORTED_ENCODING', 'content-encoding "%s" is not supported: send the body with one of %s, or with none', 415)
-export const ForbiddenKeyError = createError('PLANTS_FORBIDDEN_KEY', 'body must not contain "__proto__" or "constructor.prototype" keys', 400)
 export const MissingTokenError = createError('PLANTS_MISSING_TOKEN', 'a bearer token is required: send "Authorization: Bearer <token>"', 401)
 export const InvalidTokenError = createError('PLANTS_INVALID_TOKEN', 'the bearer token is not valid', 401)
 export const PlantConflictError = createError('PLANTS_CONFLICT', 'a plant with id %s already exists with another name or tag', 409)
@@ -30,12 +29,12 @@ export const RateLimitedError = createError('PLANTS_RATE_LIMITED', 'too many req
 export const MethodNotAllowedError = createError('PLANTS_METHOD_NOT_ALLOWED', '%s is not allowed on %s; allowed: %s', 405)
 export const MissingHostError = createError('PLANTS_MISSING_HOST', 'an HTTP/1.1 request must carry a Host header', 400)
 export const ExpectationFailedError = createError('PLANTS_EXPECTATION_FAILED', 'the expectation "%s" cannot be met: send no Expect header, or Expect: 100-continue', 417)
+export const DuplicateHostError = createError('PLANTS_DUPLICATE_HOST', 'the request carries %s Host headers: send exactly one', 400)
+export const InvalidHostError = createError('PLANTS_INVALID_HOST', 'the Host header "%s" is not a valid host[:port]', 400)
+export const ConnectRefusedError = createError('PLANTS_CONNECT_REFUSED', 'CONNECT is not supported: this service is not a proxy', 400)
+export const VersionNotSupportedError = createError('PLANTS_VERSION_NOT_SUPPORTED', '%s is not supported: send HTTP/1.1', 505)
 export const DuplicateAuthorizationError = createError('PLANTS_DUPLICATE_AUTHORIZATION', 'the request carries %s Authorization headers: send exactly one', 400)
 
-/**
- * A bad setting: its message is the one line the process prints before it exits 1. Here, not in
- * config.ts, so that the stores (plants/), which refuse a bad DATABASE_URL, do not import the configuration.
- */
 // A bad setting; in lib/ so that the stores (src/plants/) throw it without importing the configuration.
 export { ConfigError } from './lib/config-error.js'
 
@@ -71,8 +70,9 @@ const frameworkMessages: Record<string, (request: FastifyRequest) => string> = {
 /** What a 503 tells a client to wait before it retries, unless the error set its own. */
 const RETRY_AFTER_SECONDS = '1'
 
+/** Refusals logged elsewhere, or not worth a warning each (a 505 is the client's doing, and has its access line). */
 function quietlyRefused (error: FastifyError): boolean {
-  return error instanceof OverloadedError || error instanceof NotReadyError || isStoreError(error)
+  return error instanceof VersionNotSupportedError || error instanceof OverloadedError || error instanceof NotReadyError || isStoreError(error)
 }
 
 function statusOf (error: FastifyError): number {
@@ -114,21 +114,42 @@ export function sendError (error: FastifyError, request: FastifyRequest, reply: 
 }
 
 /**
- * Installs the one error shape on every path an error can take out of Fastify. `allowedMethods`
- * maps a resource's path to its Allow header: a request for that path reaches the not-found handler
- * only with a method Fastify does not route at all (WebDAV's PROPFIND, PURGE, ...; the routed ones
- * have their own 405 route, see routes/plants.ts), and is a 405 too, not a 404. `send` is sendError,
- * or sendError behind what adds the CORS headers (app.ts).
+ * Installs the one error shape on every path an error can take out of Fastify. `send` is sendError,
+ * or sendError behind what adds the CORS headers (plugins/http-edge.ts). A method a known path does
+ * not answer never reaches the not-found handler: the edge answers it 405 first (edge-refusals.ts).
  */
-export function installErrorHandlers (app: FastifyInstance, allowedMethods: ReadonlyMap<string, string> = new Map(), send: typeof sendError = sendError): void {
+export function installErrorHandlers (app: FastifyInstance, send: typeof sendError = sendError): void {
   app.setErrorHandler(send)
   app.setNotFoundHandler((request, reply) => {
     // Stryker disable next-line StringLiteral: split() always returns one element at least; the fallback is for the type checker
     const path = request.url.split('?', 1)[0] ?? ''
-    const allow = allowedMethods.get(path)
-    if (allow !== undefined) reply.send(methodNotAllowed(request, reply, path, allow))
-    else reply.code(404).send(errorRecord(404, `no route for ${request.method} ${path.slice(0, 200)}`))
+    reply.code(404).send(errorRecord(404, `no route for ${request.method} ${path.slice(0, 200)}`))
   })
+}
+
+/**
+ * Statuses of the parser's errors, 400 for any other: HTTP/2's connection preface (`PRI *
+ * HTTP/2.0`, a client that speaks HTTP/2 in cleartext) is a 505, and so is a request line whose
+ * version is well-formed but one Node's parser refuses (`HTTP/1.2`, `HTTP/3.0`: versionRefused):
+ * this service speaks HTTP/1.1 (and 1.0).
+ */
+const CLIENT_ERROR_STATUS: Record<string, number> = {
+  HPE_HEADER_OVERFLOW: 431,
+  ERR_HTTP_REQUEST_TIMEOUT: 408,
+  HPE_PAUSED_H2_UPGRADE: 505
+}
+
+/** A request line with a well-formed version (`HTTP/` digit `.` digit, RFC 9112 §2.3) at the start of the bytes. */
+const REQUEST_LINE_VERSION = /^[^\r\n ]+ [^\r\n ]+ HTTP\/\d\.\d\r?\n/
+
+/** Whether the parser refused a well-formed version (a 505), not a garbled one (a 400). */
+function versionRefused (error: Error & { code?: string, rawPacket?: unknown }): boolean {
+  return error.code === 'HPE_INVALID_VERSION' && Buffer.isBuffer(error.rawPacket) && REQUEST_LINE_VERSION.test(error.rawPacket.toString('latin1'))
+}
+const CLIENT_ERROR_MESSAGE: Record<number, string> = {
+  431: 'request headers are too large',
+  408: 'the request took too long to arrive',
+  505: 'the HTTP version is not supported: send HTTP/1.1'
 }
 
 /**
@@ -143,7 +164,7 @@ export function installErrorHandlers (app: FastifyInstance, allowedMethods: Read
  * a request that asked for `Connection: close` are ignored (RFC 9112 §9.6): Node ends the
  * connection once that request is answered.
  */
-export function clientErrorHandler (error: Error & { code?: string }, socket: Socket): number | undefined {
+export function clientErrorHandler (error: Error & { code?: string, rawPacket?: unknown }, socket: Socket): number | undefined {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy()
     return undefined
@@ -152,12 +173,8 @@ export function clientErrorHandler (error: Error & { code?: string }, socket: So
     if (replyInFlight(socket) === undefined) socket.destroy()
     return undefined
   }
-  const status = error.code === 'HPE_HEADER_OVERFLOW'
-    ? 431
-    : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
-  const body = JSON.stringify(errorRecord(status, status === 431
-    ? 'request headers are too large'
-    : status === 408 ? 'the request took too long to arrive' : 'the request is not valid HTTP'))
+  const status = versionRefused(error) ? 505 : CLIENT_ERROR_STATUS[error.code ?? ''] ?? 400
+  const body = JSON.stringify(errorRecord(status, CLIENT_ERROR_MESSAGE[status] ?? 'the request is not valid HTTP'))
   const reply = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`
   afterRepliesInFlight(socket, () => {
     if (socket.writable) socket.end(reply)

@@ -57,7 +57,7 @@ export const NewPlant = Type.Object({
   tag: Plant.properties.tag
 }, {
   $id: 'NewPlant',
-  description: 'A plant to create. Properties other than id, name and tag are accepted and ignored.',
+  description: 'A plant to create. Properties other than id, name and tag are accepted and ignored, at any depth: `__proto__` and `constructor.prototype` keys too, which are dropped as the body is parsed (they never reach an object).',
   examples: [{ id: 10, name: 'Monstera', tag: 'tropical' }]
 })
 export type NewPlant = Static<typeof NewPlant>
@@ -94,8 +94,11 @@ export const errorExamples = {
   tooSlow: { summary: 'Headers or body slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS', value: { error: 408, message: 'the request took too long to arrive' } },
   headersTooLarge: { summary: 'Headers over MAX_HEADER_BYTES', value: { error: 431, message: 'request headers are too large' } },
   missingHost: { summary: 'An HTTP/1.1 request without Host', value: { error: 400, message: 'an HTTP/1.1 request must carry a Host header' } },
+  duplicateHost: { summary: 'Two Host headers', value: { error: 400, message: 'the request carries 2 Host headers: send exactly one' } },
+  invalidHost: { summary: 'A Host that is not host[:port]', value: { error: 400, message: 'the Host header "a b@c" is not a valid host[:port]' } },
+  versionNotSupported: { summary: 'A request line in another version than HTTP/1.x (HTTP/2.0 in cleartext)', value: { error: 505, message: 'HTTP/2.0 is not supported: send HTTP/1.1' } },
   duplicateAuthorization: { summary: 'Two Authorization headers (with WWW-Authenticate error="invalid_request")', value: { error: 400, message: 'the request carries 2 Authorization headers: send exactly one' } },
-  methodNotAllowed: { summary: 'GET (or any method but POST and OPTIONS) on /plants', value: { error: 405, message: 'GET is not allowed on /plants; allowed: POST' } },
+  methodNotAllowed: { summary: 'GET (or any method but POST and OPTIONS) on /plants', value: { error: 405, message: 'GET is not allowed on /plants; allowed: POST, OPTIONS' } },
   expectationFailed: { summary: 'Expect: x-fancy, once the token is accepted', value: { error: 417, message: 'the expectation "x-fancy" cannot be met: send no Expect header, or Expect: 100-continue' } }
 } satisfies Record<string, { summary: string, value: ErrorRecord }>
 export type ErrorExampleName = keyof typeof errorExamples
@@ -109,7 +112,7 @@ export const replyHeaders = {
   'x-request-id': Type.String({ description: 'The request\'s id, in every log line about it: the caller\'s own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists)', examples: ['4f3c2a1b9e8d7c6a-1'] }),
   'www-authenticate': Type.String({ description: 'The bearer challenge: `Bearer realm="plants"`, with `error="invalid_token"` when a token was sent and refused, `error="invalid_request"` (on a 400) when two Authorization headers were sent', examples: ['Bearer realm="plants", error="invalid_token"'] }),
   'retry-after': Type.Integer({ minimum: 0, description: 'Seconds to wait before retrying', examples: [1] }),
-  allow: Type.String({ description: 'The methods /plants answers to: `POST` on a 405 (the one that acts on it), `POST, OPTIONS` on the 204 to OPTIONS', examples: ['POST'] }),
+  allow: Type.String({ description: 'The methods the path answers to, on a 405 and on the 204 to OPTIONS: `POST, OPTIONS` for /plants, `GET, HEAD` for /livez and /readyz', examples: ['POST, OPTIONS'] }),
   'accept-encoding': Type.String({ description: 'The content codings the service decodes, on a 415 for an unsupported Content-Encoding', examples: ['gzip, deflate, br'] }),
   'ratelimit-limit': Type.Integer({ minimum: 0, description: 'Only with RATE_LIMIT_PER_MINUTE set: requests allowed per window (a minute) for this client (IETF RateLimit header fields, draft)', examples: [600] }),
   'ratelimit-remaining': Type.Integer({ minimum: 0, description: 'Only with RATE_LIMIT_PER_MINUTE set: requests left in the current window', examples: [599] }),
@@ -143,7 +146,15 @@ export const errorResponse = (description: string, names: ErrorExampleName[], he
  * (errors.ts, clientErrorHandler), so with no request id. Documented as each probe's 4XX (a probe never answers
  * 4xx itself) and the OPTIONS operation's.
  */
-export const malformedHttpResponse = errorResponse('Malformed HTTP (400), headers over MAX_HEADER_BYTES (431), or a request slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS (408); the connection is closed', ['notHttp', 'headersTooLarge', 'tooSlow'], [], { requestId: false })
+export const malformedHttpResponse = errorResponse('Malformed HTTP (400), headers over MAX_HEADER_BYTES (431), or a request slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS (408): the connection is closed; ' +
+  'or no Host in HTTP/1.1, two Host headers, or one that is not host[:port] (400, with a request id)', ['notHttp', 'headersTooLarge', 'tooSlow', 'missingHost', 'duplicateHost', 'invalidHost'], [], { requestId: false })
+
+/**
+ * What any operation answers to a request line in another version than HTTP/1.x, before it runs
+ * (plugins/edge-refusals.ts, errors.ts): added to every operation of the document (plugins/openapi.ts).
+ */
+export const versionNotSupportedResponse = errorResponse('The request line is not HTTP/1.x (HTTP/2.0 or HTTP/0.9 in cleartext, an HTTP/2 connection preface, a version the parser refuses): the connection is closed. ' +
+  'The service speaks HTTP/1.1 and 1.0 only', ['versionNotSupported'], [], { requestId: false })
 
 export const Health = Type.Object({
   status: Type.String({ description: '"ok" when the process is up, "ready" when it can serve', examples: ['ok', 'ready'] })

@@ -25,13 +25,15 @@ export function maybeInexact (text: string): boolean {
 }
 
 /**
- * Parses a JSON text like Fastify's default parser (secure-json-parse: `__proto__` and
- * `constructor.prototype` keys are errors, the last of duplicate keys wins) and keeps the top-level
+ * Parses a JSON text like Fastify's default parser with `onProtoPoisoning` and
+ * `onConstructorPoisoning` set to `'remove'` (secure-json-parse: `__proto__` and
+ * `constructor.prototype` keys are dropped, at any depth, so they never reach an object; the last of
+ * duplicate keys wins) and keeps the top-level
  * `id` exact: a safe integer stays a number, a larger integer becomes a bigint, and a number literal
  * that is not an integer or is beyond int64 becomes NaN, which the schema rejects.
  */
 export function parseJsonExact (text: string): unknown {
-  const value: unknown = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' })
+  const value: unknown = secureJson.parse(text, undefined, { protoAction: 'remove', constructorAction: 'remove' })
   if (typeof value === 'object' && value !== null && !Array.isArray(value) && maybeInexact(text)) {
     const literal = lastTopLevelNumber(text, 'id')
     if (literal !== undefined) (value as Record<string, unknown>).id = exactInteger(literal)

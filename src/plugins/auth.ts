@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { TokenEntry } from '../config.js'
 import { InvalidTokenError, MissingTokenError } from '../errors.js'
-import { duplicateAuthorization, unmetExpectation } from './http-edge.js'
+import { duplicateAuthorization, unmetExpectation } from './edge-refusals.js'
 
 /** Who sent a request, as its accepted token says: never read from anything else in the request. */
 export interface Client {
@@ -48,9 +48,11 @@ export function tokenRateLimitKey (token: string): string {
  * (the known token read cyclically), with no branch on the data, so the time tells neither where
  * they differ nor how long the known token is. The lengths are compared inside the same sum.
  *
- * Plain entries are not hashed: the SHA-256 digests compared before this cost 330 ns per request
- * (bench/README.md), for the same guarantee. Compared as UTF-16 code units, so two different texts
- * never match.
+ * Kept instead of `crypto.timingSafeEqual` on SHA-256 digests because it buys more than 3 % of a
+ * request (issue 25, re-measured 2026-11-24: 183 against 1,144 ns per check, 2,580 against 11,030
+ * instructions under callgrind, a request being about 23 µs and 130,000 to 200,000 instructions:
+ * docs/performance.md). Held equal to timingSafeEqual's verdict by a property test
+ * (test/plugins/auth.test.ts). Compared as UTF-16 code units, so two different texts never match.
  */
 function difference (presented: string, known: string): number {
   const length = known.length
@@ -141,7 +143,7 @@ export interface AuthOptions {
  * (scheme word case-insensitive, RFC 6749 mode) in onRequest, before the body is read; with
  * `addHook: false` its failures come back to us, and become the named 401 errors that the error
  * handler turns into the Error record with its WWW-Authenticate challenge. A request with two
- * Authorization headers is a 400 instead (RFC 6750 §3.1, http-edge.ts); an unmet Expect is a 417
+ * Authorization headers is a 400 instead (RFC 6750 §3.1, edge-refusals.ts); an unmet Expect is a 417
  * once the token is accepted, never before.
  */
 export const auth = fp(async function auth (app: FastifyInstance, { tokens }: AuthOptions) {
@@ -160,7 +162,7 @@ export const auth = fp(async function auth (app: FastifyInstance, { tokens }: Au
   if (verify === undefined) throw new Error('@fastify/bearer-auth did not decorate verifyBearerAuth')
   app.addHook('onRequest', (request, reply, done) => {
     verify(request, reply, (error) => {
-      // An unmet Expect is answered only now, once the token is accepted (plugins/http-edge.ts).
+      // An unmet Expect is answered only now, once the token is accepted (plugins/edge-refusals.ts).
       if (error === undefined) done(request.headers.expect === undefined ? undefined : unmetExpectation(request))
       else if ((error as { code?: string }).code === 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER') done(new MissingTokenError())
       else done(duplicateAuthorization(request) ?? (reply.statusCode === 401 ? new InvalidTokenError() : error))

@@ -1,70 +1,123 @@
-import type { IncomingMessage, ServerOptions } from 'node:http'
-import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify'
-import { DuplicateAuthorizationError, ExpectationFailedError, MissingHostError } from '../errors.js'
+import { ServerResponse, type IncomingMessage, type Server, type ServerOptions } from 'node:http'
+import type { Socket } from 'node:net'
+import type { FastifyHttpOptions, FastifyInstance, FastifyPluginAsync } from 'fastify'
+import fp from 'fastify-plugin'
+import { clientErrorHandler, installErrorHandlers, sendError } from '../errors.js'
+import { collectAllowedMethods, refusedAtTheEdge, routeExpectations, versionNotSupported } from './edge-refusals.js'
+import type { Metrics } from './metrics.js'
+import { awaitTurn } from './pipelining.js'
+import { setSecurityHeaders } from './security-headers.js'
 
-/**
- * What Node's HTTP server would otherwise answer by itself, before the app sees the request, with
- * a bare reply (no Error record, no request id): these requests go through the app instead, which
- * answers them with the Error record like any other.
- *
- * - `requireHostHeader: false`: Node's own 400 for an HTTP/1.1 request without Host is an empty
- *   body; the app answers it instead (refusedAtTheEdge below, RFC 9112 §3.2).
- * - `joinDuplicateHeaders: true`: a header sent twice is combined into one comma-separated value
- *   (RFC 9110 §5.3) instead of Node keeping the first and dropping the rest, so a request never acts
- *   on half of what it carries. Two Authorization headers then never match a token (a token has no
- *   comma or space), and auth refuses them (duplicateAuthorization below) at no cost to a request
- *   that carries one.
- */
-export const EDGE_HTTP_OPTIONS: Pick<ServerOptions, 'requireHostHeader' | 'joinDuplicateHeaders'> = {
-  requireHostHeader: false,
-  joinDuplicateHeaders: true
+export interface HttpEdgeOptions {
+  /** CORS_ORIGINS: exact origins, or ['*']; undefined: no CORS header at all (plugins/cors.ts). */
+  corsOrigins?: readonly string[] | undefined
+  /** Where replies that bypass the hooks are counted (a bad URL, malformed HTTP); absent: not counted. */
+  metrics?: Metrics | undefined
 }
 
-/** Requests whose Expect Node found unmet (anything but 100-continue), routed by routeUnmetExpectations. */
-const unmetExpectations = new WeakSet<IncomingMessage>()
+export interface HttpEdge {
+  /**
+   * The edge's Fastify options, which only the constructor takes: spread into Fastify's options,
+   * `http` into its `http`.
+   */
+  options: Required<Pick<FastifyHttpOptions<Server>, 'frameworkErrors' | 'clientErrorHandler'>>
+  http: Pick<ServerOptions, 'requireHostHeader' | 'joinDuplicateHeaders'>
+  /** Registered once, first, before every other plugin and route (app.ts). */
+  plugin: FastifyPluginAsync
+}
 
 /**
- * Node answers an Expect other than 100-continue with a bare 417 before any hook runs, and so
- * before the token is checked, unless someone listens to `checkExpectation`. Here the request is
- * handed to Fastify's router like any other and remembered, so that the 417 comes from the app, as
- * an Error record, after auth on the routes that need a token (unmetExpectation).
+ * The HTTP edge: what every request meets before and around its route, as one plugin.
+ *
+ * - Requests Node's HTTP server would answer by itself with a bare reply (no Error record, no request
+ *   id), or drop without a word, go through the app instead, which answers them with the Error
+ *   record like any other: a missing Host (`requireHostHeader: false`), an Expect (edge-refusals.ts,
+ *   routeExpectations), CONNECT (routeConnect below). A header sent twice is joined into one
+ *   comma-separated value (`joinDuplicateHeaders`, RFC 9110 §5.3) instead of Node keeping the first,
+ *   so a request never acts on half of what it carries: two Authorization headers never match a
+ *   token and auth refuses them; two Host headers are refused here.
+ * - The first hook of every request sets the request id and security headers (so that every reply
+ *   that goes through the hooks carries them), refuses what edge-refusals.ts refuses (505, 400, 405,
+ *   417), and makes a pipelined request wait for its turn (pipelining.ts).
+ * - The error and not-found handlers (errors.ts), and errors found before routing (a bad URL, in
+ *   `frameworkErrors`) or below HTTP (malformed bytes, in `clientErrorHandler`), with the metrics.
+ * - CORS (cors.ts), loaded only when CORS_ORIGINS is set; its headers go on error replies too.
+ * - QUERY (a safe method that may carry content) is routed nowhere, so its content is never read: as
+ *   a method with a body, Fastify answered every QUERY without a Content-Type with its own 400.
  */
-export function routeUnmetExpectations (app: FastifyInstance): void {
-  app.server.on('checkExpectation', (request: IncomingMessage, response) => {
-    unmetExpectations.add(request)
+export async function createHttpEdge ({ corsOrigins: origins, metrics }: HttpEdgeOptions = {}): Promise<HttpEdge> {
+  // Loaded only when configured, like the rate limiter.
+  const cors = origins === undefined ? undefined : await import('./cors.js')
+  const addCorsHeaders = origins === undefined ? undefined : cors?.corsHeadersOfErrors(origins)
+  // Error replies carry the CORS headers even when @fastify/cors's hook never ran for them.
+  const send: typeof sendError = addCorsHeaders === undefined
+    ? sendError
+    : (error, request, reply) => {
+        addCorsHeaders(request, reply)
+        sendError(error, request, reply)
+      }
+
+  const options: HttpEdge['options'] = {
+    // Errors found before routing (a bad URL) skip the hooks: the request id is set here instead, and
+    // a request line that is not HTTP/1.x is a 505 first, as in the first hook.
+    frameworkErrors: (error, request, reply) => {
+      reply.header('x-request-id', request.id)
+      setSecurityHeaders(reply)
+      awaitTurn(request, reply, () => {
+        send(versionNotSupported(request, reply) ?? error, request, reply)
+        metrics?.requests.observe(request.method, undefined, reply.statusCode, reply.elapsedTime / 1000)
+      })
+    },
+    // Malformed HTTP has no request, method or start time: counted as an unmatched _OTHER of 0 s.
+    clientErrorHandler: metrics === undefined
+      ? clientErrorHandler
+      : (error, socket) => {
+          const status = clientErrorHandler(error, socket)
+          if (status !== undefined) metrics.requests.observe('_OTHER', undefined, status, 0)
+        }
+  }
+
+  const plugin = fp(async function httpEdge (app: FastifyInstance) {
+    app.addHttpMethod('QUERY', { hasBody: false, overrideExisting: true })
+    const allowed = collectAllowedMethods(app)
+    routeExpectations(app)
+    routeConnect(app)
+    installErrorHandlers(app, send)
+    // Callback-style: an async hook costs a promise per request (about 4 µs here).
+    app.addHook('onRequest', (request, reply, done) => {
+      reply.header('x-request-id', request.id)
+      setSecurityHeaders(reply)
+      const refused = refusedAtTheEdge(request, reply, allowed)
+      // Stryker disable next-line ConditionalExpression: equivalent (done(undefined) is done()); the branch spares a closure per request
+      if (refused === undefined) awaitTurn(request, reply, done)
+      else awaitTurn(request, reply, () => { done(refused) })
+    })
+    // Before the overload check and auth (registered after the edge): preflights need no token.
+    if (cors !== undefined && origins !== undefined) await app.register(cors.corsPolicy, { origins })
+  }, { name: 'http-edge' })
+
+  return { options, http: { requireHostHeader: false, joinDuplicateHeaders: true }, plugin }
+}
+
+/**
+ * Node hands a CONNECT to `'connect'` listeners, with the bare socket, and without one destroys the
+ * socket: no reply, no log line. Here it gets a reply object and goes through the router like any
+ * request, so that the first hook answers it (400: edge-refusals.ts) with the Error record, its
+ * access line and the request id; the connection then closes, and whatever the client sent after
+ * the CONNECT is never read.
+ */
+function routeConnect (app: FastifyInstance): void {
+  app.server.on('connect', (request: IncomingMessage, socket: Socket) => {
+    // Node took its own listeners off the socket: a reset must not become an uncaught error (the
+    // socket is destroyed with it).
+    socket.on('error', () => {})
+    const response = new ServerResponse(request)
+    response.shouldKeepAlive = false
+    response.assignSocket(socket)
+    response.on('finish', () => {
+      response.detachSocket(socket)
+      socket.destroySoon()
+    })
     app.routing(request, response)
   })
-}
-
-/** The 417 for a request whose expectation Node found unmet, or undefined. */
-export function unmetExpectation (request: FastifyRequest): FastifyError | undefined {
-  const expect = request.headers.expect
-  return expect !== undefined && unmetExpectations.has(request.raw) ? new ExpectationFailedError(expect.slice(0, 100)) : undefined
-}
-
-/**
- * What the first hook refuses about a request itself, before anything acts on it: an HTTP/1.1
- * request without Host (400; HTTP/1.0 has no Host), and an unmet Expect on a route that needs no
- * token (417). On the routes behind auth, `request.client` is null, not undefined (auth decorates
- * only its own scope), and auth answers the 417 once the token is accepted.
- */
-export function refusedAtTheEdge (request: FastifyRequest): FastifyError | undefined {
-  if (request.headers.host === undefined && request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor >= 1) return new MissingHostError()
-  if (request.headers.expect !== undefined && request.client === undefined) return unmetExpectation(request)
-  return undefined
-}
-
-/**
- * The 400 for a request that carries more than one Authorization header, or undefined. RFC 6750
- * §3.1 calls a request that repeats its credentials `invalid_request`, answered with 400, and the
- * challenge says so. Counted in the raw header lines: only when the (joined) header failed, so a
- * request with one header pays nothing.
- */
-export function duplicateAuthorization (request: FastifyRequest): FastifyError | undefined {
-  const lines = request.raw.rawHeaders
-  let count = 0
-  for (let i = 0; i < lines.length; i += 2) if ((lines[i] as string).toLowerCase() === 'authorization') count++
-  return count > 1
-    ? Object.assign(new DuplicateAuthorizationError(count), { headers: { 'www-authenticate': 'Bearer realm="plants", error="invalid_request"' } })
-    : undefined
 }

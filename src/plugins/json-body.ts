@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer'
 import { brotliDecompressSync, gunzipSync, inflateSync, type ZlibOptions } from 'node:zlib'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { DecodedBodyTooLargeError, ForbiddenKeyError, InvalidEncodedBodyError, InvalidJsonError, InvalidUtf8Error, UnsupportedEncodingError } from '../errors.js'
+import { DecodedBodyTooLargeError, InvalidEncodedBodyError, InvalidJsonError, InvalidUtf8Error, UnsupportedEncodingError } from '../errors.js'
 import { parseJsonExact } from '../lib/exact-json.js'
 
 /**
@@ -52,7 +52,8 @@ export function decodeBody (bytes: Buffer, header: string, limit: number): Buffe
 
 /**
  * Replaces Fastify's JSON parser with one that keeps int64 ids exact (JSON.parse rounds beyond
- * 2^53) and still refuses prototype-poisoning keys. The body is read as bytes, decoded when it has
+ * 2^53) and drops prototype-poisoning keys (`__proto__`, `constructor.prototype`): like any other
+ * property NewPlant does not name, they are accepted and ignored, as the document says. The body is read as bytes, decoded when it has
  * a content coding (decodeBody), and must be valid UTF-8 (RFC 8259 §8.1): decoding it leniently
  * would turn bad bytes into U+FFFD and store a name the client never sent.
  */
@@ -77,8 +78,8 @@ export const jsonBody = fp(async function jsonBody (app: FastifyInstance) {
     }
     try {
       done(null, parseJsonExact(bytes.toString('utf8')))
-    } catch (error) {
-      done((error as Error).message.includes('forbidden prototype property') ? new ForbiddenKeyError() : new InvalidJsonError(), undefined)
+    } catch {
+      done(new InvalidJsonError(), undefined)
     }
   })
 }, { name: 'json-body' })

@@ -2,7 +2,7 @@ import swagger, { type SwaggerTransformObject } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { PORTABLE_TEXT, STORABLE_TEXT } from '../schemas.js'
+import { PORTABLE_TEXT, STORABLE_TEXT, versionNotSupportedResponse } from '../schemas.js'
 
 /**
  * The OpenAPI 3.1 document, generated from the routes' TypeBox schemas, at /openapi.json, and a
@@ -18,7 +18,9 @@ export const openapi = fp(async function openapi (app: FastifyInstance) {
       info: {
         title: 'Plant Store',
         version: '1.0.0',
-        description: 'Keeps a store of plants. Every non-2xx reply is an Error record whose `error` is the HTTP status code of the reply.',
+        description: 'Keeps a store of plants. Every non-2xx reply is an Error record whose `error` is the HTTP status code of the reply. ' +
+          'Beyond the operations listed: any other method on a listed path answers 405 with `Allow` naming the methods the path answers (`POST, OPTIONS` on /plants, `GET, HEAD` on /livez and /readyz); ' +
+          'any other path 404; CONNECT 400 (the service is not a proxy); a request line in another version than HTTP/1.x 505.',
         license: { name: 'MIT', identifier: 'MIT' }
       },
       servers: [{ url: '/', description: 'The host that serves this document' }],
@@ -29,6 +31,9 @@ export const openapi = fp(async function openapi (app: FastifyInstance) {
       },
       security: [{ bearerAuth: [] }]
     },
+    // The edge answers every operation's request line in another version than HTTP/1.x (a 505, never
+    // the operation's doing): listed on each operation once, here.
+    transform: ({ schema, url }) => ({ schema: { ...schema, response: { ...(schema.response as object), 505: versionNotSupportedResponse } }, url }),
     // The served copy only (a new object; the routes' schemas are untouched): the text pattern the
     // service validates with becomes one that compiles outside JavaScript (schemas.ts, PORTABLE_TEXT).
     transformObject: (document) => JSON.parse(JSON.stringify('openapiObject' in document ? document.openapiObject : document.swaggerObject), (key, value: unknown) =>

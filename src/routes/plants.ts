@@ -1,7 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyReply, FastifyRequest } from 'fastify'
-import { methodNotAllowed } from '../errors.js'
+import type { FastifyReply } from 'fastify'
 import type { PlantService } from '../plants/plant-service.js'
 import { errorResponse as error, malformedHttpResponse, NewPlant, Plant, responseHeaders } from '../schemas.js'
 
@@ -10,33 +9,19 @@ export interface PlantRoutesOptions {
 }
 
 /**
- * What /plants answers to: POST acts on it; OPTIONS (204) only describes it. The 405 for any other
- * method names POST alone, the method a client should use instead, as the issue asks; the 204 to
- * OPTIONS lists both, every method the resource answers (RFC 9110 §9.3.7, §10.2.1).
+ * What /plants answers to: POST acts on it; OPTIONS (204) only describes it. Both are listed in the
+ * 204 to OPTIONS and in the 405 to any other method (RFC 9110 §9.3.7, §10.2.1, §15.5.6), which the
+ * HTTP edge answers from the registered routes, open like a 404 and before any body is read
+ * (plugins/edge-refusals.ts).
  */
-export const PLANTS_ALLOW = 'POST'
 export const PLANTS_OPTIONS_ALLOW = 'POST, OPTIONS'
-export const plantsAllowedMethods: ReadonlyMap<string, string> = new Map([['/plants', PLANTS_ALLOW]])
-
-const refuse = (request: FastifyRequest, reply: FastifyReply) => methodNotAllowed(request, reply, '/plants', PLANTS_ALLOW)
 
 /**
- * Every other method on /plants, open like a 404 (no token needed to learn it): registered outside
- * the auth scope, so neither auth nor the rate limit runs; the root hooks (security headers, request
- * id, overload shedding) still do. The 405 is answered in onRequest, before any body is read: a PUT
- * with a huge or broken body is a 405, not a 413 or 400. GET is not allowed, so neither is HEAD.
- * Methods Fastify does not route reach the not-found handler, which answers the same 405
- * (errors.ts, plantsAllowedMethods).
+ * OPTIONS /plants, open like a 404 (no token needed to learn it): registered outside the auth
+ * scope, so neither auth nor the rate limit runs; the root hooks (security headers, request id,
+ * overload shedding) still do.
  */
 export const plantMethodRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.route({
-    method: app.supportedMethods.filter((method) => method !== 'POST' && method !== 'OPTIONS'),
-    url: '/plants',
-    schema: { hide: true },
-    onRequest: (request, reply, done) => done(refuse(request, reply)),
-    // Never reached (onRequest has answered); a handler is what makes this a route.
-    handler: (request, reply) => reply.send(refuse(request, reply))
-  })
   // Answered in onRequest too: content sent with an OPTIONS has no defined use (RFC 9110 §9.3.7)
   // and is never read, so it cannot turn the 204 into a 413 or 415.
   const describe = (reply: FastifyReply) => reply.code(204).header('allow', PLANTS_OPTIONS_ALLOW).send()
@@ -61,15 +46,15 @@ export const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async 
     schema: {
       summary: 'Create a plant',
       description: 'Stores a new plant. Sending the identical plant again answers 200 again (a safe retry); another plant with a stored id answers 409 and the stored plant is unchanged. ' +
-        'POST is the only method /plants takes: any other answers 405 with `Allow: POST` and an Error record, without needing a token (listed under 405 here); `OPTIONS /plants` answers 204 with `Allow: POST, OPTIONS`. ' +
+        'POST is the only method that acts on /plants: any other but OPTIONS answers 405 with `Allow: POST, OPTIONS` and an Error record, without needing a token (listed under 405 here); `OPTIONS /plants` answers 204 with `Allow: POST, OPTIONS`. ' +
         'The body may be sent with `Content-Encoding: gzip`, `deflate` (zlib format) or `br`; decoded, it must still fit BODY_LIMIT.',
       operationId: 'addPlant',
       body: Type.Ref(NewPlant),
       response: {
         200: { description: 'The plant as stored; tag only when it was given', headers: responseHeaders('ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'), content: { 'application/json': { schema: Type.Ref(Plant) } } },
-        400: error('The body is not UTF-8 JSON, not an object, or a field is missing or of the wrong type (no type coercion); or it is not valid data for its Content-Encoding; or the request itself is malformed (malformed HTTP, no Host in HTTP/1.1, two Authorization headers: then with WWW-Authenticate error="invalid_request")', ['invalidId', 'invalidGzip', 'missingHost', 'duplicateAuthorization', 'notHttp'], ['www-authenticate']),
+        400: error('The body is not UTF-8 JSON, not an object, or a field is missing or of the wrong type (no type coercion); or it is not valid data for its Content-Encoding; or the request itself is malformed (malformed HTTP; no Host in HTTP/1.1, two Host headers or one that is not host[:port]; two Authorization headers: then with WWW-Authenticate error="invalid_request")', ['invalidId', 'invalidGzip', 'missingHost', 'duplicateHost', 'invalidHost', 'duplicateAuthorization', 'notHttp'], ['www-authenticate']),
         401: error('The bearer token is missing or not valid; carries WWW-Authenticate', ['missingToken', 'invalidToken'], ['www-authenticate']),
-        405: error('Never to POST: every other method on /plants (GET, HEAD, PUT, PATCH, DELETE, QUERY, ...) answers 405 with `Allow: POST`, without a token and without reading the body. Listed here because this document describes only POST and OPTIONS on /plants', ['methodNotAllowed'], ['allow']),
+        405: error('Never to POST: every other method on /plants but OPTIONS (GET, HEAD, PUT, PATCH, DELETE, QUERY, ...) answers 405 with `Allow: POST, OPTIONS`, without a token and without reading the body. Listed here because this document describes only POST and OPTIONS on /plants', ['methodNotAllowed'], ['allow']),
         408: error('Headers or body slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS; nothing was processed and the connection is closed', ['tooSlow'], [], { requestId: false }),
         409: error('A plant with this id exists with another name or tag', ['conflict']),
         413: error('The body is larger than BODY_LIMIT, as sent or once decoded', ['tooLarge', 'tooLargeDecoded']),

@@ -1,7 +1,7 @@
-import type { AddressInfo } from 'node:net'
+import { connect, type AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { TOKEN, buildTestApp } from '../helpers.js'
-import { countingRepository, parseRawReply, rawExchange } from './hardening-helpers.js'
+import { countingRepository, parseRawReply, rawExchange, splitReplies } from './hardening-helpers.js'
 
 /**
  * Requests Node's HTTP server used to answer by itself with a bare reply (no body, no request id),
@@ -84,6 +84,23 @@ describe('an Expect other than 100-continue', () => {
     })
   }
 
+  for (const expect100 of ['100-continue, foo', 'foo, 100-continue', '100-continue;x=1']) {
+    it(`answers 417 Error, with no 100 Continue, to "Expect: ${expect100}" with a valid token (an expectation besides 100-continue), and stores nothing`, async () => {
+      const { repository, port } = await listening()
+      const text = await rawExchange(port, request(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nExpect: ${expect100}`, BODY))
+      expectErrorRecord(parseRawReply(text), 417, `the expectation "${expect100}" cannot be met: send no Expect header, or Expect: 100-continue`)
+      expect(repository.inserts).toBe(0)
+    })
+  }
+
+  it('meets "Expect: 100-Continue, 100-continue" (every member is 100-continue, any case): 100 Continue, then the 200', async () => {
+    const { repository, port } = await listening()
+    const text = await rawExchange(port, request(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nExpect: 100-Continue, 100-continue`, BODY))
+    expect(text.startsWith('HTTP/1.1 100 Continue\r\n\r\n')).toBe(true)
+    expect(parseRawReply(text.slice('HTTP/1.1 100 Continue\r\n\r\n'.length)).status).toBe(200)
+    expect(repository.inserts).toBe(1)
+  })
+
   it('still meets Expect: 100-continue: 100 Continue, then the 200', async () => {
     const { repository, port } = await listening()
     const text = await rawExchange(port, request(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nExpect: 100-continue`, BODY))
@@ -115,14 +132,14 @@ describe('two Authorization headers', () => {
 describe('QUERY without a body', () => {
   for (const [path, status, message] of [
     ['/nope', 404, 'no route for QUERY /nope'],
-    ['/livez', 404, 'no route for QUERY /livez'],
-    ['/plants', 405, 'QUERY is not allowed on /plants; allowed: POST']
+    ['/livez', 405, 'QUERY is not allowed on /livez; allowed: GET, HEAD'],
+    ['/plants', 405, 'QUERY is not allowed on /plants; allowed: POST, OPTIONS']
   ] as const) {
     it(`answers ${status} Error on ${path}, as any other method there, not a 400 about its Content-Type`, async () => {
       const { repository, port } = await listening()
       const reply = parseRawReply(await rawExchange(port, request(`QUERY ${path} HTTP/1.1\r\nHost: localhost`)))
       expectErrorRecord(reply, status, message)
-      if (status === 405) expect(reply.headers.allow).toBe('POST')
+      if (status === 405) expect(reply.headers.allow).toBe(path === '/plants' ? 'POST, OPTIONS' : 'GET, HEAD')
       expect(repository.inserts).toBe(0)
     })
   }
@@ -131,4 +148,99 @@ describe('QUERY without a body', () => {
     const { port } = await listening()
     expectErrorRecord(parseRawReply(await rawExchange(port, request('QUERY /nope HTTP/1.1\r\nHost: localhost', BODY))), 404, 'no route for QUERY /nope')
   })
+})
+
+describe('Host (RFC 9112 §3.2)', () => {
+  for (const [name, hosts, message] of [
+    ['two Host headers', ['localhost', 'example.com'], 'the request carries 2 Host headers: send exactly one'],
+    ['the same Host twice', ['localhost', 'localhost'], 'the request carries 2 Host headers: send exactly one'],
+    ['two empty Host headers', ['', ''], 'the request carries 2 Host headers: send exactly one'],
+    ['a Host with a space and userinfo', ['a b@c'], 'the Host header "a b@c" is not a valid host[:port]'],
+    ['a Host with userinfo', ['user@localhost'], 'the Host header "user@localhost" is not a valid host[:port]'],
+    ['a Host with a path', ['localhost/plants'], 'the Host header "localhost/plants" is not a valid host[:port]'],
+    ['a Host with a port that is not a number', ['localhost:http'], 'the Host header "localhost:http" is not a valid host[:port]'],
+    ['an IPv6 address without brackets', ['::1'], 'the Host header "::1" is not a valid host[:port]']
+  ] as const) {
+    for (const [target, body] of [['POST /plants', BODY], ['GET /livez', '']] as const) {
+      it(`answers 400 Error to ${target} with ${name}, with a request id, and stores nothing`, async () => {
+        const { repository, port } = await listening()
+        const head = `${target} HTTP/1.1\r\n${hosts.map((host) => `Host: ${host}`).join('\r\n')}\r\nAuthorization: Bearer ${TOKEN}`
+        expectErrorRecord(parseRawReply(await rawExchange(port, request(head, body))), 400, message)
+        expect(repository.inserts).toBe(0)
+      })
+    }
+  }
+
+  for (const host of ['', 'localhost', 'localhost:8080', '127.0.0.1:80', '[::1]:8080', '[v1.fe80::a+en1]', 'xn--bcher-kva.example', 'a%20b', "a!$&'()*+,;=b", 'host:']) {
+    it(`serves a valid Host ${JSON.stringify(host)}`, async () => {
+      const { repository, port } = await listening()
+      const reply = parseRawReply(await rawExchange(port, request(`POST /plants HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${TOKEN}`, BODY)))
+      expect(reply.status).toBe(200)
+      expect(repository.inserts).toBe(1)
+    })
+  }
+
+  it('checks the Host of an HTTP/1.0 request too, when it has one', async () => {
+    const { port } = await listening()
+    expectErrorRecord(parseRawReply(await rawExchange(port, 'GET /livez HTTP/1.0\r\nHost: a b@c\r\n\r\n')), 400, 'the Host header "a b@c" is not a valid host[:port]')
+  })
+})
+
+describe('CONNECT (answered 400: this service is not a proxy, and the target of a CONNECT is no resource of it)', () => {
+  for (const target of ['x:80', 'localhost:443', '/plants', '/livez']) {
+    it(`answers CONNECT ${target} with a 400 Error record and a request id, then closes, never reading what follows`, async () => {
+      const { repository, port } = await listening()
+      // A create pipelined behind the CONNECT: never processed (the connection closes after the 400).
+      const create = `POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`
+      const replies = splitReplies(await rawExchange(port, `CONNECT ${target} HTTP/1.1\r\nHost: ${target.startsWith('/') ? 'localhost' : target}\r\n\r\n${create}`))
+      expect(replies).toHaveLength(1)
+      expectErrorRecord(replies[0] as ReturnType<typeof parseRawReply>, 400, 'CONNECT is not supported: this service is not a proxy')
+      expect((replies[0] as ReturnType<typeof parseRawReply>).headers.connection).toBe('close')
+      expect(repository.inserts).toBe(0)
+    })
+  }
+
+  it('survives a client that resets the connection right after its CONNECT', async () => {
+    const { port } = await listening()
+    await new Promise<void>((resolve) => {
+      const socket = connect(port, '127.0.0.1', () => {
+        socket.write('CONNECT x:80 HTTP/1.1\r\nHost: x:80\r\n\r\n')
+        socket.resetAndDestroy()
+        resolve()
+      })
+    })
+    expect(parseRawReply(await rawExchange(port, 'GET /livez HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n')).status).toBe(200)
+  })
+})
+
+describe('a request line in another version than HTTP/1.x, in cleartext', () => {
+  for (const version of ['2.0', '0.9']) {
+    it(`answers HTTP/${version} with a 505 Error record (not a 200 as HTTP/1.1), never reaching the route, and closes`, async () => {
+      const { repository, port } = await listening()
+      const reply = parseRawReply(await rawExchange(port, `POST /plants HTTP/${version}\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`))
+      expectErrorRecord(reply, 505, `HTTP/${version} is not supported: send HTTP/1.1`)
+      expect(reply.headers.connection).toBe('close')
+      expect(repository.inserts).toBe(0)
+    })
+  }
+
+  it('serves HTTP/1.0 and HTTP/1.1', async () => {
+    const { port } = await listening()
+    for (const version of ['1.0', '1.1']) {
+      expect(parseRawReply(await rawExchange(port, `GET /livez HTTP/${version}\r\nHost: localhost\r\nConnection: close\r\n\r\n`)).status, version).toBe(200)
+    }
+  })
+})
+
+describe('other methods on the probes', () => {
+  for (const path of ['/livez', '/readyz']) {
+    for (const method of ['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE', 'PROPFIND']) {
+      it(`answers ${method} ${path} with 405 and Allow: GET, HEAD (not a 404)`, async () => {
+        const { port } = await listening()
+        const reply = parseRawReply(await rawExchange(port, request(`${method} ${path} HTTP/1.1\r\nHost: localhost`, method === 'TRACE' ? '' : BODY)))
+        expectErrorRecord(reply, 405, `${method} is not allowed on ${path}; allowed: GET, HEAD`)
+        expect(reply.headers.allow).toBe('GET, HEAD')
+      })
+    }
+  }
 })

@@ -53,16 +53,18 @@ describe('overload shedding (under-pressure)', () => {
     expect(res.headers['www-authenticate']).toBeUndefined()
   })
 
-  it('sheds a request for another method on /plants too: 503, not 405', async () => {
+  it('answers another method on /plants 405 even under pressure (the edge refuses it first: nothing is read, and a retry would not help)', async () => {
     const app = await buildTestApp({
       config: { overload: { ...defaultOverloadLimits(), maxHeapUsedBytes: 1, sampleIntervalMs: 10 } }
     })
     await app.ready()
     await until(() => app.isUnderPressure(), 5000, 'pressure seen')
     const res = await app.inject({ method: 'GET', url: '/plants' })
-    expect(res.statusCode).toBe(503)
-    expect(res.headers.allow).toBeUndefined()
-    expect(res.json()).toEqual({ error: 503, message: 'the service is overloaded, retry later' })
+    expect(res.statusCode).toBe(405)
+    expect(res.headers.allow).toBe('POST, OPTIONS')
+    expect(res.json()).toEqual({ error: 405, message: 'GET is not allowed on /plants; allowed: POST, OPTIONS' })
+    // The same app sheds what the edge lets through.
+    expect((await postPlant(app, { id: 1, name: 'fern' })).statusCode).toBe(503)
   })
 
   it('never reaches the store for a shed request (RSS limit)', async () => {

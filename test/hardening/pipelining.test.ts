@@ -27,7 +27,7 @@ const CREATE = '{"id":7,"name":"fern"}'
 const unparsable: { name: string, request: Buffer, status: number }[] = [
   { name: 'malformed JSON', request: post('{bad'), status: 400 },
   { name: 'invalid UTF-8', request: post(Buffer.from([0x7b, 0x22, 0x69, 0x64, 0x22, 0x3a, 0x31, 0x2c, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d])), status: 400 },
-  { name: 'a __proto__ key', request: post('{"id":1,"name":"a","__proto__":{"x":1}}'), status: 400 },
+  { name: 'JSON that is not one text', request: post('{"id":1,"name":"a"}{}'), status: 400 },
   { name: 'a body that is not the gzip it claims', request: post('not gzip at all', 'Content-Encoding: gzip\r\n'), status: 400 },
   { name: 'a body over BODY_LIMIT', request: post(`{"id":1,"name":"${'x'.repeat(BODY_LIMIT)}"}`), status: 413 }
 ]

@@ -90,6 +90,9 @@ const provoke: Record<ErrorExampleName, () => Promise<ErrorRecord>> = {
   tooSlow: async () => clientErrorReply('ERR_HTTP_REQUEST_TIMEOUT'),
   headersTooLarge: async () => clientErrorReply('HPE_HEADER_OVERFLOW'),
   missingHost: async () => rawReply('POST /plants HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 27\r\nConnection: close\r\n\r\n{"id":10,"name":"Monstera"}'),
+  duplicateHost: async () => rawReply('GET /livez HTTP/1.1\r\nHost: localhost\r\nHost: example.com\r\nConnection: close\r\n\r\n'),
+  invalidHost: async () => rawReply('GET /livez HTTP/1.1\r\nHost: a b@c\r\nConnection: close\r\n\r\n'),
+  versionNotSupported: async () => rawReply('GET /livez HTTP/2.0\r\nHost: localhost\r\n\r\n'),
   duplicateAuthorization: async () => rawReply(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 27\r\nConnection: close\r\n\r\n{"id":10,"name":"Monstera"}`),
   methodNotAllowed: async () => (await (await buildTestApp()).inject({ method: 'GET', url: '/plants' })).json(),
   expectationFailed: async () => rawReply(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nExpect: x-fancy\r\nContent-Type: application/json\r\nContent-Length: 27\r\nConnection: close\r\n\r\n{"id":10,"name":"Monstera"}`)

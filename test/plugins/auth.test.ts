@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto'
+import { createHash, timingSafeEqual } from 'node:crypto'
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { createTokenSet, tokenRateLimitKey } from '../../src/plugins/auth.js'
 import { buildTestApp, postPlant } from '../helpers.js'
@@ -28,6 +29,17 @@ describe('createTokenSet', () => {
     const set = createTokenSet(['é'])
     expect(set.verify('é')).toBe(true)
     expect(set.verify('Ã©')).toBe(false)
+  })
+
+  it('gives the verdict of crypto.timingSafeEqual on the tokens\' SHA-256 digests, for any known and presented tokens (the hand-written compare is held to the library)', () => {
+    const digest = (token: string) => createHash('sha256').update(token).digest()
+    // Well-formed text, as tokens are (a file or the environment): lone surrogates would collide once UTF-8 encoded for the digest.
+    const token = fc.oneof(fc.string({ minLength: 1, maxLength: 12 }), fc.string({ unit: 'binary', minLength: 1, maxLength: 12 }), fc.constantFrom('ab12', 'ab12ab12', 'é', 'Ã©')).filter((one) => one.isWellFormed())
+    fc.assert(fc.property(fc.uniqueArray(token, { minLength: 1, maxLength: 4 }), token, fc.boolean(), (known, other, pickKnown) => {
+      const presented = pickKnown ? known[other.length % known.length] as string : other
+      const expected = known.some((one) => timingSafeEqual(digest(one), digest(presented)))
+      expect(createTokenSet(known).verify(presented)).toBe(expected)
+    }), { numRuns: 2000 })
   })
 
   it('replace swaps the accepted tokens at once and refuses an empty set', () => {
@@ -89,6 +101,23 @@ describe('createTokenSet with client names and hashed entries', () => {
     expect(() => set.replace([{ name: 'a', token: 't' }, { name: 'b', sha256: sha256('t') }])).toThrow(/listed twice/)
     expect(() => set.replace([{ name: 'a', sha256: sha256('t').toUpperCase() }])).toThrow(/64 lowercase hex digits/)
     expect(set.identify('new-token')?.name).toBe('new')
+  })
+
+  it('refuses a digest with anything before or after its 64 hex digits (the pattern is anchored at both ends), or with 63 or 65', () => {
+    const set = createTokenSet(['keep'])
+    const digest = sha256('t')
+    for (const bad of [`x${digest}`, `${digest}x`, ` ${digest}`, `${digest}\n`, digest.slice(1), `${digest}0`, `sha256:${digest}`]) {
+      expect(() => set.replace([{ name: 'a', sha256: bad }]), JSON.stringify(bad)).toThrow('refusing a SHA-256 that is not 64 lowercase hex digits')
+    }
+    expect(set.verify('keep')).toBe(true)
+  })
+
+  it('finds every entry of a larger set, each by its own token only (the position of the match is kept, not the last or first)', () => {
+    const entries = Array.from({ length: 9 }, (_, i) => i % 3 === 0 ? `plain-${i}` : i % 3 === 1 ? { name: `named-${i}`, token: `token-${i}` } : { name: `hashed-${i}`, sha256: sha256(`secret-${i}`) })
+    const set = createTokenSet(entries)
+    const tokenOf = (i: number) => i % 3 === 0 ? `plain-${i}` : i % 3 === 1 ? `token-${i}` : `secret-${i}`
+    const names = Array.from({ length: 9 }, (_, i) => set.identify(tokenOf(i))?.name)
+    expect(names).toEqual(Array.from({ length: 9 }, (_, i) => i % 3 === 0 ? `sha256:${sha256(`plain-${i}`).slice(0, 12)}` : i % 3 === 1 ? `named-${i}` : `hashed-${i}`))
   })
 })
 

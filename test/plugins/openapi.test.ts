@@ -25,8 +25,8 @@ describe('GET /openapi.json', () => {
     const operations = Object.values(paths as Record<string, Record<string, { operationId?: string, responses: object }>>).flatMap((path) => Object.values(path))
     expect(operations.map((operation) => operation.operationId).sort()).toEqual(['addPlant', 'describePlants', 'getLiveness', 'getReadiness'])
     for (const operation of operations) expect(Object.keys(operation.responses).some((status) => status.startsWith('4'))).toBe(true)
-    expect(Object.keys(paths['/livez'].get.responses)).toEqual(['200', '4XX'])
-    expect(Object.keys(paths['/readyz'].get.responses).sort()).toEqual(['200', '4XX', '503'])
+    expect(Object.keys(paths['/livez'].get.responses).sort()).toEqual(['200', '4XX', '505'])
+    expect(Object.keys(paths['/readyz'].get.responses).sort()).toEqual(['200', '4XX', '503', '505'])
   })
 
   it('declares the bearer scheme globally and leaves health probes open', async () => {
@@ -56,16 +56,16 @@ describe('GET /openapi.json', () => {
     const post = (await document()).paths['/plants'].post
     expect(post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/NewPlant' })
     // 405: what every other method on /plants answers (this document describes POST and OPTIONS only).
-    expect(Object.keys(post.responses).sort()).toEqual(['200', '400', '401', '405', '408', '409', '413', '415', '417', '429', '431', '500', '503', '507'])
+    expect(Object.keys(post.responses).sort()).toEqual(['200', '400', '401', '405', '408', '409', '413', '415', '417', '429', '431', '500', '503', '505', '507'])
     expect(post.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Plant' })
-    for (const status of ['400', '401', '405', '408', '409', '413', '415', '417', '429', '431', '500', '503', '507']) {
+    for (const status of ['400', '401', '405', '408', '409', '413', '415', '417', '429', '431', '500', '503', '505', '507']) {
       expect(post.responses[status].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' })
     }
   })
 
   it('documents OPTIONS /plants: 204 with Allow, no body, no token', async () => {
     const options = (await document()).paths['/plants'].options
-    expect(Object.keys(options.responses).sort()).toEqual(['204', '4XX'])
+    expect(Object.keys(options.responses).sort()).toEqual(['204', '4XX', '505'])
     expect(options.responses['204'].content).toBeUndefined()
     expect(Object.keys(options.responses['204'].headers).sort()).toEqual(['allow', 'x-request-id'])
   })
