@@ -87,9 +87,11 @@ EXPOSE 9464
 # No anonymous VOLUME: the memory and PostgreSQL stores write nothing. The SQLite store needs a
 # directory the node user can write: mount one, e.g. -v plants:/data -e DATABASE_URL=sqlite:/data/plants.db
 # (docs/deployment.md).
-# No curl in the image: Node's own fetch probes the liveness route.
+# No curl in the image, and no second node: the probe runs in the container's cgroup, and a node
+# started every 10 s (about 10 MiB of its own memory) pushed a 96 MiB container under load past its
+# limit. bash's /dev/tcp sends one HTTP/1.0 GET /livez; healthy when the status line says 200.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/livez').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+  CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${PORT:-3000} && printf 'GET /livez HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n' >&3 && head -n 1 <&3 | grep -q '^HTTP/1\\.[01] 200 '"]
 # Exec form: node itself is PID 1 and gets SIGTERM, which it handles (graceful shutdown); it starts no children.
 CMD ["node", "dist/server.js"]
 # OCI annotations, last so that a new REVISION rebuilds no layer: where the image comes from, which
