@@ -107,11 +107,11 @@ export const defaultOverloadLimits = (): OverloadLimits => ({
 
 /**
  * Under a memory limit, by default: the memory store is full (507) when its plants hold an eighth
- * of it (their names, tags and id index: 12 MiB of a 96 MiB container, about 200,000 plants with
+ * of it (their names, tags and id index: 12 MiB of a 96 MiB container, about 150,000 plants with
  * 20-byte names), and requests are shed (503) while the resident anonymous memory is at 85 % of it.
  * The rest is the process itself under load (about 60 MiB of RssAnon measured in a 96 MiB
  * container: heap, buffers), the log's buffer (LOG_BUFFER_MAX_BYTES) and the pages of Node's own
- * binary that the system keeps resident (docs/operating.md, "Memory: 507 and 503").
+ * binary that the system keeps resident (docs/operating.md, "Memory: 507 means the plants filled the store, 503 means load").
  */
 export const MEMORY_STORE_SHARE_OF_LIMIT = 1 / 8
 export const RSS_ANON_SHARE_OF_LIMIT = 0.85
