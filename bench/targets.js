@@ -92,6 +92,12 @@ export const TARGETS = [
   // never requests). Both at LOG_LEVEL=info, so that every request writes its access line.
   { name: 'log-pipe-fast', kind: 'http', script: SERVICE, service: true, stdoutRate: Infinity, prepare: async () => ({ env: serviceEnv({}) }) },
   { name: 'log-pipe-slow', kind: 'http', script: SERVICE, service: true, stdoutRate: 64 * 1024, prepare: async () => ({ env: serviceEnv({}) }) },
+  // The Docker image's glibc settings (Dockerfile ENV: MALLOC_ARENA_MAX=2, MALLOC_MMAP_THRESHOLD_) with the
+  // mmap threshold it had (64 KiB) and the one it has (16 KiB, the default BODY_LIMIT): side by side, what
+  // mapping each allocation from 16 KiB up costs. With the default name nothing is that large; run them with
+  // BENCH_NAME set to a 16,000-character name (docs/performance.md) for requests at the body limit.
+  { name: 'malloc-mmap-64k', kind: 'http', optIn: "the image's malloc settings", script: SERVICE, service: true, prepare: async () => ({ env: serviceEnv({ MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '65536' }) }) },
+  { name: 'malloc-mmap-16k', kind: 'http', optIn: "the image's malloc settings", script: SERVICE, service: true, prepare: async () => ({ env: serviceEnv({ MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '16384' }) }) },
   {
     name: 'sqlite',
     kind: 'http',
