@@ -155,7 +155,10 @@ const CLIENT_ERROR_MESSAGE: Record<number, string> = {
 /**
  * Malformed HTTP never reaches Fastify's request path: Node hands the socket to this handler.
  * Answers with an Error record where the socket can still take a reply; returns its status, or
- * undefined when the socket could take none.
+ * undefined when the socket could take none, and calls `answered` with the status once the reply is
+ * written in full: never for a client that is gone. (Node 22 reports a
+ * connection reset in the middle of a request as HPE_INVALID_EOF_STATE on a socket that still looks
+ * writable; the reply's write is what fails.)
  *
  * Bytes that arrive behind a request still being answered (pipelined) are not answered before it:
  * writing our reply at once and ending the socket would drop the reply in flight, whose request may
@@ -164,7 +167,7 @@ const CLIENT_ERROR_MESSAGE: Record<number, string> = {
  * a request that asked for `Connection: close` are ignored (RFC 9112 §9.6): Node ends the
  * connection once that request is answered.
  */
-export function clientErrorHandler (error: Error & { code?: string, rawPacket?: unknown }, socket: Socket): number | undefined {
+export function clientErrorHandler (error: Error & { code?: string, rawPacket?: unknown }, socket: Socket, answered?: (status: number) => void): number | undefined {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy()
     return undefined
@@ -177,7 +180,7 @@ export function clientErrorHandler (error: Error & { code?: string, rawPacket?: 
   const body = JSON.stringify(errorRecord(status, CLIENT_ERROR_MESSAGE[status] ?? 'the request is not valid HTTP'))
   const reply = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`
   afterRepliesInFlight(socket, () => {
-    if (socket.writable) socket.end(reply)
+    if (socket.writable) socket.end(reply, (failed?: Error | null) => { if (failed == null) answered?.(status) })
     else socket.destroy()
   })
   return status

@@ -167,3 +167,20 @@ describe('clientErrorHandler: malformed HTTP', () => {
     }
   })
 })
+
+describe('clientErrorHandler: what it reports as answered', () => {
+  it('reports the status once its reply is written, and nothing when the write fails (a client that reset the connection, as Node 22 reports it: HPE_INVALID_EOF_STATE)', () => {
+    const answered: number[] = []
+    for (const failure of [null, Object.assign(new Error('write ECONNRESET'), { code: 'ECONNRESET' })]) {
+      const written: string[] = []
+      const socket = {
+        writable: true,
+        destroy: () => { written.push('destroy') },
+        end: (data: string, done: (error?: Error | null) => void) => { written.push(data.split('\r\n', 1)[0] ?? ''); done(failure) }
+      } as unknown as Socket
+      clientErrorHandler(parseError('HPE_INVALID_EOF_STATE'), socket, (status) => { answered.push(status) })
+      expect(written).toEqual(['HTTP/1.1 400 Bad Request'])
+    }
+    expect(answered).toEqual([400])
+  })
+})

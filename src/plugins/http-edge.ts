@@ -68,12 +68,12 @@ export async function createHttpEdge ({ corsOrigins: origins, metrics }: HttpEdg
         metrics?.requests.observe(request.method, undefined, reply.statusCode, reply.elapsedTime / 1000)
       })
     },
-    // Malformed HTTP has no request, method or start time: counted as an unmatched _OTHER of 0 s.
+    // Malformed HTTP has no request, method or start time: counted as an unmatched _OTHER of 0 s,
+    // once its reply is written (a client that reset the connection got none).
     clientErrorHandler: metrics === undefined
       ? clientErrorHandler
       : (error, socket) => {
-          const status = clientErrorHandler(error, socket)
-          if (status !== undefined) metrics.requests.observe('_OTHER', undefined, status, 0)
+          clientErrorHandler(error, socket, (status) => { metrics.requests.observe('_OTHER', undefined, status, 0) })
         }
   }
 

@@ -103,9 +103,9 @@ describe('the edge\'s replies outside the hooks', () => {
     expect(JSON.parse(reply.body)).toEqual({ error: 505, message: 'HTTP/2.0 is not supported: send HTTP/1.1' })
   })
 
-  // Node 22 counts this reset as a 400 of _OTHER (seen in CI on 22.23.3, not understood yet: a bare
-  // http server and a bare Fastify both report ECONNRESET there); Node 24, the image's runtime, holds it.
-  it.skipIf(Number(process.versions.node.split('.')[0]) < 24)('does not count a connection reset before a request as a reply (Node 24+; on Node 22 skipped: counted as a 400, open)', async () => {
+  // Node 24 reports this reset as ECONNRESET; Node 22 as HPE_INVALID_EOF_STATE on a socket that still
+  // looks writable, so the 400 is attempted there and its write fails: counted only once written.
+  it('does not count a connection reset in the middle of a request as a reply (Node 22 sees it as an early end, Node 24 as a reset)', async () => {
     const metrics = createMetrics()
     const app = await buildTestApp({ metrics })
     await app.listen({ port: 0, host: '127.0.0.1' })
