@@ -82,7 +82,6 @@ export function createFailureLog ({ log, subject, counted, effect, intervalMs = 
   function write (state: KindState, now: number): void {
     clearTimeout(state.timer)
     state.timer = undefined
-    if (state.pending === 0) return
     const cause = summarizeCause(state.lastCause)
     log.warn({ subject, failure: state.kind, during: state.during, [counted]: state.pending, ...(cause === undefined ? {} : { cause }) },
       `${subject} failing (${state.kind}, ${state.during})${suffix}`)
