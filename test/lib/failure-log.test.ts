@@ -51,6 +51,19 @@ describe('createFailureLog', () => {
     expect(lines.map((line) => line.fields.refused)).toEqual([1, 2, 1])
   })
 
+  it('writes the counted failures once when a failure comes after the interval before their timer has run (a busy event loop)', () => {
+    const { lines, log } = recorder()
+    const failures = createFailureLog({ log, subject: 'store', counted: 'refused', intervalMs: 1000 })
+    failures.failed('refused', 'insert', refused)
+    failures.failed('refused', 'insert', refused)
+    // The clock passes the interval while the timer has not run yet.
+    vi.setSystemTime(Date.now() + 1500)
+    failures.failed('refused', 'insert', refused)
+    expect(lines.map((line) => line.fields.refused)).toEqual([1, 2])
+    vi.advanceTimersByTime(5000)
+    expect(lines.map((line) => line.fields.refused)).toEqual([1, 2])
+  })
+
   it('logs a failure at once when a whole interval has passed since the last line', () => {
     const { lines, log } = recorder()
     const failures = createFailureLog({ log, subject: 'store', counted: 'refused', intervalMs: 1000 })
@@ -75,6 +88,7 @@ describe('createFailureLog', () => {
     const { lines, log } = recorder()
     const failures = createFailureLog({ log, subject: 'rate limit store (Redis)', counted: 'errors', effect: 'requests are served without a limit' })
     failures.failed('timeout', 'incr', undefined)
+    expect(Object.keys(lines[0]?.fields ?? {})).toEqual(['subject', 'failure', 'during', 'errors'])
     expect(lines).toEqual([{
       level: 'warn',
       message: 'rate limit store (Redis) failing (timeout, incr): requests are served without a limit',
@@ -92,6 +106,9 @@ describe('createFailureLog', () => {
     failures.close()
     vi.advanceTimersByTime(5000)
     expect(lines).toHaveLength(1)
+    // Dropped, not carried into a later line.
+    failures.failed('refused', 'insert', refused)
+    expect(lines.map((line) => line.fields.refused)).toEqual([1, 1])
   })
 
   it('keeps kinds apart: a timeout is logged even while refusals are being counted', () => {
@@ -128,6 +145,17 @@ describe('createFailureLog', () => {
     // A new outage is logged from its first failure again.
     failures.failed('refused', 'insert', refused)
     expect(lines).toHaveLength(3)
+  })
+
+  it('logs the first failure of a new outage at once, even within the interval of the last outage\'s line', () => {
+    const { lines, log } = recorder()
+    const failures = createFailureLog({ log, subject: 'store', counted: 'refused', intervalMs: 1000 })
+    failures.failed('refused', 'insert', refused)
+    vi.advanceTimersByTime(100)
+    failures.recovered()
+    vi.advanceTimersByTime(100)
+    failures.failed('refused', 'insert', refused)
+    expect(lines.map((line) => [line.level, line.fields.refused])).toEqual([['warn', 1], ['info', 1], ['warn', 1]])
   })
 })
 
