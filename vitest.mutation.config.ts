@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config'
 
 // The suites StrykerJS counts (`npm run mutation`): the unit-level ones, which import `src/` in-process.
 // Left out: suites that run the built server or a child process on `dist/` (end-to-end, container, bench,
-// scripts, storage, shutdown and token rotation of the built server), and the PostgreSQL suites (a service).
+// scripts, storage, shutdown (under load, and its delay) and token rotation of the built server), and the PostgreSQL suites (a service).
 export default defineConfig({
   test: {
     include: [
@@ -17,6 +17,7 @@ export default defineConfig({
     exclude: [
       'test/storage.test.ts',
       'test/hardening/shutdown-under-load.test.ts',
+      'test/hardening/shutdown-delay.test.ts',
       'test/hardening/token-rotation.test.ts',
       'test/openapi/committed.test.ts',
       'test/openapi/lint.test.ts',

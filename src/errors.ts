@@ -76,8 +76,8 @@ function quietlyRefused (error: FastifyError): boolean {
 }
 
 function statusOf (error: FastifyError): number {
-  const status = error.statusCode
-  return status !== undefined && status >= 400 && status <= 599 ? status : 500
+  const status = error.statusCode ?? 500
+  return status >= 400 && status <= 599 ? status : 500
 }
 
 export function errorRecord (status: number, message: string): ErrorRecord {
@@ -110,6 +110,7 @@ export function sendError (error: FastifyError, request: FastifyRequest, reply: 
       ? 'Bearer realm="plants", error="invalid_token"'
       : 'Bearer realm="plants"')
   }
+  // Stryker disable next-line StringLiteral: equivalent: Fastify clears a reply's content-type before its error handler and types an object application/json; charset=utf-8 itself; stated here as the contract
   reply.code(status).type('application/json; charset=utf-8').send(errorRecord(status, message))
 }
 
@@ -176,7 +177,7 @@ export function clientErrorHandler (error: Error & { code?: string, rawPacket?: 
     if (replyInFlight(socket) === undefined) socket.destroy()
     return undefined
   }
-  const status = versionRefused(error) ? 505 : CLIENT_ERROR_STATUS[error.code ?? ''] ?? 400
+  const status = versionRefused(error) ? 505 : CLIENT_ERROR_STATUS[String(error.code)] ?? 400
   const body = JSON.stringify(errorRecord(status, CLIENT_ERROR_MESSAGE[status] ?? 'the request is not valid HTTP'))
   const reply = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`
   afterRepliesInFlight(socket, () => {

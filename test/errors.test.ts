@@ -2,13 +2,13 @@ import createError from '@fastify/error'
 import { EventEmitter } from 'node:events'
 import type { Socket } from 'node:net'
 import { Writable } from 'node:stream'
-import Fastify, { type FastifyBaseLogger, type FastifyError } from 'fastify'
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyReply } from 'fastify'
 import pino from 'pino'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { StoreUnavailableError, clientErrorHandler, installErrorHandlers } from '../src/errors.js'
+import { NotReadyError, OverloadedError, StoreUnavailableError, VersionNotSupportedError, clientErrorHandler, installErrorHandlers } from '../src/errors.js'
 
 /** A bare Fastify app with the service's error handlers: GET /throw throws what `make` returns. */
-async function appThrowing (make: () => Error) {
+async function appThrowing (make: (reply: FastifyReply) => Error) {
   const lines: Record<string, unknown>[] = []
   const logger = pino({ level: 'info' }, new Writable({
     write (chunk, _encoding, done) {
@@ -18,7 +18,7 @@ async function appThrowing (make: () => Error) {
   }))
   const app = Fastify({ loggerInstance: logger as FastifyBaseLogger })
   installErrorHandlers(app)
-  app.get('/throw', async () => { throw make() })
+  app.get('/throw', async (_request, reply) => { throw make(reply) })
   onTestFinished(() => app.close())
   const reply = await app.inject({ method: 'GET', url: '/throw' })
   return { reply, lines, app }
@@ -55,8 +55,12 @@ describe('sendError: the Error record for any error', () => {
     const warning = lines.find((line) => line.msg === 'request refused')
     expect(warning?.level).toBe(40)
     expect(warning?.err).toMatchObject({ message: 'a detail for the log only' })
-    // The quiet ones (store unavailable, overloaded...) are logged elsewhere, once per interval.
-    expect((await appThrowing(() => new StoreUnavailableError())).lines.filter((line) => line.msg === 'request refused')).toEqual([])
+    // The quiet ones are logged elsewhere, once per interval (a store failure, a shed request), or are
+    // the client's doing with their access line (a 505).
+    for (const make of [() => new StoreUnavailableError(), () => new OverloadedError(), () => new NotReadyError(), () => new VersionNotSupportedError('HTTP/2.0')]) {
+      const { reply, lines } = await appThrowing(make)
+      expect(lines.filter((line) => line.msg === 'request refused'), String(reply.statusCode)).toEqual([])
+    }
   })
 
   it('adds Retry-After: 1 to a 503 only, and keeps a Retry-After the error set', async () => {
@@ -67,8 +71,14 @@ describe('sendError: the Error record for any error', () => {
     expect(own.reply.headers['retry-after']).toBe('7')
   })
 
-  it('sends the record as application/json; charset=utf-8', async () => {
+  it('sends the record as application/json; charset=utf-8, even when the route had set another type', async () => {
     expect((await appThrowing(() => withStatus(418))).reply.headers['content-type']).toBe('application/json; charset=utf-8')
+    const { reply } = await appThrowing((routeReply) => {
+      routeReply.type('text/plain')
+      return withStatus(409)
+    })
+    expect(reply.headers['content-type']).toBe('application/json; charset=utf-8')
+    expect(reply.json()).toEqual({ error: 409, message: 'a detail for the log only' })
   })
 
   it('words Fastify\'s own 4xx errors for the API\'s callers', async () => {
@@ -129,6 +139,19 @@ describe('clientErrorHandler: malformed HTTP', () => {
       const { socket, calls } = fakeSocket()
       expect(clientErrorHandler(parseError(code), socket)).toBe(status)
       expect(calls).toEqual([`end HTTP/1.1 ${status} ${{ 431: 'Request Header Fields Too Large', 408: 'Request Timeout', 400: 'Bad Request' }[status]}`])
+    }
+  })
+
+  it('answers 505 to a well-formed version the parser refuses, its line ended by CRLF or a bare LF; 400 to a garbled one', () => {
+    const versionError = (raw: string) => Object.assign(parseError('HPE_INVALID_VERSION'), { rawPacket: Buffer.from(raw, 'latin1') })
+    const cases = [
+      ['GET / HTTP/1.2\r\nHost: a\r\n\r\n', 505], ['GET /plants HTTP/3.0\nHost: a\n\n', 505],
+      ['GET / HTTP/1.x\r\n\r\n', 400], ['GET / HTTP/12.0\r\n\r\n', 400], ['GET /a b HTTP/1.2\r\n\r\n', 400], ['GET / HTTP/1.2 \r\n\r\n', 400]
+    ] as const
+    for (const [raw, status] of cases) {
+      const { socket, calls } = fakeSocket()
+      expect(clientErrorHandler(versionError(raw), socket), JSON.stringify(raw)).toBe(status)
+      expect(calls, JSON.stringify(raw)).toEqual([status === 505 ? 'end HTTP/1.1 505 HTTP Version Not Supported' : 'end HTTP/1.1 400 Bad Request'])
     }
   })
 

@@ -47,7 +47,9 @@ export const corsPolicy = fp(async function corsPolicy (app: FastifyInstance, { 
     maxAge: CORS_MAX_AGE_SECONDS,
     credentials: false
   }
-  // Made once: the delegator picks one of three per request.
+  // Made once: the delegator picks one of three per request. `preflight` acts only on an OPTIONS
+  // (@fastify/cors checks the method itself), so a request with Access-Control-Request-Method is
+  // given it whatever its method.
   const off: FastifyCorsOptions = { origin: false }
   const simple: FastifyCorsOptions = { ...base, preflight: false }
   const preflight: FastifyCorsOptions = { ...base, preflight: true }
@@ -55,7 +57,7 @@ export const corsPolicy = fp(async function corsPolicy (app: FastifyInstance, { 
     delegator: (request, callback) => {
       const origin = request.headers.origin
       if (origin === undefined || !(any || listed.has(origin))) callback(null, off)
-      else callback(null, request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined ? preflight : simple)
+      else callback(null, request.headers['access-control-request-method'] !== undefined ? preflight : simple)
     }
   })
 }, { name: 'cors-policy' })

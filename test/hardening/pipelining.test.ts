@@ -1,5 +1,8 @@
+import { EventEmitter } from 'node:events'
 import type { AddressInfo } from 'node:net'
-import { describe, expect, it } from 'vitest'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { describe, expect, it, vi } from 'vitest'
+import { awaitTurn } from '../../src/plugins/pipelining.js'
 import { TOKEN, buildTestApp } from '../helpers.js'
 import { countingRepository, rawExchange, splitReplies } from './hardening-helpers.js'
 
@@ -87,5 +90,49 @@ describe('pipelined requests on one keep-alive connection (raw socket, both requ
     expect(replies.map((reply) => reply.status)).toEqual([200, 200, 400])
     expect(JSON.parse(replies[2]?.body ?? '')).toEqual({ error: 400, message: 'the request is not valid HTTP' })
     expect(repository.inserts).toBe(2)
+  })
+})
+
+describe('awaitTurn, for a request whose reply is queued behind another (no socket yet)', () => {
+  const NOT_PROCESSED = 'request not processed: an earlier reply closed its connection'
+
+  /** A request on a connection (`destroyed` or not) whose reply has no socket yet, as Node queues it. */
+  function queued (destroyed = false) {
+    const socket = Object.assign(new EventEmitter(), { destroyed })
+    const response = Object.assign(new EventEmitter(), { socket: null })
+    const info = vi.fn()
+    const request = { raw: { socket }, method: 'POST', routeOptions: { url: '/plants' }, log: { info } } as unknown as FastifyRequest
+    const reply = { raw: response } as unknown as FastifyReply
+    const proceed = vi.fn()
+    awaitTurn(request, reply, proceed)
+    return { socket, response, info, proceed }
+  }
+
+  it('goes on once its reply gets the socket, and never logs a drop when the connection closes after', () => {
+    const { socket, response, info, proceed } = queued()
+    expect(proceed).not.toHaveBeenCalled()
+    response.emit('socket')
+    expect(proceed).toHaveBeenCalledTimes(1)
+    socket.emit('close')
+    expect(info).not.toHaveBeenCalled()
+    expect(socket.listenerCount('close')).toBe(0)
+  })
+
+  it('drops the request when the connection closes first, logged once, and never goes on after', () => {
+    const { socket, response, info, proceed } = queued()
+    socket.emit('close')
+    expect(info).toHaveBeenCalledTimes(1)
+    expect(info).toHaveBeenCalledWith({ method: 'POST', route: '/plants', status: null }, NOT_PROCESSED)
+    response.emit('socket')
+    expect(proceed).not.toHaveBeenCalled()
+    expect(response.listenerCount('socket')).toBe(0)
+  })
+
+  it('drops the request at once when its connection is already gone (its close will not come again)', () => {
+    const { socket, response, info, proceed } = queued(true)
+    expect(info).toHaveBeenCalledWith({ method: 'POST', route: '/plants', status: null }, NOT_PROCESSED)
+    expect(socket.listenerCount('close')).toBe(0)
+    expect(response.listenerCount('socket')).toBe(0)
+    expect(proceed).not.toHaveBeenCalled()
   })
 })

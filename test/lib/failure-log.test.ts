@@ -33,6 +33,84 @@ describe('createFailureLog', () => {
     expect(lines).toHaveLength(2)
   })
 
+  it('writes the counted failures one interval after the last line, not before, and again each interval while they go on', () => {
+    const { lines, log } = recorder()
+    const failures = createFailureLog({ log, subject: 'store', counted: 'refused', intervalMs: 1000 })
+    failures.failed('refused', 'insert', refused)
+    vi.advanceTimersByTime(400)
+    failures.failed('refused', 'insert', refused)
+    failures.failed('refused', 'insert', refused)
+    vi.advanceTimersByTime(599)
+    expect(lines).toHaveLength(1)
+    vi.advanceTimersByTime(1)
+    expect(lines.map((line) => line.fields.refused)).toEqual([1, 2])
+    failures.failed('refused', 'insert', refused)
+    vi.advanceTimersByTime(999)
+    expect(lines).toHaveLength(2)
+    vi.advanceTimersByTime(1)
+    expect(lines.map((line) => line.fields.refused)).toEqual([1, 2, 1])
+  })
+
+  it('writes the counted failures once when a failure comes after the interval before their timer has run (a busy event loop)', () => {
+    const { lines, log } = recorder()
+    const failures = createFailureLog({ log, subject: 'store', counted: 'refused', intervalMs: 1000 })
+    failures.failed('refused', 'insert', refused)
+    failures.failed('refused', 'insert', refused)
+    // The clock passes the interval while the timer has not run yet.
+    vi.setSystemTime(Date.now() + 1500)
+    failures.failed('refused', 'insert', refused)
+    expect(lines.map((line) => line.fields.refused)).toEqual([1, 2])
+    vi.advanceTimersByTime(5000)
+    expect(lines.map((line) => line.fields.refused)).toEqual([1, 2])
+  })
+
+  it('logs a failure at once when a whole interval has passed since the last line', () => {
+    const { lines, log } = recorder()
+    const failures = createFailureLog({ log, subject: 'store', counted: 'refused', intervalMs: 1000 })
+    failures.failed('refused', 'insert', refused)
+    vi.advanceTimersByTime(1000)
+    failures.failed('refused', 'insert', refused)
+    expect(lines.map((line) => line.fields.refused)).toEqual([1, 1])
+  })
+
+  it('never keeps the process alive for a line still to be written (its timer is unref\'d)', () => {
+    const { log } = recorder()
+    const setTimeoutSpy = vi.spyOn(globalThis, 'setTimeout')
+    const failures = createFailureLog({ log, subject: 'store', counted: 'refused' })
+    failures.failed('refused', 'insert', refused)
+    failures.failed('refused', 'insert', refused)
+    expect(setTimeoutSpy).toHaveBeenCalledTimes(1)
+    expect((setTimeoutSpy.mock.results[0]?.value as NodeJS.Timeout).hasRef()).toBe(false)
+    failures.close()
+  })
+
+  it('appends the effect to the failure lines\' message, and logs a failure with no cause without a cause field', () => {
+    const { lines, log } = recorder()
+    const failures = createFailureLog({ log, subject: 'rate limit store (Redis)', counted: 'errors', effect: 'requests are served without a limit' })
+    failures.failed('timeout', 'incr', undefined)
+    expect(Object.keys(lines[0]?.fields ?? {})).toEqual(['subject', 'failure', 'during', 'errors'])
+    expect(lines).toEqual([{
+      level: 'warn',
+      message: 'rate limit store (Redis) failing (timeout, incr): requests are served without a limit',
+      fields: { subject: 'rate limit store (Redis)', failure: 'timeout', during: 'incr', errors: 1 }
+    }])
+    failures.recovered()
+    expect(lines[1]).toEqual({ level: 'info', message: 'rate limit store (Redis) back', fields: { subject: 'rate limit store (Redis)', failedMs: 0, errors: 1 } })
+  })
+
+  it('stops its timers on close: the failures counted and not yet logged are dropped', () => {
+    const { lines, log } = recorder()
+    const failures = createFailureLog({ log, subject: 'store', counted: 'refused' })
+    failures.failed('refused', 'insert', refused)
+    failures.failed('refused', 'insert', refused)
+    failures.close()
+    vi.advanceTimersByTime(5000)
+    expect(lines).toHaveLength(1)
+    // Dropped, not carried into a later line.
+    failures.failed('refused', 'insert', refused)
+    expect(lines.map((line) => line.fields.refused)).toEqual([1, 1])
+  })
+
   it('keeps kinds apart: a timeout is logged even while refusals are being counted', () => {
     const { lines, log } = recorder()
     const failures = createFailureLog({ log, subject: 'store', counted: 'refused' })
@@ -50,12 +128,15 @@ describe('createFailureLog', () => {
     const failures = createFailureLog({ log, subject: 'store', counted: 'refused' })
     failures.recovered()
     expect(lines).toEqual([])
-    for (let i = 0; i < 3; i++) failures.failed('refused', 'insert', refused)
+    for (let i = 0; i < 2; i++) failures.failed('refused', 'insert', refused)
     expect(failures.failing).toBe(true)
-    vi.advanceTimersByTime(250)
+    vi.advanceTimersByTime(100)
+    failures.failed('refused', 'insert', refused)
+    vi.advanceTimersByTime(150)
     failures.recovered()
     failures.recovered()
     expect(lines.map((line) => line.level)).toEqual(['warn', 'info'])
+    // The outage is counted from its first failure, not its latest.
     expect(lines[1]).toEqual({ level: 'info', message: 'store back', fields: { subject: 'store', failedMs: 250, refused: 3 } })
     expect(failures.failing).toBe(false)
     // The counted refusals were part of the outage's total: no late line after the recovery.
@@ -64,6 +145,17 @@ describe('createFailureLog', () => {
     // A new outage is logged from its first failure again.
     failures.failed('refused', 'insert', refused)
     expect(lines).toHaveLength(3)
+  })
+
+  it('logs the first failure of a new outage at once, even within the interval of the last outage\'s line', () => {
+    const { lines, log } = recorder()
+    const failures = createFailureLog({ log, subject: 'store', counted: 'refused', intervalMs: 1000 })
+    failures.failed('refused', 'insert', refused)
+    vi.advanceTimersByTime(100)
+    failures.recovered()
+    vi.advanceTimersByTime(100)
+    failures.failed('refused', 'insert', refused)
+    expect(lines.map((line) => [line.level, line.fields.refused])).toEqual([['warn', 1], ['info', 1], ['warn', 1]])
   })
 })
 
@@ -74,9 +166,37 @@ describe('summarizeCause', () => {
     expect(summarizeCause(outer)).toEqual({ code: '57P01', message: 'first line' })
   })
 
-  it('shortens a long message and reads the first error of an AggregateError', () => {
-    expect(summarizeCause(new Error('x', { cause: new Error('m'.repeat(500)) }))?.message).toHaveLength(201)
+  it('shortens a message over 200 characters, and keeps one of 200 whole', () => {
+    expect(summarizeCause(new Error('x', { cause: new Error('m'.repeat(500)) }))?.message).toBe(`${'m'.repeat(200)}…`)
+    expect(summarizeCause(new Error('m'.repeat(200)))?.message).toBe('m'.repeat(200))
+  })
+
+  it('reads the first error of an AggregateError without a message (its code too, when the aggregate has none); one with a message is read itself', () => {
     const aggregate = Object.assign(new AggregateError([refused, new Error('other')], ''), { code: 'ECONNREFUSED' })
     expect(summarizeCause(aggregate)).toEqual({ code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:1' })
+    expect(summarizeCause(new AggregateError([refused], ''))).toEqual({ code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:1' })
+    expect(summarizeCause(new AggregateError([refused], 'all attempts failed'))).toEqual({ message: 'all attempts failed' })
+  })
+
+  it('has no summary for no cause, and stops at a null cause', () => {
+    expect(summarizeCause(undefined)).toBeUndefined()
+    expect(summarizeCause(null)).toBeUndefined()
+    expect(summarizeCause(Object.assign(new Error('outer'), { cause: null }))).toEqual({ message: 'outer' })
+  })
+
+  it('summarizes a thrown value that is not an Error as its text, and keeps a numeric code as text, no other kind', () => {
+    expect(summarizeCause(new Error('outer', { cause: 'socket hang up\nat line 2' }))).toEqual({ message: 'socket hang up' })
+    expect(summarizeCause(Object.assign(new Error('m'), { code: 42 }))).toEqual({ code: '42', message: 'm' })
+    expect(summarizeCause(Object.assign(new Error('m'), { code: { nested: true } }))).toEqual({ message: 'm' })
+  })
+
+  it('follows at most 10 causes, so that a cyclic chain ends', () => {
+    let error = new Error('level 0')
+    for (let level = 1; level <= 12; level++) error = new Error(`level ${level}`, { cause: error })
+    // From level 12, ten steps down.
+    expect(summarizeCause(error)).toEqual({ message: 'level 2' })
+    const cyclic: Error & { cause?: unknown } = new Error('a')
+    cyclic.cause = new Error('b', { cause: cyclic })
+    expect(summarizeCause(cyclic)).toEqual({ message: 'a' })
   })
 })

@@ -1,7 +1,8 @@
 import type { AddressInfo } from 'node:net'
-import type { LightMyRequestResponse } from 'fastify'
+import Fastify, { type LightMyRequestResponse } from 'fastify'
 import { describe, expect, it } from 'vitest'
 import { defaultOverloadLimits } from '../../src/config.js'
+import { corsHeadersOfErrors } from '../../src/plugins/cors.js'
 import { AUTH, JSON_AUTH, buildTestApp, postPlant } from '../helpers.js'
 import { parseRawReply, rawExchange, until } from '../hardening/hardening-helpers.js'
 import type { App } from '../../src/app.js'
@@ -63,6 +64,19 @@ describe('CORS for listed origins (CORS_ORIGINS)', () => {
     expect(res.json()).toEqual({ name: 'fern' })
     expect(corsHeaders(res)).toEqual({ 'access-control-allow-origin': APP, 'access-control-expose-headers': EXPOSED })
     expect(res.headers.vary).toBe('Origin')
+  })
+
+  it('answers a POST that carries Access-Control-Request-Method as a simple request (only an OPTIONS is a preflight)', async () => {
+    const app = await corsApp()
+    const res = await postPlant(app, plant, { ...JSON_AUTH, origin: APP, 'access-control-request-method': 'POST' })
+    expect(res.statusCode).toBe(200)
+    expect(res.json()).toEqual({ name: 'fern' })
+    expect(corsHeaders(res)).toEqual({ 'access-control-allow-origin': APP, 'access-control-expose-headers': EXPOSED })
+  })
+
+  it('registers as the cors-policy plugin, so that a plugin can declare it as a dependency', async () => {
+    const app = await corsApp()
+    expect(app.hasPlugin('cors-policy')).toBe(true)
   })
 
   it('gives an unlisted origin no CORS header: its preflight is the plain OPTIONS 204, its POST has no Access-Control-*', async () => {
@@ -168,6 +182,33 @@ describe('CORS for listed origins (CORS_ORIGINS)', () => {
     expect(post.headers['access-control-allow-origin']).toBe('*')
   })
 
+  it('with CORS_ORIGINS *, carries Access-Control-Allow-Origin: * on errors from any origin, made in a hook (401) or before routing (a bad URL)', async () => {
+    const app = await corsApp(['*'])
+    const replies = [
+      await postPlant(app, plant, { 'content-type': 'application/json', origin: OTHER }),
+      await app.inject({ method: 'GET', url: '/plants%zz', headers: { origin: OTHER } })
+    ]
+    expect(replies.map((res) => res.statusCode)).toEqual([401, 400])
+    for (const res of replies) {
+      expect(corsHeaders(res), String(res.statusCode)).toEqual({ 'access-control-allow-origin': '*', 'access-control-expose-headers': EXPOSED })
+      expect(res.headers.vary, String(res.statusCode)).toBe('Origin')
+    }
+  })
+
+  it('with CORS_ORIGINS *, still sends no CORS header to a request without Origin, served (200) or refused (401, a bad URL)', async () => {
+    const app = await corsApp(['*'])
+    const replies = [
+      await postPlant(app, plant),
+      await postPlant(app, plant, { 'content-type': 'application/json' }),
+      await app.inject({ method: 'GET', url: '/plants%zz' })
+    ]
+    expect(replies.map((res) => res.statusCode)).toEqual([200, 401, 400])
+    for (const res of replies) {
+      expect(corsHeaders(res), String(res.statusCode)).toEqual({})
+      expect(res.headers.vary, String(res.statusCode)).toBe('Origin')
+    }
+  })
+
   it('does not count preflights against the rate limit, and a 429 carries the CORS headers', async () => {
     const app = await corsApp([APP], { rateLimit: { perMinute: 1 } })
     for (let i = 0; i < 3; i++) expect((await preflight(app, APP)).statusCode).toBe(204)
@@ -197,5 +238,54 @@ describe('CORS for listed origins (CORS_ORIGINS)', () => {
     const res = await preflight(app, APP)
     expect(res.statusCode).toBe(204)
     expect(res.headers['access-control-allow-origin']).toBe(APP)
+  })
+})
+
+describe('corsHeadersOfErrors, on a reply the CORS hook may have seen', () => {
+  /** A reply that already carries `vary` (and `access-control-allow-origin`), when given, then meets corsHeadersOfErrors; `origin` null: no Origin. */
+  async function after (given: { vary?: string, allowOrigin?: string }, origin: string | null = APP, origins: string[] = [APP]) {
+    const app = Fastify()
+    const addCorsHeaders = corsHeadersOfErrors(origins)
+    app.get('/', (request, reply) => {
+      if (given.vary !== undefined) reply.header('vary', given.vary)
+      if (given.allowOrigin !== undefined) reply.header('access-control-allow-origin', given.allowOrigin)
+      addCorsHeaders(request, reply)
+      reply.send('')
+    })
+    const res = await app.inject({ method: 'GET', url: '/', headers: origin === null ? {} : { origin } })
+    return { vary: res.headers.vary, cors: corsHeaders(res) }
+  }
+
+  const added = { 'access-control-allow-origin': APP, 'access-control-expose-headers': EXPOSED }
+
+  it('adds Vary: Origin and the CORS headers of a listed origin to a reply with no Vary', async () => {
+    expect(await after({})).toEqual({ vary: 'Origin', cors: added })
+  })
+
+  it('appends Origin to a Vary that does not list it, and adds the CORS headers', async () => {
+    for (const vary of ['Accept-Encoding', 'X-Origin', 'Origins', 'Accept, Origin-Agent-Cluster']) {
+      expect(await after({ vary }), vary).toEqual({ vary: `${vary}, Origin`, cors: added })
+    }
+  })
+
+  it('leaves a reply whose Vary lists Origin alone, in any case and at any place of the list: the CORS hook has run', async () => {
+    for (const vary of ['Origin', 'origin', 'ORIGIN', 'Accept, Origin', 'Accept,Origin', 'Origin, Accept', 'Origin,Accept', 'Accept ,  origin  , Range']) {
+      expect(await after({ vary }), vary).toEqual({ vary, cors: {} })
+    }
+  })
+
+  it('leaves a reply that already carries Access-Control-Allow-Origin alone, even without Vary', async () => {
+    expect(await after({ allowOrigin: APP })).toEqual({ vary: undefined, cors: { 'access-control-allow-origin': APP } })
+  })
+
+  it('adds only Vary: Origin for a request without Origin or from an unlisted origin', async () => {
+    expect(await after({}, null)).toEqual({ vary: 'Origin', cors: {} })
+    expect(await after({}, OTHER)).toEqual({ vary: 'Origin', cors: {} })
+    expect(await after({ vary: 'Accept' }, OTHER)).toEqual({ vary: 'Accept, Origin', cors: {} })
+  })
+
+  it('allows any origin with * when the list is *, and still none to a request without Origin', async () => {
+    expect(await after({}, OTHER, ['*'])).toEqual({ vary: 'Origin', cors: { 'access-control-allow-origin': '*', 'access-control-expose-headers': EXPOSED } })
+    expect(await after({}, null, ['*'])).toEqual({ vary: 'Origin', cors: {} })
   })
 })
