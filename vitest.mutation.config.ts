@@ -17,6 +17,7 @@ export default defineConfig({
     exclude: [
       'test/storage.test.ts',
       'test/hardening/shutdown-under-load.test.ts',
+      'test/hardening/shutdown-delay.test.ts',
       'test/hardening/token-rotation.test.ts',
       'test/openapi/committed.test.ts',
       'test/openapi/lint.test.ts',
