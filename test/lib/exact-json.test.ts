@@ -5,6 +5,8 @@ import { exactInteger, maybeInexact, parseJsonExact } from '../../src/lib/exact-
 describe('exactInteger', () => {
   it('gives numbers for safe integers and bigints beyond, exactly', () => {
     expect(exactInteger('42')).toBe(42)
+    expect(exactInteger('1050')).toBe(1050)
+    expect(exactInteger('9007199254740991')).toBe(9007199254740991)
     expect(exactInteger('-9007199254740991')).toBe(-9007199254740991)
     expect(exactInteger('9007199254740992')).toBe(9007199254740992n)
     expect(exactInteger('9223372036854775807')).toBe(9223372036854775807n)
@@ -17,10 +19,20 @@ describe('exactInteger', () => {
     expect(exactInteger('92233720368547758.07e2')).toBe(9223372036854775807n)
     expect(exactInteger('0.0')).toBe(0)
     expect(exactInteger('-0')).toBe(0)
+    expect(exactInteger('1000e-3')).toBe(1)
+    expect(exactInteger('10.50e1')).toBe(105)
+    // Leading zeros take no room among int64's 19 digits, however many the fraction has.
+    expect(exactInteger('0.00000000000000000001e20')).toBe(1)
   })
 
   it('gives NaN for non-integers and values beyond int64, however they are written', () => {
     for (const literal of ['1.5', '1.0000000000000001', '1e-1', '9223372036854775808', '-9223372036854775809', '1e19', '1e400', '1e99999999999']) {
+      expect(exactInteger(literal), literal).toBeNaN()
+    }
+  })
+
+  it('gives NaN for a text that is not one JSON number literal, even when one starts or ends it', () => {
+    for (const literal of ['', 'x', '+1', '.5', '1.', '1e', '1e5e5', '12-3', '1 ']) {
       expect(exactInteger(literal), literal).toBeNaN()
     }
   })
@@ -60,9 +72,17 @@ describe('parseJsonExact', () => {
     ))
   })
 
-  it('ignores an "id" inside nested objects, arrays and strings', () => {
-    const body = parseJsonExact('{"a":{"id":9007199254740993},"b":["\\"id\\":1.5"],"id":9007199254740995,"c":{"id":1.5}}') as Record<string, unknown>
+  it('ignores an "id" inside nested objects, arrays and strings, and a string value "id"', () => {
+    const body = parseJsonExact('{"a":{"id":9007199254740993},"b":["\\"id\\":1.5"],"id":9007199254740995,"c":{"id":1.5},"d":"id"}') as Record<string, unknown>
     expect(body.id).toBe(9007199254740995n)
+  })
+
+  it('gives an id only to a top-level object: any other JSON text parses as JSON.parse reads it', () => {
+    for (const text of ['[{"id":9007199254740993}]', '["id",{"a":9007199254740993}]', '["id", 1.5]', '1.5', '"id:1.5"']) {
+      const value: unknown = parseJsonExact(text)
+      expect(value, text).toStrictEqual(JSON.parse(text))
+      expect(Object.hasOwn(Object(value), 'id'), text).toBe(false)
+    }
   })
 
   it('reads an id whose key is written with escapes', () => {

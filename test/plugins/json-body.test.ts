@@ -42,11 +42,13 @@ describe('request bodies with a content coding (RFC 9110 §8.4)', () => {
     }
   })
 
-  it('takes identity as no coding, alone or beside one other coding, in any order', async () => {
+  it('takes identity as no coding, alone or beside one other coding, in any order, and skips empty list entries', async () => {
     const app = await buildTestApp()
     expect((await postEncoded(app, Buffer.from('{"id":1,"name":"fern"}'), 'identity')).statusCode).toBe(200)
     expect((await postEncoded(app, gzipSync('{"id":2,"name":"fern"}'), 'gzip, identity')).statusCode).toBe(200)
     expect((await postEncoded(app, gzipSync('{"id":3,"name":"fern"}'), 'identity,gzip')).statusCode).toBe(200)
+    expect((await postEncoded(app, Buffer.from('{"id":4,"name":"fern"}'), ', ,identity')).statusCode).toBe(200)
+    expect((await postEncoded(app, gzipSync('{"id":5,"name":"fern"}'), 'gzip, ,')).statusCode).toBe(200)
   })
 
   it('keeps the int64 id exact and checks UTF-8 after decoding', async () => {
@@ -66,6 +68,9 @@ describe('request bodies with a content coding (RFC 9110 §8.4)', () => {
     expect(res.headers['accept-encoding']).toBe('gzip, deflate, br')
     expect(res.json()).toEqual(unsupported('x-unknown'))
     expect(await isStored(app)).toBe(false)
+    // A long name is quoted up to its first 100 characters.
+    const long = await postEncoded(app, Buffer.from(FERN), 'x'.repeat(150))
+    expect(long.json()).toEqual(unsupported('x'.repeat(100)))
   })
 
   it('answers 415 for compress and zstd too (not decoded here)', async () => {
@@ -79,7 +84,7 @@ describe('request bodies with a content coding (RFC 9110 §8.4)', () => {
 
   it('answers 415 for more than one coding (gzip of gzip), and stores nothing', async () => {
     const app = await buildTestApp()
-    const res = await postEncoded(app, gzipSync(gzipSync(FERN)), 'gzip, gzip')
+    const res = await postEncoded(app, gzipSync(gzipSync(FERN)), ' gzip, gzip ')
     expect(res.statusCode).toBe(415)
     expect(res.headers['accept-encoding']).toBe('gzip, deflate, br')
     expect(res.json()).toEqual(unsupported('gzip, gzip'))
@@ -98,6 +103,9 @@ describe('request bodies with a content coding (RFC 9110 §8.4)', () => {
     }
     const raw = await postEncoded(app, deflateRawSync(FERN), 'deflate')
     expect(raw.json()).toEqual({ error: 400, message: 'body is not valid deflate data' })
+    // x-gzip is named gzip, the coding it is.
+    expect((await postEncoded(app, Buffer.from(FERN), 'x-gzip')).json()).toEqual({ error: 400, message: 'body is not valid gzip data' })
+    expect((await postEncoded(app, Buffer.from(FERN), 'br')).json()).toEqual({ error: 400, message: 'body is not valid br data' })
     expect(await isStored(app)).toBe(false)
   })
 
@@ -132,6 +140,10 @@ describe('request bodies with a content coding (RFC 9110 §8.4)', () => {
     const res = await postEncoded(app, Buffer.alloc(200), 'gzip')
     expect(res.statusCode).toBe(413)
     expect(res.json()).toEqual({ error: 413, message: 'body must not be larger than 100 bytes' })
+  })
+
+  it('is registered as the json-body plugin, the name other plugins can depend on', async () => {
+    expect((await buildTestApp()).hasPlugin('json-body')).toBe(true)
   })
 
   it('checks the token before the coding: no token with an unknown coding is a 401', async () => {
