@@ -64,6 +64,7 @@ function difference (presented: string, known: string): number {
 /** The same for two SHA-256 digests as latin1 strings (32 characters each, so no length to hide). */
 function digestDifference (presented: string, known: string): number {
   let difference = 0
+  // Stryker disable next-line EqualityOperator: one step past the end reads NaN on both sides, and NaN ^ NaN is 0
   for (let i = 0; i < 32; i++) difference |= presented.charCodeAt(i) ^ known.charCodeAt(i)
   return difference
 }
@@ -116,13 +117,14 @@ export function createTokenSet (entries: readonly (TokenEntry | string)[]): Toke
       let found = 0
       let position = 0
       for (const candidate of plain) found |= sameMask(difference(token, candidate)) & ++position
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: with no hashed entry the loop finds nothing; the test only spares a SHA-256
       if (digests.length > 0) {
         // Hashed entries: one SHA-256 of the presented token (crypto.hash with a string out: a third
         // of createHash's cost in Node 20), compared with every known digest, every byte of each.
         const digest = hash('sha256', token, 'binary')
         for (const candidate of digests) found |= sameMask(digestDifference(digest, candidate)) & ++position
       }
-      return found === 0 ? undefined : clients[found - 1]
+      return clients[found - 1] // found 0 (no match) reads clients[-1]: undefined
     },
     verify (token) {
       return set.identify(token) !== undefined
@@ -149,6 +151,7 @@ export interface AuthOptions {
 export const auth = fp(async function auth (app: FastifyInstance, { tokens }: AuthOptions) {
   app.decorateRequest('client', null)
   await app.register(bearerAuth, {
+    // Stryker disable next-line ArrayDeclaration: with an auth function the plugin never reads keys (its types require them)
     keys: [],
     auth: (token, request) => {
       request.client = tokens.identify(token) ?? null
@@ -156,10 +159,14 @@ export const auth = fp(async function auth (app: FastifyInstance, { tokens }: Au
     },
     addHook: false,
     specCompliance: 'rfc6749',
+    // The access line is a 401's record. Today @fastify/bearer-auth logs nothing through pino at all
+    // (its own-property check of fastify.log fails on pino's prototype methods, so no level at all);
+    // were that fixed, its default would log every wrong token at error level.
+    // Stryker disable next-line StringLiteral: equivalent today (the plugin turns any level off with pino, see above)
     verifyErrorLogLevel: 'debug'
   })
-  const verify = app.verifyBearerAuth
-  if (verify === undefined) throw new Error('@fastify/bearer-auth did not decorate verifyBearerAuth')
+  // Throws at boot, not at the first request, if the plugin did not decorate it.
+  const verify = app.getDecorator<NonNullable<FastifyInstance['verifyBearerAuth']>>('verifyBearerAuth')
   app.addHook('onRequest', (request, reply, done) => {
     verify(request, reply, (error) => {
       // An unmet Expect is answered only now, once the token is accepted (plugins/edge-refusals.ts).

@@ -74,6 +74,7 @@ export async function createHttpEdge ({ corsOrigins: origins, metrics }: HttpEdg
     clientErrorHandler: metrics === undefined
       ? clientErrorHandler
       : (error, socket) => {
+          // Stryker disable next-line StringLiteral: equivalent: metrics.ts counts any method outside the known ones as _OTHER, an empty one too
           clientErrorHandler(error, socket, (status) => { metrics.requests.observe('_OTHER', undefined, status, 0) })
         }
   }

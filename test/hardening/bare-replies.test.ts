@@ -93,6 +93,13 @@ describe('an Expect other than 100-continue', () => {
     })
   }
 
+  it('quotes only the first 100 characters of a long expectation in the 417 message', async () => {
+    const { port } = await listening()
+    const long = `x-${'e'.repeat(98)}${'f'.repeat(300)}`
+    const text = await rawExchange(port, request(`GET /livez HTTP/1.1\r\nHost: localhost\r\nExpect: ${long}`))
+    expectErrorRecord(parseRawReply(text), 417, `the expectation "x-${'e'.repeat(98)}" cannot be met: send no Expect header, or Expect: 100-continue`)
+  })
+
   it('meets "Expect: 100-Continue, 100-continue" (every member is 100-continue, any case): 100 Continue, then the 200', async () => {
     const { repository, port } = await listening()
     const text = await rawExchange(port, request(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nExpect: 100-Continue, 100-continue`, BODY))
@@ -179,6 +186,13 @@ describe('Host (RFC 9112 §3.2)', () => {
       expect(repository.inserts).toBe(1)
     })
   }
+
+  it('quotes only the first 100 characters of a long invalid Host in the 400 message', async () => {
+    const { port } = await listening()
+    const host = `a b@${'h'.repeat(96)}${'z'.repeat(300)}`
+    const reply = parseRawReply(await rawExchange(port, request(`GET /livez HTTP/1.1\r\nHost: ${host}`)))
+    expectErrorRecord(reply, 400, `the Host header "a b@${'h'.repeat(96)}" is not a valid host[:port]`)
+  })
 
   it('checks the Host of an HTTP/1.0 request too, when it has one', async () => {
     const { port } = await listening()

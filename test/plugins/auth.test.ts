@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { createTokenSet, tokenRateLimitKey } from '../../src/plugins/auth.js'
-import { buildTestApp, postPlant } from '../helpers.js'
+import { buildTestApp, postPlant, TOKEN } from '../helpers.js'
 
 describe('createTokenSet', () => {
   const tokens = ['alpha-token-1', 'ünïcødé-tøken', 'x'.repeat(300)]
@@ -91,6 +91,8 @@ describe('createTokenSet with client names and hashed entries', () => {
     expect(set.identify('plain-1')?.rateLimitKey).toBe(tokenRateLimitKey('plain-1'))
     expect(tokenRateLimitKey('plain-1')).toMatch(/^[A-Za-z0-9_-]{43}$/)
     expect(tokenRateLimitKey('plain-1')).not.toContain('plain-1')
+    // Kept apart from the token's plain SHA-256, the digest a `sha256:` entry lists (and its label's prefix).
+    expect(tokenRateLimitKey('plain-1')).not.toBe(createHash('sha256').update('plain-1').digest('base64url'))
   })
 
   it('replace swaps hashed entries too, and refuses a token listed twice (also once plain, once hashed) or a malformed digest', () => {
@@ -131,5 +133,29 @@ describe('auth with named and hashed tokens (app)', () => {
     const wrong = await postPlant(app, { id: 2, name: 'fern' }, json('billing-secret-2'))
     expect(wrong.statusCode).toBe(401)
     expect(wrong.json()).toEqual({ error: 401, message: 'the bearer token is not valid' })
+  })
+})
+
+describe('auth refusals and failures (app)', () => {
+  it('leaves a refused token to the access line: no error-level line, no line of @fastify/bearer-auth\'s own, never the token', async () => {
+    const logLines: string[] = []
+    const app = await buildTestApp({ logLines })
+    const wrong = 'wrong-token-987654321'
+    expect((await postPlant(app, { id: 1, name: 'fern' }, { authorization: `Bearer ${wrong}`, 'content-type': 'application/json' })).statusCode).toBe(401)
+    const entries = logLines.map((line) => JSON.parse(line) as { level: number, msg?: string, status?: number })
+    expect(entries.filter((entry) => entry.status === 401).map((entry) => [entry.msg, entry.level])).toEqual([['request', 30]])
+    expect(entries.filter((entry) => entry.msg?.startsWith('unauthorized') === true)).toEqual([])
+    expect(entries.filter((entry) => entry.level >= 50)).toEqual([])
+    expect(logLines.join('\n')).not.toContain(wrong)
+  })
+
+  it('answers 500 with the generic Error record when the token set itself fails: the service\'s fault, not a 401 for the client', async () => {
+    const tokenSet = createTokenSet([TOKEN])
+    tokenSet.identify = () => { throw new Error('token store unavailable') }
+    const app = await buildTestApp({ tokenSet })
+    const res = await postPlant(app, { id: 1, name: 'fern' })
+    expect(res.statusCode).toBe(500)
+    expect(res.json()).toEqual({ error: 500, message: 'internal server error' })
+    expect(res.headers['www-authenticate']).toBeUndefined()
   })
 })

@@ -41,6 +41,11 @@ describe('CORS, unset (the default)', () => {
 })
 
 describe('CORS for listed origins (CORS_ORIGINS)', () => {
+  it('registers the cors-policy plugin (the name other plugins can depend on) only when origins are listed', async () => {
+    expect((await corsApp()).hasPlugin('cors-policy')).toBe(true)
+    expect((await buildTestApp()).hasPlugin('cors-policy')).toBe(false)
+  })
+
   it('answers the preflight of POST /plants with Authorization and Content-Type: 204, no token, a 600 s max age', async () => {
     const app = await corsApp()
     const res = await preflight(app, APP)

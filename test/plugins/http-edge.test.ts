@@ -49,6 +49,10 @@ describe('collectAllowedMethods', () => {
 })
 
 describe('the HTTP edge plugin', () => {
+  it('is registered as the http-edge plugin, the name other plugins can depend on', async () => {
+    expect((await buildTestApp()).hasPlugin('http-edge')).toBe(true)
+  })
+
   it('emits no process warning while it is set up (QUERY is redefined, not added twice)', async () => {
     const warnings: Error[] = []
     const onWarning = (warning: Error) => { warnings.push(warning) }
