@@ -147,13 +147,14 @@ export function loadConfig (env: NodeJS.ProcessEnv, system: System = { memoryLim
     // Its meaning is gone, not moved: a setting silently ignored would be worse than none.
     throw new ConfigError('MEMORY_STORE_MAX_RSS_BYTES is replaced: MEMORY_STORE_MAX_BYTES bounds the bytes the plants hold (507), MAX_RSS_ANON_BYTES sheds load on resident memory (503)')
   }
-  const fromList = values.API_TOKENS !== undefined && values.API_TOKENS.trim() !== ''
-  if (fromList && values.API_TOKENS_FILE !== undefined) {
+  // A blank API_TOKENS counts as unset, beside API_TOKENS_FILE too.
+  const list = values.API_TOKENS?.trim() === '' ? undefined : values.API_TOKENS
+  if (list !== undefined && values.API_TOKENS_FILE !== undefined) {
     throw new ConfigError('API_TOKENS and API_TOKENS_FILE are both set: set only one')
   }
   let tokens: TokenEntry[]
   if (values.API_TOKENS_FILE !== undefined) tokens = readTokensFile(values.API_TOKENS_FILE)
-  else if (fromList) tokens = parseTokens(values.API_TOKENS ?? '', 'API_TOKENS')
+  else if (list !== undefined) tokens = parseTokens(list, 'API_TOKENS')
   else throw new ConfigError('API_TOKENS: set API_TOKENS (comma-separated) or API_TOKENS_FILE; the service never runs open')
 
   if (values.HEADERS_TIMEOUT_MS > values.REQUEST_TIMEOUT_MS) {
@@ -163,7 +164,7 @@ export function loadConfig (env: NodeJS.ProcessEnv, system: System = { memoryLim
     throw new ConfigError('REDIS_URL: must start with redis:// or rediss://')
   }
   const corsOrigins = values.CORS_ORIGINS === undefined ? undefined : parseCorsOrigins(values.CORS_ORIGINS)
-  if (values.METRICS_PORT !== undefined && values.METRICS_PORT !== 0 && values.METRICS_PORT === values.PORT) {
+  if (values.METRICS_PORT !== 0 && values.METRICS_PORT === values.PORT) {
     throw new ConfigError(`METRICS_PORT (${values.METRICS_PORT}) must differ from PORT: metrics are never served on the API port`)
   }
   const otlpEndpoint = values.OTEL_EXPORTER_OTLP_ENDPOINT?.trim()
@@ -215,11 +216,8 @@ export function loadConfig (env: NodeJS.ProcessEnv, system: System = { memoryLim
   }
 }
 
+/** An http or https URL (both are special schemes: the WHATWG parser refuses them without a host). */
 function isHttpUrl (text: string): boolean {
-  try {
-    const url = new URL(text)
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== ''
-  } catch {
-    return false
-  }
+  const url = URL.parse(text)
+  return url !== null && (url.protocol === 'http:' || url.protocol === 'https:')
 }

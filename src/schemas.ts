@@ -124,37 +124,41 @@ export type ReplyHeaderName = keyof typeof replyHeaders
 export const responseHeaders = (...names: ReplyHeaderName[]) =>
   Object.fromEntries((['x-request-id', ...names] as const).map((name) => [name, replyHeaders[name]]))
 
+/** The media type of an Error record, with the named examples of it. */
+const errorContent = (names: ErrorExampleName[]) => ({
+  'application/json': {
+    schema: Type.Ref(ErrorRecord),
+    examples: Object.fromEntries(names.map((name) => [name, errorExamples[name]]))
+  }
+})
+
 /**
  * A response that is an Error record, with examples of it and the headers it carries. Written by
  * media type because a `$ref` can carry no siblings: the media type's `examples` go to the document
  * as they are (@fastify/swagger), where Swagger UI and Redocly list them by summary; Fastify
  * serializes by the `schema`.
  */
-export const errorResponse = (description: string, names: ErrorExampleName[], headers: ReplyHeaderName[] = [], { requestId = true } = {}) => ({
-  description,
-  ...(requestId ? { headers: responseHeaders(...headers) } : {}),
-  content: {
-    'application/json': {
-      schema: Type.Ref(ErrorRecord),
-      examples: Object.fromEntries(names.map((name) => [name, errorExamples[name]]))
-    }
-  }
-})
+export const errorResponse = (description: string, names: ErrorExampleName[], headers: ReplyHeaderName[] = []) =>
+  ({ description, headers: responseHeaders(...headers), content: errorContent(names) })
+
+/** The same for a reply made before a request exists (errors.ts, clientErrorHandler): no request id, so no header. */
+export const bareErrorResponse = (description: string, names: ErrorExampleName[]) =>
+  ({ description, content: errorContent(names) })
 
 /**
  * What any operation can meet before it runs: answered for any path before a request exists
  * (errors.ts, clientErrorHandler), so with no request id. Documented as each probe's 4XX (a probe never answers
  * 4xx itself) and the OPTIONS operation's.
  */
-export const malformedHttpResponse = errorResponse('Malformed HTTP (400), headers over MAX_HEADER_BYTES (431), or a request slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS (408): the connection is closed; ' +
-  'or no Host in HTTP/1.1, two Host headers, or one that is not host[:port] (400, with a request id)', ['notHttp', 'headersTooLarge', 'tooSlow', 'missingHost', 'duplicateHost', 'invalidHost'], [], { requestId: false })
+export const malformedHttpResponse = bareErrorResponse('Malformed HTTP (400), headers over MAX_HEADER_BYTES (431), or a request slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS (408): the connection is closed; ' +
+  'or no Host in HTTP/1.1, two Host headers, or one that is not host[:port] (400, with a request id)', ['notHttp', 'headersTooLarge', 'tooSlow', 'missingHost', 'duplicateHost', 'invalidHost'])
 
 /**
  * What any operation answers to a request line in another version than HTTP/1.x, before it runs
  * (plugins/edge-refusals.ts, errors.ts): added to every operation of the document (plugins/openapi.ts).
  */
-export const versionNotSupportedResponse = errorResponse('The request line is not HTTP/1.x (HTTP/2.0 or HTTP/0.9 in cleartext, an HTTP/2 connection preface, a version the parser refuses): the connection is closed. ' +
-  'The service speaks HTTP/1.1 and 1.0 only', ['versionNotSupported'], [], { requestId: false })
+export const versionNotSupportedResponse = bareErrorResponse('The request line is not HTTP/1.x (HTTP/2.0 or HTTP/0.9 in cleartext, an HTTP/2 connection preface, a version the parser refuses): the connection is closed. ' +
+  'The service speaks HTTP/1.1 and 1.0 only', ['versionNotSupported'])
 
 export const Health = Type.Object({
   status: Type.String({ description: '"ok" when the process is up, "ready" when it can serve', examples: ['ok', 'ready'] })

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { getHeapStatistics } from 'node:v8'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { ConfigError, defaultMaxHeapUsedBytes, loadConfig, parseTokens, readTokensFile } from '../src/config.js'
 
@@ -52,8 +53,8 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ API_TOKENS: 'a', LOG_BUFFER_MAX_BYTES: '1000' }, noLimit)).toThrow(/LOG_BUFFER_MAX_BYTES/)
   })
 
-  it('uses the documented defaults (outside a container: no memory limit)', () => {
-    expect(loadConfig({ API_TOKENS: 'a' }, noLimit)).toEqual({
+  it('uses the documented defaults (outside a container: no memory limit), with no key for what is unset', () => {
+    expect(loadConfig({ API_TOKENS: 'a' }, noLimit)).toStrictEqual({
       port: 3000, host: '127.0.0.1', logLevel: 'info', logBufferMaxBytes: 16 * MiB, tokens: [{ token: 'a' }], databaseUrl: 'memory:',
       databasePoolMax: 10, databaseStatementTimeoutMs: 5000, databasePreparedStatements: false,
       bodyLimit: 16384, maxPlants: 1000000, memoryStoreMaxBytes: 0, shutdownTimeoutMs: 8000, shutdownDelayMs: 0,
@@ -131,7 +132,7 @@ describe('loadConfig', () => {
   }
 
   it('serves no metrics and exports no traces unless asked (METRICS_PORT, OTEL_EXPORTER_OTLP_ENDPOINT); empty counts as unset', () => {
-    for (const env of [{ API_TOKENS: 'a' }, { API_TOKENS: 'a', METRICS_PORT: '', METRICS_HOST: '0.0.0.0', OTEL_EXPORTER_OTLP_ENDPOINT: ' ' }]) {
+    for (const env of [{ API_TOKENS: 'a' }, { API_TOKENS: 'a', METRICS_PORT: '', METRICS_HOST: '0.0.0.0', OTEL_EXPORTER_OTLP_ENDPOINT: ' ' }, { API_TOKENS: 'a', METRICS_PORT: '  ', OTEL_EXPORTER_OTLP_ENDPOINT: '' }]) {
       const config = loadConfig(env)
       expect(config).not.toHaveProperty('metrics')
       expect(config).not.toHaveProperty('otlpEndpoint')
@@ -180,8 +181,8 @@ function refusal (parse: () => unknown): string {
 }
 
 describe('token entries: named, hashed and plain', () => {
-  it('reads name:token entries from API_TOKENS beside plain ones', () => {
-    expect(loadConfig({ API_TOKENS: `billing:${SECRET}, plain-token ,shop.eu-1:abc` }).tokens).toEqual([
+  it('reads name:token entries from API_TOKENS beside plain ones (an unnamed entry has no name property at all)', () => {
+    expect(loadConfig({ API_TOKENS: `billing:${SECRET}, plain-token ,shop.eu-1:abc` }).tokens).toStrictEqual([
       { name: 'billing', token: SECRET },
       { token: 'plain-token' },
       { name: 'shop.eu-1', token: 'abc' }
@@ -226,12 +227,14 @@ describe('token entries: named, hashed and plain', () => {
     ['a second colon in a plain token', `billing:${SECRET}:x`, 'API_TOKENS_FILE line 1: the token has characters a bearer token cannot carry'],
     ['a hashed entry without a name', `a:t\nsha256:${sha256(SECRET)}`, 'API_TOKENS_FILE line 2: a hashed entry needs a client name in front'],
     ['a hashed entry with 63 hex digits', `billing:sha256:${sha256(SECRET).slice(1)}`, 'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
+    ['a hashed entry with a character before its 64 hex digits', `billing:sha256:x${sha256(SECRET)}`, 'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
     ['a hashed entry with a non-hex digit', `billing:sha256:${sha256(SECRET).slice(1)}g`, 'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
     ['sha256sum\'s output pasted whole', `billing:sha256:${sha256(SECRET)}  -`, 'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
     ['a duplicate name', `billing:${SECRET}\nshop:b\nbilling:c`, 'API_TOKENS_FILE line 3: duplicate client name (first on line 1); names are unique'],
     ['a duplicate name, once hashed', `billing:c\nbilling:sha256:${sha256(SECRET)}`, 'API_TOKENS_FILE line 2: duplicate client name (first on line 1)'],
     ['one token under two names', `billing:${SECRET}\nshop:${SECRET}`, 'API_TOKENS_FILE line 2: the same token as line 1, under another client name or none'],
     ['one token named and unnamed', `${SECRET}\nbilling:${SECRET}`, 'API_TOKENS_FILE line 2: the same token as line 1, under another client name or none'],
+    ['one token unnamed after named', `billing:${SECRET}\n${SECRET}`, 'API_TOKENS_FILE line 2: the same token as line 1, under another client name or none'],
     ['one token plain and hashed under two names', `billing:sha256:${sha256(SECRET)}\nshop:${SECRET}`, 'API_TOKENS_FILE line 2: the same token as line 1, under another client name or none'],
     ['only blank lines', '\n \n', 'API_TOKENS_FILE: at least one bearer token is required']
   ]
@@ -263,7 +266,7 @@ const wholeSettings: [name: string, min: number, max: number | undefined, fallba
   ['DATABASE_STATEMENT_TIMEOUT_MS', 100, 600000, 5000, (c) => c.databaseStatementTimeoutMs],
   ['BODY_LIMIT', 64, 1048576, 16384, (c) => c.bodyLimit],
   ['MAX_PLANTS', 1, 16000000, 1000000, (c) => c.maxPlants],
-  ['MEMORY_STORE_MAX_BYTES', 0, undefined, 0, (c) => c.memoryStoreMaxBytes],
+  ['MEMORY_STORE_MAX_BYTES', 0, Number.MAX_SAFE_INTEGER, 0, (c) => c.memoryStoreMaxBytes],
   ['SHUTDOWN_TIMEOUT_MS', 100, 600000, 8000, (c) => c.shutdownTimeoutMs],
   ['SHUTDOWN_DELAY_MS', 0, 600000, 0, (c) => c.shutdownDelayMs],
   ['LOG_BUFFER_MAX_BYTES', 65536, 1073741824, 16 * 1024 * 1024, (c) => c.logBufferMaxBytes],
@@ -273,9 +276,9 @@ const wholeSettings: [name: string, min: number, max: number | undefined, fallba
   ['KEEP_ALIVE_TIMEOUT_MS', 100, 600000, 72000, (c) => c.http.keepAliveTimeoutMs],
   ['MAX_HEADER_BYTES', 1024, 65536, 16384, (c) => c.http.maxHeaderBytes],
   ['MAX_EVENT_LOOP_DELAY_MS', 0, 60000, 200, (c) => c.overload.maxEventLoopDelayMs],
-  ['MAX_HEAP_USED_BYTES', 0, undefined, undefined, (c) => c.overload.maxHeapUsedBytes],
-  ['MAX_RSS_BYTES', 0, undefined, 0, (c) => c.overload.maxRssBytes],
-  ['MAX_RSS_ANON_BYTES', 0, undefined, 0, (c) => c.overload.maxRssAnonBytes],
+  ['MAX_HEAP_USED_BYTES', 0, Number.MAX_SAFE_INTEGER, undefined, (c) => c.overload.maxHeapUsedBytes],
+  ['MAX_RSS_BYTES', 0, Number.MAX_SAFE_INTEGER, 0, (c) => c.overload.maxRssBytes],
+  ['MAX_RSS_ANON_BYTES', 0, Number.MAX_SAFE_INTEGER, 0, (c) => c.overload.maxRssAnonBytes],
   ['RATE_LIMIT_PER_MINUTE', 1, 100000000, undefined, (c) => c.rateLimit?.perMinute],
   ['METRICS_PORT', 0, 65535, undefined, (c) => c.metrics?.port]
 ]
@@ -335,7 +338,7 @@ describe('settings read together', () => {
 
   it('takes REDIS_URL only as redis:// or rediss://, and only with a rate limit', () => {
     expect(loadConfig({ API_TOKENS: 'a', RATE_LIMIT_PER_MINUTE: '5', REDIS_URL: 'rediss://r:6380' }).rateLimit).toEqual({ perMinute: 5, redisUrl: 'rediss://r:6380' })
-    expect(loadConfig({ API_TOKENS: 'a', RATE_LIMIT_PER_MINUTE: '5' }).rateLimit).toEqual({ perMinute: 5 })
+    expect(loadConfig({ API_TOKENS: 'a', RATE_LIMIT_PER_MINUTE: '5' }).rateLimit).toStrictEqual({ perMinute: 5 })
     expect(loadConfig({ API_TOKENS: 'a', REDIS_URL: 'redis://r' })).not.toHaveProperty('rateLimit')
     for (const url of ['x-redis://r', 'redis:/r', 'REDIS://r']) {
       expect(() => loadConfig({ API_TOKENS: 'a', REDIS_URL: url }), url).toThrow(new ConfigError('REDIS_URL: must start with redis:// or rediss://'))
@@ -346,6 +349,10 @@ describe('settings read together', () => {
     const file = tokensFile('t1\n')
     expect(loadConfig({ API_TOKENS: ' ', API_TOKENS_FILE: file })).toMatchObject({ tokens: [{ token: 't1' }], tokensFile: file })
     expect(loadConfig({ API_TOKENS: 't2' })).not.toHaveProperty('tokensFile')
+  })
+
+  it('defaults the heap bound to 90 % of V8\'s heap limit (shedding before the process dies of it)', () => {
+    expect(defaultMaxHeapUsedBytes()).toBe(Math.floor(getHeapStatistics().heap_size_limit * 0.9))
   })
 
   it('keeps the heap default unless MAX_HEAP_USED_BYTES is set', () => {

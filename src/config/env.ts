@@ -6,7 +6,8 @@ import { ConfigError } from '../lib/config-error.js'
 // integer with parseInt, which would read "1.5" as 1 where a whole number was meant; a number is read
 // whole (parseFloat) and 1.5 refused. Infinity and NaN are never numbers (TypeBox's default policy).
 const whole = (minimum: number, maximum: number, defaultValue: number) => Type.Number({ multipleOf: 1, minimum, maximum, default: defaultValue })
-const optionalWhole = (minimum: number, maximum?: number) => Type.Optional(Type.Number({ multipleOf: 1, minimum, ...(maximum === undefined ? {} : { maximum }) }))
+/** A byte count has no bound of its own but exactness: at most 2^53 - 1. */
+const optionalWhole = (minimum: number, maximum = Number.MAX_SAFE_INTEGER) => Type.Optional(Type.Number({ multipleOf: 1, minimum, maximum }))
 /** Milliseconds between a tenth of a second and ten minutes. */
 const milliseconds = (defaultValue: number) => whole(100, 600000, defaultValue)
 const oneOf = <T extends string>(values: readonly T[], defaultValue: T) => Type.Union(values.map((value) => Type.Literal(value)), { default: defaultValue })
@@ -46,7 +47,7 @@ export const Env = Type.Object({
   // Overload (see OverloadLimits); 0 turns a check off.
   MAX_EVENT_LOOP_DELAY_MS: whole(0, 60000, 200),
   MAX_HEAP_USED_BYTES: optionalWhole(0),
-  MAX_RSS_BYTES: Type.Number({ multipleOf: 1, minimum: 0, default: 0 }),
+  MAX_RSS_BYTES: whole(0, Number.MAX_SAFE_INTEGER, 0),
   // Resident anonymous memory; the default comes from a container's limit.
   MAX_RSS_ANON_BYTES: optionalWhole(0),
   // Per-token rate limit: off unless set.
@@ -61,15 +62,18 @@ export const Env = Type.Object({
 })
 export type Env = Static<typeof Env>
 
-/** A TypeBox error as one short phrase after the variable's name (the wording env-schema's Ajv used). */
+/**
+ * A TypeBox error as one short phrase after the variable's name (the wording env-schema's Ajv used).
+ * Each case reads the keyword its error type comes from. Every value is a string (the environment's),
+ * so the only other errors are a number's: not a number, or not whole.
+ */
 function phrase (error: ValueError): string {
-  const schema = error.schema as TSchema & { minimum?: number, maximum?: number, minLength?: number, anyOf?: { const: string }[] }
+  const schema = error.schema as TSchema & { minimum: number, maximum: number, minLength: number, anyOf: { const: string }[] }
   switch (error.type) {
     case ValueErrorType.NumberMaximum: return `must be <= ${schema.maximum}`
     case ValueErrorType.NumberMinimum: return `must be >= ${schema.minimum}`
     case ValueErrorType.StringMinLength: return `must NOT have fewer than ${schema.minLength} characters`
-    case ValueErrorType.Union: return `must be one of ${(schema.anyOf ?? []).map((branch) => branch.const).join(', ')}`
-    case ValueErrorType.String: return 'must be string'
+    case ValueErrorType.Union: return `must be one of ${schema.anyOf.map((branch) => branch.const).join(', ')}`
     default: return 'must be integer'
   }
 }
@@ -79,15 +83,16 @@ function phrase (error: ValueError): string {
  * ConfigError listing every bad variable, e.g. "PORT must be integer, BODY_LIMIT must be >= 64".
  */
 export function readEnv (env: NodeJS.ProcessEnv): Env {
-  const given = Object.fromEntries(Object.keys(Env.properties).flatMap((name) => env[name] === undefined ? [] : [[name, env[name]]]))
+  // An unset variable is undefined here, which Value.Default fills like an absent one.
+  const given = Object.fromEntries(Object.keys(Env.properties).map((name) => [name, env[name]]))
   const values = Value.Convert(Env, Value.Default(Env, given))
   if (Value.Check(Env, values)) return values
   const problems = new Map<string, string>()
   for (const error of Value.Errors(Env, values)) {
+    // A variable's last error is the one told: TypeBox checks a number's bounds before multipleOf, so
+    // "1.5" for BODY_LIMIT is told it is not whole, not that it is below 64, as Ajv did (a test holds it).
     const name = error.path.slice(1)
-    // Not a whole number is what a variable is told first (1.5 is not "below 64"), as Ajv did.
-    const wholeness = error.type === ValueErrorType.Number || error.type === ValueErrorType.NumberMultipleOf
-    if (!problems.has(name) || wholeness) problems.set(name, `${name} ${phrase(error)}`)
+    problems.set(name, `${name} ${phrase(error)}`)
   }
   throw new ConfigError([...problems.values()].join(', '))
 }

@@ -31,19 +31,21 @@ export function parseTokens (text: string, source: 'API_TOKENS' | 'API_TOKENS_FI
   const entries: TokenEntry[] = []
   const names = new Map<string, number>()
   const digests = new Map<string, { position: number, named: boolean }>()
-  for (let index = 0; index < items.length; index++) {
-    const item = (items[index] ?? '').trim()
+  for (const [index, listed] of items.entries()) {
+    const item = listed.trim()
     if (item === '') continue
     const position = index + 1
     const bad = (problem: string): ConfigError => new ConfigError(`${source} ${unit} ${position}: ${problem}`)
     const colon = item.indexOf(':')
     const name = colon === -1 ? undefined : item.slice(0, colon)
-    const rest = colon === -1 ? item : item.slice(colon + 1)
+    const rest = item.slice(colon + 1) // the whole item when it has no colon (-1 + 1)
     if (name === 'sha256') throw bad('a hashed entry needs a client name in front: name:sha256:<64 hex digits>')
+    // Stryker disable next-line ConditionalExpression: equivalent: test(undefined) reads "undefined", a valid name
     if (name !== undefined && !CLIENT_NAME.test(name)) throw bad('a client name is 1 to 64 characters of A-Z a-z 0-9 . _ - (then a colon, then the token)')
     if (rest === '') throw bad('no token after the client name')
     let entry: TokenEntry
     let digest: string
+    // Stryker disable next-line ConditionalExpression: equivalent: an item without a name has no colon, so never starts with sha256: (the test narrows name's type)
     if (name !== undefined && rest.startsWith('sha256:')) {
       const hex = rest.slice('sha256:'.length)
       if (!SHA256_HEX.test(hex)) throw bad('sha256: must be followed by exactly 64 hex digits, the SHA-256 of the token')

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { PlantService } from '../plants/plant-service.js'
-import { errorResponse as error, malformedHttpResponse, NewPlant, Plant, responseHeaders } from '../schemas.js'
+import { bareErrorResponse as bareError, errorResponse as error, malformedHttpResponse, NewPlant, Plant, responseHeaders } from '../schemas.js'
 
 export interface PlantRoutesOptions {
   plants: PlantService
@@ -56,15 +56,13 @@ export const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async 
         400: error('The body is not UTF-8 JSON, not an object, or a field is missing or of the wrong type (no type coercion); or it is not valid data for its Content-Encoding; or the request itself is malformed (malformed HTTP; no Host in HTTP/1.1, two Host headers or one that is not host[:port]; two Authorization headers: then with WWW-Authenticate error="invalid_request")', ['invalidId', 'invalidGzip', 'missingHost', 'duplicateHost', 'invalidHost', 'duplicateAuthorization', 'notHttp'], ['www-authenticate']),
         401: error('The bearer token is missing or not valid; carries WWW-Authenticate', ['missingToken', 'invalidToken'], ['www-authenticate']),
         405: error('Never to POST: every other method on /plants but OPTIONS (GET, HEAD, PUT, PATCH, DELETE, QUERY, ...) answers 405 with `Allow: POST, OPTIONS`, without a token and without reading the body. Listed here because this document describes only POST and OPTIONS on /plants', ['methodNotAllowed'], ['allow']),
-        // Stryker disable next-line ArrayDeclaration: with requestId false no headers are listed, so any list here is the same
-        408: error('Headers or body slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS; nothing was processed and the connection is closed', ['tooSlow'], [], { requestId: false }),
+        408: bareError('Headers or body slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS; nothing was processed and the connection is closed', ['tooSlow']),
         409: error('A plant with this id exists with another name or tag', ['conflict']),
         413: error('The body is larger than BODY_LIMIT, as sent or once decoded', ['tooLarge', 'tooLargeDecoded']),
         415: error('The content type is not application/json, or the Content-Encoding is not gzip, deflate, br or identity (then with Accept-Encoding: gzip, deflate, br)', ['notJson', 'unsupportedEncoding'], ['accept-encoding']),
         417: error('An Expect other than 100-continue, once the token is accepted (without a valid token: the 401); nothing was stored', ['expectationFailed']),
         429: error('Over RATE_LIMIT_PER_MINUTE for this token (only when it is set); carries Retry-After and RateLimit headers', ['rateLimited'], ['retry-after', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']),
-        // Stryker disable next-line ArrayDeclaration: with requestId false no headers are listed, so any list here is the same
-        431: error('Headers over MAX_HEADER_BYTES; the connection is closed', ['headersTooLarge'], [], { requestId: false }),
+        431: bareError('Headers over MAX_HEADER_BYTES; the connection is closed', ['headersTooLarge']),
         500: error('An unexpected error; the detail is in the log only', ['unexpected']),
         503: error('Overloaded, not ready, or the store is unavailable: nothing was stored; or (PostgreSQL) the store lost the write after it was sent: ' +
           'the message says the outcome is unknown, and sending the identical request again is safe (200 once the plant is stored). Carries Retry-After', ['overloaded', 'storeUnavailable', 'storeOutcomeUnknown'], ['retry-after']),

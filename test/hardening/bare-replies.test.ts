@@ -238,6 +238,14 @@ describe('a request line in another version than HTTP/1.x, in cleartext', () => 
     })
   }
 
+  it('answers a request line without a version (HTTP/0.9\'s form, as a fuzzer sent it: "POST /plants!HTTP/1.1") with the 505 of HTTP/0.9, storing nothing', async () => {
+    const { repository, port } = await listening()
+    const reply = parseRawReply(await rawExchange(port, `POST /plants!HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`))
+    expectErrorRecord(reply, 505, 'HTTP/0.9 is not supported: send HTTP/1.1')
+    expect(reply.headers.connection).toBe('close')
+    expect(repository.inserts).toBe(0)
+  })
+
   it('serves HTTP/1.0 and HTTP/1.1', async () => {
     const { port } = await listening()
     for (const version of ['1.0', '1.1']) {

@@ -324,8 +324,10 @@ describe('fuzzing the HTTP edge on real sockets (fast-check, bounded by runs)', 
   function checkReply (reply: Reply, request: Generated | undefined, check: Oracle, bytes?: Buffer): boolean {
     const where = request === undefined ? 'hostile bytes' : `${request.method} ${request.path} HTTP/${request.version} [${request.head.join(' | ')}]`
     if (request === undefined) {
-      // A 505 only for a request line with a well-formed version other than 1.0 and 1.1 (RFC 9112 §2.3).
-      const version = /^[^\r\n ]+ [^\r\n ]+ HTTP\/(\d\.\d)\r?\n/.exec(bytes?.toString('latin1') ?? '')?.[1]
+      // A 505 only for a request line with a well-formed version other than 1.0 and 1.1 (RFC 9112 §2.3),
+      // or with none: `method target` is HTTP/0.9's form, which the document lists as a 505.
+      const line = /^[^\r\n ]+ [^\r\n ]+(?: HTTP\/(\d\.\d))?\r?\n/.exec(bytes?.toString('latin1') ?? '')
+      const version = line === null ? undefined : line[1] ?? '0.9'
       if (reply.status === 505) expect(version !== undefined && version !== '1.0' && version !== '1.1', `${where}: 505 for version ${version}`).toBe(true)
       else expect(reply.status, where).toBeLessThan(500)
       expect(check.any(reply.status), `${where}: ${reply.status} documented somewhere`).toBe(true)
