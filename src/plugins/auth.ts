@@ -170,7 +170,7 @@ export const auth = fp(async function auth (app: FastifyInstance, { tokens }: Au
   app.addHook('onRequest', (request, reply, done) => {
     verify(request, reply, (error) => {
       // An unmet Expect is answered only now, once the token is accepted (plugins/edge-refusals.ts).
-      if (error === undefined) done(request.headers.expect === undefined ? undefined : unmetExpectation(request))
+      if (error === undefined) done(unmetExpectation(request))
       else if ((error as { code?: string }).code === 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER') done(new MissingTokenError())
       else done(duplicateAuthorization(request) ?? (reply.statusCode === 401 ? new InvalidTokenError() : error))
     })

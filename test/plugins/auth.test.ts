@@ -137,6 +137,10 @@ describe('auth with named and hashed tokens (app)', () => {
 })
 
 describe('auth refusals and failures (app)', () => {
+  it('is registered as the auth plugin, the name other plugins can depend on', async () => {
+    expect((await buildTestApp()).hasPlugin('auth')).toBe(true)
+  })
+
   it('leaves a refused token to the access line: no error-level line, no line of @fastify/bearer-auth\'s own, never the token', async () => {
     const logLines: string[] = []
     const app = await buildTestApp({ logLines })

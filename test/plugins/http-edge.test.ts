@@ -9,7 +9,7 @@ import { AUTH, buildTestApp, sampleValue } from '../helpers.js'
 
 describe('HOST, the Host field value pattern (RFC 9112 §3.2, RFC 3986 §3.2.2)', () => {
   it.each(['', 'localhost', 'LOCALHOST', 'localhost:8080', 'localhost:', 'example.com', '127.0.0.1', '127.0.0.1:80', '[::1]', '[::1]:8080', '[2001:db8::1]',
-    '[::ffff:127.0.0.1]', '[v1.fe80::a+en1]', '[V7.x]', 'a%20b', 'a%2Fb', "a!$&'()*+,;=b", 'a_b~c-d.e', 'xn--bcher-kva.example'])('accepts %j', (host) => {
+    '[::ffff:127.0.0.1]', '[v1.fe80::a+en1]', '[V7.x]', '[v1F.x]', 'a%20b', 'a%2Fb', "a!$&'()*+,;=b", 'a_b~c-d.e', 'xn--bcher-kva.example'])('accepts %j', (host) => {
     expect(HOST.test(host)).toBe(true)
   })
 
