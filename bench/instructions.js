@@ -219,17 +219,19 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
         try { runs.push(await measureInstructions(name, ctx)) } catch (error) { runs.push({ skipped: `failed: ${error.message}` }) }
         if (runs.at(-1).skipped !== undefined) break
       }
-      const r = runs.at(-1).skipped !== undefined ? runs.at(-1) : {
-        perRequest: median(runs.map((x) => x.perRequest)),
-        mainPerRequest: median(runs.map((x) => x.mainPerRequest)),
-        windows: runs.flatMap((x) => x.windows),
-        mainWindows: runs.flatMap((x) => x.mainWindows),
-        processes: runs.map((x) => x.perRequest),
-        timeDriven: runs.some((x) => x.timeDriven === undefined) ? undefined : median(runs.map((x) => x.timeDriven)),
-        windowSeconds: median(runs.map((x) => x.windowSeconds)),
-        requests: runs.reduce((a, x) => a + x.requests, 0),
-        non2xx: runs.reduce((a, x) => a + x.non2xx, 0)
-      }
+      const r = runs.at(-1).skipped !== undefined
+        ? runs.at(-1)
+        : {
+            perRequest: median(runs.map((x) => x.perRequest)),
+            mainPerRequest: median(runs.map((x) => x.mainPerRequest)),
+            windows: runs.flatMap((x) => x.windows),
+            mainWindows: runs.flatMap((x) => x.mainWindows),
+            processes: runs.map((x) => x.perRequest),
+            timeDriven: runs.some((x) => x.timeDriven === undefined) ? undefined : median(runs.map((x) => x.timeDriven)),
+            windowSeconds: median(runs.map((x) => x.windowSeconds)),
+            requests: runs.reduce((a, x) => a + x.requests, 0),
+            non2xx: runs.reduce((a, x) => a + x.non2xx, 0)
+          }
       results[name] = r
       console.log(r.skipped !== undefined
         ? `${name.padEnd(16)} SKIPPED: ${r.skipped}`

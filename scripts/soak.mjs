@@ -65,7 +65,11 @@ function send (body, { token = TOKEN, type = 'application/json' } = {}) {
   const started = performance.now()
   return new Promise((resolve) => {
     const req = request({
-      host: '127.0.0.1', port, path: '/plants', method: 'POST', agent,
+      host: '127.0.0.1',
+      port,
+      path: '/plants',
+      method: 'POST',
+      agent,
       headers: { authorization: `Bearer ${token}`, 'content-type': type, 'content-length': Buffer.byteLength(body) }
     }, (res) => {
       res.resume()

@@ -55,9 +55,20 @@ describe('loadConfig', () => {
 
   it('uses the documented defaults (outside a container: no memory limit), with no key for what is unset', () => {
     expect(loadConfig({ API_TOKENS: 'a' }, noLimit)).toStrictEqual({
-      port: 3000, host: '127.0.0.1', logLevel: 'info', logBufferMaxBytes: 16 * MiB, tokens: [{ token: 'a' }], databaseUrl: 'memory:',
-      databasePoolMax: 10, databaseStatementTimeoutMs: 5000, databasePreparedStatements: false,
-      bodyLimit: 16384, maxPlants: 1000000, memoryStoreMaxBytes: 0, shutdownTimeoutMs: 8000, shutdownDelayMs: 0,
+      port: 3000,
+      host: '127.0.0.1',
+      logLevel: 'info',
+      logBufferMaxBytes: 16 * MiB,
+      tokens: [{ token: 'a' }],
+      databaseUrl: 'memory:',
+      databasePoolMax: 10,
+      databaseStatementTimeoutMs: 5000,
+      databasePreparedStatements: false,
+      bodyLimit: 16384,
+      maxPlants: 1000000,
+      memoryStoreMaxBytes: 0,
+      shutdownTimeoutMs: 8000,
+      shutdownDelayMs: 0,
       http: { headersTimeoutMs: 10000, requestTimeoutMs: 15000, connectionTimeoutMs: 30000, keepAliveTimeoutMs: 72000, maxHeaderBytes: 16384 },
       overload: { maxEventLoopDelayMs: 200, maxHeapUsedBytes: defaultMaxHeapUsedBytes(), maxRssBytes: 0, maxRssAnonBytes: 0, sampleIntervalMs: 1000 }
     })

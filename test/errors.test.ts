@@ -87,8 +87,8 @@ describe('sendError: the Error record for any error', () => {
     expect((await appThrowing(framework('FST_ERR_CTP_INVALID_CONTENT_LENGTH'))).reply.json()).toEqual({ error: 400, message: 'body length does not match the content-length header' })
     expect((await appThrowing(framework('FST_ERR_ASYNC_CONSTRAINT', 500))).reply.json()).toEqual({ error: 500, message: 'internal server error' })
     expect((await appThrowing(framework('FST_ERR_ASYNC_CONSTRAINT', 400))).reply.json()).toEqual({ error: 400, message: 'the request cannot be routed' })
-    const own = createError('X_TEAPOT', 'short and stout', 418)
-    expect((await appThrowing(() => new own())).reply.json()).toEqual({ error: 418, message: 'short and stout' })
+    const Own = createError('X_TEAPOT', 'short and stout', 418)
+    expect((await appThrowing(() => new Own())).reply.json()).toEqual({ error: 418, message: 'short and stout' })
   })
 
   // A known path with another method is the edge's 405 (plugins/edge-refusals.ts, test/plugins/http-edge.test.ts).

@@ -61,7 +61,7 @@ export function createMeteredPlantRepository (inner: PlantRepository, registry: 
     for (const [field, name, help] of STAT_GAUGES) {
       if (known[field] === undefined) continue
       // Read when scraped, never per request.
-      new Gauge({ name, help, registers: [registry], collect () { this.set(stats()[field] ?? 0) } })
+      registry.registerMetric(new Gauge({ name, help, registers: [], collect () { this.set(stats()[field] ?? 0) } }))
     }
   }
 

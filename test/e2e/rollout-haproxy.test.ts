@@ -115,7 +115,11 @@ function create (agent: Agent, port: number, id: number, name = `plant ${id}`): 
   const body = JSON.stringify({ id, name })
   return new Promise((resolve) => {
     const req = request({
-      host: '127.0.0.1', port, path: '/plants', method: 'POST', agent,
+      host: '127.0.0.1',
+      port,
+      path: '/plants',
+      method: 'POST',
+      agent,
       headers: { authorization: `Bearer ${E2E_TOKEN}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
     }, (res) => {
       res.resume()

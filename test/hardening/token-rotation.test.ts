@@ -11,7 +11,11 @@ function post (port: number, token: string, id: number, agent?: Agent): Promise<
   const payload = JSON.stringify({ id, name: 'fern' })
   return new Promise((resolve, reject) => {
     const req = request({
-      host: '127.0.0.1', port, path: '/plants', method: 'POST', ...(agent === undefined ? {} : { agent }),
+      host: '127.0.0.1',
+      port,
+      path: '/plants',
+      method: 'POST',
+      ...(agent === undefined ? {} : { agent }),
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
     }, (res) => {
       res.resume()

@@ -145,5 +145,4 @@ describe('TurnBatchedDestination', () => {
     await vi.waitFor(() => { expect(reports).toEqual([1]) })
     closeSync(fd)
   })
-
 })
