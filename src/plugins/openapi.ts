@@ -5,11 +5,8 @@ import fp from 'fastify-plugin'
 import { PORTABLE_TEXT, STORABLE_TEXT, versionNotSupportedResponse } from '../schemas.js'
 
 /**
- * The OpenAPI 3.1 document, generated from the routes' TypeBox schemas, at /openapi.json, and a
- * reference page a person can try requests from at /docs (Swagger UI, served from the installed
- * package: nothing is fetched at run time). Both are open, like the health routes. The document's
- * one server is `/`, relative: Swagger UI sends requests to the host that served the page.
- * openapi/openapi.json is a committed copy (npm run openapi; a test fails when it is stale).
+ * The OpenAPI 3.1 document from the routes' schemas at /openapi.json, and Swagger UI at /docs (served
+ * from the package: nothing fetched at run time); both open. openapi/openapi.json is a committed copy.
  */
 export const openapi = fp(async function openapi (app: FastifyInstance) {
   await app.register(swagger, {
@@ -18,31 +15,40 @@ export const openapi = fp(async function openapi (app: FastifyInstance) {
       info: {
         title: 'Plant Store',
         version: '1.0.0',
-        description: 'Keeps a store of plants. Every non-2xx reply is an Error record whose `error` is the HTTP status code of the reply. ' +
-          'Beyond the operations listed: any other method on a listed path answers 405 with `Allow` naming the methods the path answers (`POST, OPTIONS` on /plants, `GET, HEAD` on /livez and /readyz); ' +
-          'any other path 404; CONNECT 400 (the service is not a proxy); a request line in another version than HTTP/1.x 505.',
+        description: 'Keeps a store of plants. ' +
+          'Every non-2xx reply is an Error record whose `error` is the HTTP status code of the reply. ' +
+          'Beyond the operations listed: any other method on a listed path answers 405 ' +
+          'with `Allow` naming the methods the path answers (`POST, OPTIONS` on /plants, `GET, HEAD` on /livez and /readyz); ' +
+          'any other path 404; CONNECT 400 (the service is not a proxy); ' +
+          'a request line in another version than HTTP/1.x 505.',
         license: { name: 'MIT', identifier: 'MIT' }
       },
       servers: [{ url: '/', description: 'The host that serves this document' }],
       components: {
         securitySchemes: {
-          bearerAuth: { type: 'http', scheme: 'bearer', description: 'One of the tokens in API_TOKENS or API_TOKENS_FILE' }
+          bearerAuth: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'One of the tokens in API_TOKENS or API_TOKENS_FILE'
+          }
         }
       },
       security: [{ bearerAuth: [] }]
     },
-    // The edge answers every operation's request line in another version than HTTP/1.x (a 505, never
-    // the operation's doing): listed on each operation once, here.
-    transform: ({ schema, url }) => ({ schema: { ...schema, response: { ...(schema.response as object), 505: versionNotSupportedResponse } }, url }),
-    // The served copy only (a new object; the routes' schemas are untouched): the text pattern the
-    // service validates with becomes one that compiles outside JavaScript (schemas.ts, PORTABLE_TEXT).
-    transformObject: (document) => JSON.parse(JSON.stringify('openapiObject' in document ? document.openapiObject : document.swaggerObject), (key, value: unknown) =>
-      key === 'pattern' && value === STORABLE_TEXT ? PORTABLE_TEXT : value) as ReturnType<SwaggerTransformObject>,
+    // The edge, not the operation, answers any request line that is not HTTP/1.x: listed once, here.
+    transform: ({ schema, url }) =>
+      ({ schema: { ...schema, response: { ...(schema.response as object), 505: versionNotSupportedResponse } }, url }),
+    // A copy, so that the routes keep the pattern they validate with: the published one compiles outside JavaScript.
+    transformObject: (document) => JSON.parse(
+      JSON.stringify('openapiObject' in document ? document.openapiObject : document.swaggerObject),
+      (key, value: unknown) => key === 'pattern' && value === STORABLE_TEXT ? PORTABLE_TEXT : value
+    ) as ReturnType<SwaggerTransformObject>,
     // Shared schemas keep their own names ($id) under components.schemas.
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}` }
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}`
+    }
   })
-  // validatorUrl null: no online-validator badge, which would send the document to validator.swagger.io
-  // (@fastify/swagger-ui's default today; written here so that a new default cannot turn it on).
+  // No online-validator badge, which would send the document to validator.swagger.io.
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { tryItOutEnabled: true, validatorUrl: null } })
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger())
 }, { name: 'openapi' })
