@@ -83,6 +83,9 @@ const LADDER_STEPS = [1, 2, 3, 4, 5, 6, 7]
 export const TARGETS = [
   { name: 'baseline-raw', kind: 'http', script: join(BENCH, 'baseline-raw.js'), prepare: plainEnv({}) },
   { name: 'baseline-fastify', kind: 'http', script: join(BENCH, 'baseline-fastify.js'), prepare: plainEnv({}) },
+  // The same contract written the obvious way (bench/peer.js): Fastify's defaults, bearer auth, its
+  // request log at info to stdout (a file, as for the service), prom-client metrics, a Map as the store.
+  { name: 'peer', kind: 'http', script: join(BENCH, 'peer.js'), prepare: plainEnv({ API_TOKENS: TOKEN, LOG_LEVEL: 'info', METRICS_PORT: '0' }) },
   { name: 'memory', kind: 'http', script: SERVICE, service: true, prepare: async () => ({ env: serviceEnv({}) }) },
   // The memory target without its metrics listener (METRICS_PORT empty: nothing counted, prom-client
   // not loaded): side by side with `memory`, what metrics cost per request.
