@@ -12,7 +12,6 @@ export default {
     'src/validation.ts',
     'src/plugins/auth.ts',
     'src/plugins/json-body.ts',
-    'src/lib/exact-json.ts',
     'src/routes/plants.ts',
     'src/plants/plant-service.ts',
     'src/plants/memory-plant-repository.ts',

@@ -4,7 +4,7 @@
 // the repository). Reports the heap used per plant, the heap used by the name strings alone
 // (measured the same way), and the difference: the store's own cost per plant.
 // Usage: node --expose-gc bench/memory-per-plant.js [plants]   → prints one `BENCH_RESULT {json}` line
-import { parseJsonExact } from '../dist/lib/exact-json.js'
+import { parseBody } from '../dist/plugins/json-body.js'
 import { createMemoryPlantRepository } from '../dist/plants/memory-plant-repository.js'
 import { createPlantService } from '../dist/plants/plant-service.js'
 
@@ -17,6 +17,7 @@ const count = Number(process.argv[2] ?? 1_000_000)
 // The ids the benchmark sends: ordinary 13-digit int64 ids (heap numbers, as most real ids are).
 const FIRST_ID = 2 ** 32
 const body = (i) => `{"id":${FIRST_ID + i * 7},"name":"plant ${i}"}`
+const parseJsonExact = (text) => parseBody(Buffer.from(text), undefined, Infinity)
 
 // The JS heap plus memory held outside it by ArrayBuffers (typed arrays' backing stores, such as the
 // memory store's key table): both are what the store costs.

@@ -9,9 +9,8 @@ import { INT64_MAX, INT64_MIN, sharedSchemas } from './schemas.js'
  * (no type coercion, no removal of properties) and ids may be bigints, which Ajv cannot see.
  * Answers with the first problem only, in words a caller can act on.
  */
-export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
+export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart: part = 'body' }) => {
   const check = TypeCompiler.Compile(schema, sharedSchemas)
-  const part = httpPart ?? 'body'
   return (value: unknown) => {
     if (check.Check(value)) return { value }
     const first = check.Errors(value).First()

@@ -1,7 +1,9 @@
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib'
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { JSON_AUTH, buildTestApp, postPlant } from '../helpers.js'
 import type { App } from '../../src/app.js'
+import { parseBody } from '../../src/plugins/json-body.js'
 
 const FERN = '{"id":1,"name":"fern","tag":"shade"}'
 const PLANT = { name: 'fern', tag: 'shade' }
@@ -151,5 +153,90 @@ describe('request bodies with a content coding (RFC 9110 §8.4)', () => {
     const res = await app.inject({ method: 'POST', url: '/plants', headers: { 'content-type': 'application/json', 'content-encoding': 'x-unknown' }, payload: FERN })
     expect(res.statusCode).toBe(401)
     expect(res.headers['accept-encoding']).toBeUndefined()
+  })
+})
+
+const parse = (text: string): unknown => parseBody(Buffer.from(text), undefined, 2 ** 20)
+const idOf = (literal: string): unknown => (parse(`{"id":${literal}}`) as { id: unknown }).id
+const INT64 = { min: -(2n ** 63n), max: 2n ** 63n - 1n }
+
+describe('parseBody: JSON with exact int64 ids', () => {
+  it('gives numbers for safe integers and bigints beyond, exactly', () => {
+    expect(idOf('42')).toBe(42)
+    expect(idOf('9007199254740991')).toBe(9007199254740991)
+    expect(idOf('-9007199254740991')).toBe(-9007199254740991)
+    expect(idOf('9007199254740992')).toBe(9007199254740992n)
+    expect(idOf('9007199254740993')).toBe(9007199254740993n)
+    expect(idOf('9223372036854775807')).toBe(9223372036854775807n)
+    expect(idOf('-9223372036854775808')).toBe(-9223372036854775808n)
+  })
+
+  it('reads fractions and exponents as the integers they are, safe ones as numbers', () => {
+    const cases: [string, number | bigint][] = [
+      ['5.000', 5], ['1.0', 1], ['1E2', 100], ['12.5e1', 125], ['1000e-3', 1], ['10.50e1', 105], ['-0.0', 0],
+      ['0.0e99999999999', 0], ['0.00000000000000000001e20', 1], ['1' + '0'.repeat(500) + 'e-500', 1],
+      ['92233720368547758.07e2', 9223372036854775807n], ['9223372036854775807.0', 9223372036854775807n],
+      ['-92233720368547758080e-1', -9223372036854775808n], ['9007199254740993.0', 9007199254740993n]
+    ]
+    for (const [literal, id] of cases) expect(idOf(literal), literal).toBe(id)
+  })
+
+  it('gives NaN (which the schema refuses) for non-integers and values beyond int64, however they are written', () => {
+    const literals = ['1.5', '1.0000000000000001', '0.99999999999999999999', '1e-1', '1e-400', '1e-99999999999', '9223372036854775808',
+      '-9223372036854775809', '9223372036854775807.5', '1e19', '1e400', '1e99999999999', '-1e99999999999']
+    for (const literal of literals) expect(idOf(literal), literal).toBeNaN()
+  })
+
+  it('keeps every int64 exact, written plainly or with a fraction, wherever the id stands among other members', () => {
+    const others = fc.dictionary(fc.string().filter((key) => !['id', '__proto__', 'constructor'].includes(key)), fc.jsonValue(), { maxKeys: 4 })
+    fc.assert(fc.property(fc.bigInt(INT64), others, fc.boolean(), fc.boolean(), (id, rest, idFirst, fraction) => {
+      const members = [`"id":${id}${fraction ? '.000' : ''}`, JSON.stringify(rest).slice(1, -1)].filter((m) => m !== '')
+      const value = parse(`{${(idFirst ? members : members.reverse()).join(',')}}`) as { id: unknown }
+      expect(BigInt(value.id as bigint)).toBe(id)
+      expect(typeof value.id).toBe(id >= -(2n ** 53n) + 1n && id <= 2n ** 53n - 1n ? 'number' : 'bigint')
+    }), { numRuns: 500 })
+  })
+
+  it('parses like JSON.parse when no id is involved', () => {
+    fc.assert(fc.property(fc.json(), (text) => {
+      fc.pre(!text.includes('"id"') && !text.includes('__proto__') && !text.includes('constructor'))
+      expect(parse(text)).toStrictEqual(JSON.parse(text))
+    }))
+  })
+
+  it('changes no other member, and keeps an id that is not a number as it is (the schema refuses it)', () => {
+    expect(parse('{"id":"9007199254740993","x":1.5,"y":1e400,"n":9007199254740993}')).toStrictEqual(
+      { id: '9007199254740993', x: 1.5, y: Infinity, n: 9007199254740992 })
+  })
+
+  it('reads the top-level id among nested ones and strings that look like numbers, also when its key is escaped', () => {
+    const text = '{"a":{"id":1.5},"b":["\\"id\\":1.5"],"\\u0069d" : 9007199254740995,"c":"1e5","d":"id"}'
+    expect((parse(text) as { id: unknown }).id).toBe(9007199254740995n)
+  })
+
+  it('keeps ids exact beside 8000 levels of nesting, as long as no number literal needs the exact reading', () => {
+    // A reviver would overflow V8's stack there; these literals (15 digits at most, no fraction) skip it.
+    const deep = '['.repeat(8000) + ']'.repeat(8000)
+    for (const id of ['1', '123456789012345', '-123456789012345']) {
+      const value = parse(`{"id":${id},"name":"v1 e2","x":${deep}}`) as { id: unknown }
+      expect(value.id, id).toBe(Number(id))
+    }
+  })
+
+  it('drops prototype-poisoning keys, at any depth, also when escaped, and keeps the rest', () => {
+    for (const text of ['{"__proto__":{"x":1},"id":1}', '{"\\u005f_proto__":{"x":1},"id":1.0}', '{"constructor":{"prototype":{"x":1}},"id":1}']) {
+      const value = parse(text) as Record<string, unknown>
+      expect(value, text).toStrictEqual({ id: 1 })
+      expect(Object.getPrototypeOf(value), text).toBe(Object.prototype)
+    }
+    expect(parse('{"id":1,"x":[{"__proto__":{"y":1},"z":2}]}')).toStrictEqual({ id: 1, x: [{ z: 2 }] })
+    // A "constructor" that is no prototype carrier is an ordinary key.
+    expect(parse('{"constructor":1}')).toEqual({ constructor: 1 })
+  })
+
+  it('throws the 400 "body is not valid JSON" for text that is not JSON, and "not valid UTF-8" for bad bytes', () => {
+    expect(() => parse('{"id":1,')).toThrow(expect.objectContaining({ statusCode: 400, message: 'body is not valid JSON' }))
+    expect(() => parse('{"id":1.5,')).toThrow(expect.objectContaining({ statusCode: 400, message: 'body is not valid JSON' }))
+    expect(() => parseBody(Buffer.from([0x22, 0xff, 0x22]), undefined, 100)).toThrow('body is not valid UTF-8')
   })
 })
