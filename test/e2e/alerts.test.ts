@@ -53,6 +53,8 @@ const nameOf = (rule: Rule): string => rule.alert ?? rule.record ?? ''
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
+interface RulesReply { data: { groups: { rules: { name: string, health: string, lastError?: string }[] }[] } }
+
 interface Sample { metric: Record<string, string>, value: [number, string] }
 
 /** Prometheus, its file of targets (file_sd), and the rules' expressions seen returning series. */
@@ -185,8 +187,8 @@ describe.skipIf(noPrometheus !== undefined)('the shipped alerts, in a real Prome
       if (child.exitCode !== null || Date.now() > deadline) throw new Error(`Prometheus did not start: ${stderr}`)
       await sleep(200)
     }
-    // Every rule group loaded, without an evaluation error.
-    const groups = await fetch(`${prometheus.url}/api/v1/rules`).then(async (response) => await response.json() as { data: { groups: { rules: { name: string, health: string }[] }[] } })
+    // Every rule of the file loaded.
+    const groups = await fetch(`${prometheus.url}/api/v1/rules`).then(async (response) => await response.json() as RulesReply)
     expect(groups.data.groups.flatMap((group) => group.rules.map((rule) => rule.name)).sort()).toEqual(rules.map(nameOf).sort())
   }, 60000)
 
@@ -300,8 +302,11 @@ describe.skipIf(noPrometheus !== undefined)('the shipped alerts, in a real Prome
     await waitForAlerts('down', ['PlantStoreTargetDown'], 30000)
   }, 60000)
 
-  it('every expression of the rules returned series against the live service', () => {
+  it('every expression of the rules returned series against the live service, and every rule evaluates without an error', async () => {
     const missing = rules.map(nameOf).filter((name) => !seen.has(name))
     expect(missing).toEqual([])
+    const groups = await fetch(`${prometheus?.url ?? ''}/api/v1/rules`).then(async (response) => await response.json() as RulesReply)
+    const unhealthy = groups.data.groups.flatMap((group) => group.rules).filter((rule) => rule.health !== 'ok')
+    expect(unhealthy.map((rule) => `${rule.name}: ${rule.health} ${rule.lastError ?? ''}`)).toEqual([])
   })
 })
