@@ -266,13 +266,15 @@ describe.skipIf(noPrometheus !== undefined)('the shipped alerts, in a real Prome
     }
     scrape('log-reader', `127.0.0.1:${metricsPort}`)
     let id = 1
-    let dropping = true
+    let writing = true
     const writers = Array.from({ length: 8 }, async () => {
-      while (dropping) await post(url, id++)
+      while (writing) await post(url, id++).catch(() => 0)
+    })
+    onTestFinished(async () => {
+      writing = false
+      await Promise.all(writers)
     })
     await waitForAlerts('log-reader', ['PlantStoreLogLinesDropped'], 60000)
-    dropping = false
-    await Promise.all(writers)
   }, 90000)
 
   it('a reload of API_TOKENS_FILE refused: the token alert goes pending', async () => {
