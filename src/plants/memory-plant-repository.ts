@@ -55,10 +55,12 @@ export function createMemoryPlantRepository ({ maxPlants, maxBytes = 0 }: Memory
    * index as it will be with one more id (a doubling, when it grows, counts in full before it
    * happens), the big ids; the new plant's own text is at most a request body (BODY_LIMIT).
    */
+  const heldBytes = (safeIds: number): number =>
+    texts.byteLength + plants.byteLengthWith(safeIds) + BIG_ID_BYTES * bigPlants.size
   const full = (): boolean => {
     const count = plants.size + bigPlants.size
     if (count >= maxPlants) return true
-    return maxBytes > 0 && texts.byteLength + plants.byteLengthWith(plants.size + 1) + BIG_ID_BYTES * bigPlants.size >= maxBytes
+    return maxBytes > 0 && heldBytes(plants.size + 1) >= maxBytes
   }
   return {
     async insert (id, plant) {
@@ -71,7 +73,11 @@ export function createMemoryPlantRepository ({ maxPlants, maxBytes = 0 }: Memory
       return 'created'
     },
     async ready () {},
-    stats: () => ({ plants: plants.size + bigPlants.size, capacity: maxPlants }),
+    stats: () => ({
+      plants: plants.size + bigPlants.size,
+      capacity: maxPlants,
+      ...(maxBytes > 0 ? { bytes: heldBytes(plants.size), capacityBytes: maxBytes } : {})
+    }),
     async close () {
       plants.clear()
       bigPlants.clear()

@@ -25,6 +25,9 @@ export interface StoreStats {
   /** The memory store: plants stored, and its capacity (MAX_PLANTS). */
   plants?: number
   capacity?: number
+  /** The memory store under MEMORY_STORE_MAX_BYTES: bytes its plants hold, and that bound. */
+  bytes?: number
+  capacityBytes?: number
   /** PostgreSQL: connections the pool holds open, how many of them are idle, and calls waiting for one. */
   poolConnections?: number
   poolIdleConnections?: number

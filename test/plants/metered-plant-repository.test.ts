@@ -1,6 +1,7 @@
 import { Registry } from 'prom-client'
 import { describe, expect, it } from 'vitest'
 import { StoreFullError, StoreOutcomeUnknownError } from '../../src/errors.js'
+import { createMemoryPlantRepository } from '../../src/plants/memory-plant-repository.js'
 import { createMeteredPlantRepository } from '../../src/plants/metered-plant-repository.js'
 import type { PlantRepository, StoreObserver, StoreStats } from '../../src/plants/plant-repository.js'
 import { sampleValue } from '../helpers.js'
@@ -45,6 +46,25 @@ describe('metered store', () => {
     text = await registry.metrics()
     expect(sampleValue(text, 'plant_store_pool_waiting_requests')).toBe(0)
     expect(text).not.toContain('plant_store_memory_')
+  })
+
+  it('exports the bytes the memory store\'s plants hold and MEMORY_STORE_MAX_BYTES, read at scrape time; neither without that bound', async () => {
+    const registry = new Registry()
+    const store = createMeteredPlantRepository(createMemoryPlantRepository({ maxPlants: 4, maxBytes: 1000 }), registry)
+    // The id index's smallest table (256 bytes), then each plant's 8-byte header and name.
+    expect(sampleValue(await registry.metrics(), 'plant_store_memory_bytes')).toBe(256)
+    await store.insert(1, { name: 'fern' })
+    const text = await registry.metrics()
+    expect(sampleValue(text, 'plant_store_memory_bytes')).toBe(256 + 8 + 4)
+    expect(sampleValue(text, 'plant_store_memory_capacity_bytes')).toBe(1000)
+    expect(text).toContain('# TYPE plant_store_memory_bytes gauge')
+
+    const unbounded = new Registry()
+    createMeteredPlantRepository(createMemoryPlantRepository({ maxPlants: 4 }), unbounded)
+    const plain = await unbounded.metrics()
+    expect(sampleValue(plain, 'plant_store_memory_capacity_plants')).toBe(4)
+    expect(plain).not.toContain('plant_store_memory_bytes')
+    expect(plain).not.toContain('plant_store_memory_capacity_bytes')
   })
 
   it('passes outcomes and errors through unchanged, counting each, a lost write as unknown and not as error', async () => {
