@@ -160,6 +160,16 @@ function versionRefused (error: ParserError): boolean {
     REQUEST_LINE_VERSION.test(error.rawPacket.toString('latin1'))
 }
 
+/** An Error record as the bytes of a whole HTTP/1.1 reply, for a socket no Fastify reply owns; then it closes. */
+export function rawErrorReply (status: number, message: string, requestId?: string): string {
+  const body = JSON.stringify(errorRecord(status, message))
+  return [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}`, ...requestId === undefined ? [] : [`X-Request-Id: ${requestId}`],
+    'Content-Type: application/json; charset=utf-8', `Content-Length: ${Buffer.byteLength(body)}`,
+    'Cache-Control: no-store', 'X-Content-Type-Options: nosniff', 'Connection: close', '', body
+  ].join('\r\n')
+}
+
 /**
  * Malformed HTTP never reaches Fastify: Node hands the socket here. Answers with an Error record
  * when the socket can take one, and returns its status; `answered` hears it once the reply is
@@ -178,12 +188,7 @@ export function clientErrorHandler (error: ParserError, socket: Socket, inFlight
     return undefined
   }
   const status = versionRefused(error) ? 505 : CLIENT_ERROR_STATUS[String(error.code)] ?? 400
-  const body = JSON.stringify(errorRecord(status, CLIENT_ERROR_MESSAGE[status] ?? 'the request is not valid HTTP'))
-  const reply = [
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}`, 'Content-Type: application/json; charset=utf-8',
-    `Content-Length: ${Buffer.byteLength(body)}`, 'Cache-Control: no-store', 'X-Content-Type-Options: nosniff',
-    'Connection: close', '', body
-  ].join('\r\n')
+  const reply = rawErrorReply(status, CLIENT_ERROR_MESSAGE[status] ?? 'the request is not valid HTTP')
   const answer = () => {
     if (socket.writable) socket.end(reply, (failed?: Error | null) => { if (failed == null) answered?.(status) })
     else socket.destroy()

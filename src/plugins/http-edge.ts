@@ -1,4 +1,4 @@
-import { ServerResponse, type IncomingMessage, type Server, type ServerOptions } from 'node:http'
+import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type {
   FastifyError, FastifyHttpOptions, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest
@@ -6,9 +6,10 @@ import type {
 import fp from 'fastify-plugin'
 import {
   clientErrorHandler, ConnectRefusedError, DuplicateAuthorizationError, DuplicateHostError, ExpectationFailedError,
-  installErrorHandlers, InvalidHostError, methodNotAllowed, MissingHostError, pathOf, sendError,
+  installErrorHandlers, InvalidHostError, methodNotAllowed, MissingHostError, pathOf, rawErrorReply, sendError,
   VersionNotSupportedError
 } from '../errors.js'
+import { requestId } from './access-log.js'
 import type { Metrics } from './metrics.js'
 
 export interface HttpEdgeOptions {
@@ -69,7 +70,7 @@ export async function createHttpEdge ({ corsOrigins: origins, metrics }: HttpEdg
     app.addHttpMethod('QUERY', { hasBody: false, overrideExisting: true })
     const allowed = collectAllowedMethods(app)
     routeExpectations(app)
-    routeConnect(app)
+    refuseConnect(app, metrics)
     installErrorHandlers(app, send)
     app.addHook('onRequest', (request, reply, done) => {
       begin(request, reply)
@@ -100,8 +101,9 @@ export const HOST = new RegExp(`^(?:${IP_LITERAL}|${REG_NAME})(?::[0-9]*)?$`)
 
 /** How many raw header lines the request carries under `name` (lower-case). */
 function headerLines (request: IncomingMessage, name: string): number {
+  const lines = request.rawHeaders
   let count = 0
-  for (let i = 0; i < request.rawHeaders.length; i += 2) if (request.rawHeaders[i]?.toLowerCase() === name) count++
+  for (let i = 0; i < lines.length; i += 2) if ((lines[i] as string).toLowerCase() === name) count++
   return count
 }
 
@@ -151,16 +153,15 @@ function versionNotSupported (request: FastifyRequest, reply: FastifyReply): Fas
 }
 
 /**
- * What the first hook refuses, in this order: a version other than HTTP/1.x (505); CONNECT (400: no
- * proxy, and its target is no resource); an HTTP/1.1 request without Host, with two, or with a bad
- * one (400); a method a known path does not answer (405 with Allow, before any body is read); an
- * unmet Expect on a route without auth (417; behind auth, `request.client` is null and auth answers).
+ * What the first hook refuses, in this order: a version other than HTTP/1.x (505); an HTTP/1.1
+ * request without Host, with two, or with a bad one (400); a method a known path does not answer (405
+ * with Allow, before any body is read); an unmet Expect on a route without auth (417; behind auth,
+ * `request.client` is null and auth answers it).
  */
 function refusedAtTheEdge (request: FastifyRequest, reply: FastifyReply, allowed: ReadonlyMap<string, Allowed>) {
   const version = versionNotSupported(request, reply)
   if (version !== undefined) return version
   const method = request.method
-  if (method === 'CONNECT') return new ConnectRefusedError()
   const host = request.headers.host
   if (host === undefined) {
     if (request.raw.httpVersionMinor >= 1) return new MissingHostError()
@@ -189,18 +190,24 @@ export function duplicateAuthorization (request: FastifyRequest): FastifyError |
 
 /**
  * Node hands a CONNECT to `'connect'` listeners with the bare socket, and without one destroys it
- * unanswered. Here it goes through the router with a reply of its own, so that the first hook answers
- * it 400; the connection then closes, and nothing sent after the CONNECT is read.
+ * unanswered. It gets its 400 (505 in a version other than HTTP/1.x) here, written on the socket as
+ * for malformed HTTP, with a request id and its access line; the connection closes, and nothing sent
+ * after the CONNECT is read.
  */
-function routeConnect (app: FastifyInstance): void {
+function refuseConnect (app: FastifyInstance, metrics: Metrics | undefined): void {
   app.server.on('connect', (request: IncomingMessage, socket: Socket) => {
     // Node took its own listeners off the socket: a reset must not become an uncaught error.
     socket.on('error', () => {})
-    const response = new ServerResponse(request)
-    response.shouldKeepAlive = false
-    response.assignSocket(socket)
-    response.on('finish', () => { socket.destroySoon() })
-    app.routing(request, response)
+    const reqId = requestId(request)
+    const error = request.httpVersionMajor === 1
+      ? new ConnectRefusedError()
+      : new VersionNotSupportedError(`HTTP/${request.httpVersion}`)
+    const status = error.statusCode as number
+    // Closed once written: the socket has left the HTTP server, and with it the server's timeouts.
+    socket.write(rawErrorReply(status, error.message, reqId))
+    socket.destroySoon()
+    app.log.info({ reqId, method: 'CONNECT', status, ms: 0 }, 'request')
+    metrics?.requests.observe('CONNECT', undefined, status, 0)
   })
 }
 
