@@ -29,15 +29,12 @@ export interface TokenSet {
   replace (entries: readonly (TokenEntry | string)[]): void
 }
 
-/**
- * The rate limit's key for an unnamed token: a digest, never the token, so neither Redis nor a memory
- * dump holds a credential; the prefix keeps it apart from the token's plain SHA-256.
- */
+/** The rate limit's key for an unnamed token: a digest apart from the token's plain SHA-256, never the token. */
 export function tokenRateLimitKey (token: string): string {
   return hash('sha256', `plant-store/rate-limit\0${token}`, 'base64url')
 }
 
-/** The known tokens' SHA-256 digests (hex) and their clients: a hashed entry already is its digest. */
+/** The known tokens' SHA-256 digests (hex) and their clients; a hashed entry already is its digest. */
 function clientsByDigest (entries: readonly (TokenEntry | string)[]): Map<string, Client> {
   if (entries.length === 0) throw new Error('refusing to replace the tokens with an empty set')
   const clients = new Map<string, Client>()
@@ -89,8 +86,7 @@ export interface AuthOptions {
  */
 export const auth = fp(async function auth (app: FastifyInstance, { tokens }: AuthOptions) {
   app.decorateRequest('client', null)
-  // No verifyErrorLogLevel: the access line is a 401's record (test/plugins/auth.test.ts pins that
-  // @fastify/bearer-auth writes no line of its own through pino).
+  // The access line is a 401's record: no verifyErrorLogLevel (bearer-auth writes no line through pino).
   await app.register(bearerAuth, {
     keys: new Set<string>(),
     auth: (token, request) => {

@@ -20,22 +20,17 @@ export interface HttpEdgeOptions {
 }
 
 export interface HttpEdge {
-  /** Options only Fastify's constructor takes: spread into its options, `http` into its `http`. */
   options: Required<Pick<FastifyHttpOptions<Server>, 'frameworkErrors' | 'clientErrorHandler'>>
   http: Pick<ServerOptions, 'requireHostHeader' | 'joinDuplicateHeaders'>
-  /** Registered once, before every other plugin and route (app.ts). */
   plugin: FastifyPluginAsync
 }
 
 /**
- * The HTTP edge: what every request meets before its route. What Node would answer with a bare reply
- * or drop (no Host, an Expect, CONNECT, malformed bytes) goes through the app and gets the Error
- * record with a request id. Duplicate headers are joined (RFC 9110 §5.3), so that a request never
- * acts on half of what it carries. The first hook sets the request id and the security headers,
- * refuses what refusedAtTheEdge refuses and makes a pipelined request wait for its turn.
+ * The HTTP edge: what Node would answer with a bare reply or drop (no Host, an Expect, CONNECT,
+ * malformed bytes) gets the Error record with a request id. Duplicate headers are joined (RFC 9110
+ * §5.3), so that a request never acts on half of what it carries.
  */
 export async function createHttpEdge ({ corsOrigins: origins, metrics }: HttpEdgeOptions = {}): Promise<HttpEdge> {
-  // Loaded only when configured, like the rate limiter.
   const cors = origins === undefined ? undefined : await import('./cors.js')
   const addCorsHeaders = cors?.corsHeadersOfErrors(origins ?? [])
   // Error replies carry the CORS headers even when @fastify/cors's hook never ran for them.
@@ -84,10 +79,7 @@ export async function createHttpEdge ({ corsOrigins: origins, metrics }: HttpEdg
   return { options, http: { requireHostHeader: false, joinDuplicateHeaders: true }, plugin }
 }
 
-/**
- * The request id, and what every reply carries: no content sniffing, no cache (replies answer writes).
- * A later header still decides: the Swagger UI's static files set their own cache-control.
- */
+/** No content sniffing, no cache (replies answer writes); a later header wins (the Swagger UI's files). */
 function begin (request: FastifyRequest, reply: FastifyReply): void {
   reply.header('x-request-id', request.id)
   reply.header('x-content-type-options', 'nosniff')
@@ -99,7 +91,6 @@ const IP_LITERAL = /\[(?:[0-9A-Fa-f:.]+|[vV][0-9A-Fa-f]+\.[\w\-.~!$&'()*+,;=:]+)
 const REG_NAME = /(?:[\w\-.~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*/.source
 export const HOST = new RegExp(`^(?:${IP_LITERAL}|${REG_NAME})(?::[0-9]*)?$`)
 
-/** How many raw header lines the request carries under `name` (lower-case). */
 function headerLines (request: IncomingMessage, name: string): number {
   const lines = request.rawHeaders
   let count = 0
@@ -113,9 +104,8 @@ export function onlyContinue (expect: string): boolean {
 }
 
 /**
- * Node answers an Expect other than 100-continue with a bare 417 before any hook (so before the token
- * is checked) unless someone listens to `checkExpectation`, and writes 100 Continue for any Expect
- * that mentions 100-continue unless someone listens to `checkContinue`. Both go to the router here.
+ * Without these listeners Node answers an Expect other than 100-continue with a bare 417 before any
+ * hook (so before the token), and writes 100 Continue for any Expect that mentions 100-continue.
  */
 function routeExpectations (app: FastifyInstance): void {
   app.server.on('checkContinue', (request: IncomingMessage, response) => {
@@ -125,13 +115,11 @@ function routeExpectations (app: FastifyInstance): void {
   app.server.on('checkExpectation', (request: IncomingMessage, response) => { app.routing(request, response) })
 }
 
-/** The 417 for an Expect with a member other than 100-continue, or undefined. */
 export function unmetExpectation (request: FastifyRequest): FastifyError | undefined {
   const expect = request.headers.expect
   return expect !== undefined && !onlyContinue(expect) ? new ExpectationFailedError(expect.slice(0, 100)) : undefined
 }
 
-/** The methods a path answers to, and its Allow header. */
 export interface Allowed { methods: ReadonlySet<string>, allow: string }
 
 /** The methods of each static path, from the routes as they are registered, OPTIONS last. */
@@ -145,7 +133,6 @@ export function collectAllowedMethods (app: FastifyInstance): ReadonlyMap<string
   return allowed
 }
 
-/** The 505 for a request line that is not HTTP/1.x, or undefined; the connection then closes. */
 function versionNotSupported (request: FastifyRequest, reply: FastifyReply): FastifyError | undefined {
   if (request.raw.httpVersionMajor === 1) return undefined
   reply.header('connection', 'close')
@@ -189,10 +176,8 @@ export function duplicateAuthorization (request: FastifyRequest): FastifyError |
 }
 
 /**
- * Node hands a CONNECT to `'connect'` listeners with the bare socket, and without one destroys it
- * unanswered. It gets its 400 (505 in a version other than HTTP/1.x) here, written on the socket as
- * for malformed HTTP, with a request id and its access line; the connection closes, and nothing sent
- * after the CONNECT is read.
+ * Node hands a CONNECT to `'connect'` listeners with the bare socket (without one, it destroys it
+ * unanswered): its 400 is written on the socket, and nothing sent after it is read.
  */
 function refuseConnect (app: FastifyInstance, metrics: Metrics | undefined): void {
   app.server.on('connect', (request: IncomingMessage, socket: Socket) => {
@@ -215,9 +200,8 @@ function refuseConnect (app: FastifyInstance, metrics: Metrics | undefined): voi
 export interface Turns { last: ServerResponse, previous: ServerResponse | undefined }
 
 /**
- * The reply still being written to a request that fully arrived, when malformed bytes follow on its
- * connection: replies are written in order, so the last complete one finishes after all others. The
- * last request is incomplete when its own body broke; the one before it is then the one to wait for.
+ * The reply malformed bytes must wait for: replies are written in order, so the last one to a complete
+ * request (the last request is incomplete when its own body broke) finishes after all others.
  */
 export function replyInFlight (turns: Turns | undefined): ServerResponse | undefined {
   const reply = turns?.last.req.complete === false ? turns.previous : turns?.last
@@ -225,10 +209,9 @@ export function replyInFlight (turns: Turns | undefined): ServerResponse | undef
 }
 
 /**
- * Node emits every request a client pipelines at once and queues only the replies (a queued reply
- * has no socket yet). A request waits, before any hook acts on it, until its reply gets the socket;
- * if the connection closes first (an earlier reply said `Connection: close`, RFC 9112 §9.6), it is
- * dropped unread and the drop is logged. A request that is not pipelined pays two property reads.
+ * Node emits pipelined requests at once and queues only their replies (without a socket yet). A
+ * request waits until its reply gets the socket; if the connection closes first (an earlier reply
+ * said `Connection: close`, RFC 9112 §9.6), it is dropped unread and logged.
  */
 export function awaitTurn (request: FastifyRequest, reply: FastifyReply, turns: WeakMap<Socket, Turns>,
   proceed: () => void): void {
@@ -262,7 +245,6 @@ export function awaitTurn (request: FastifyRequest, reply: FastifyReply, turns: 
   socket.once('close', onClose)
 }
 
-/** The access line of a request that was never processed: no reply was sent, so it has no status. */
 function notProcessed (request: FastifyRequest): void {
   request.log.info({ method: request.method, route: request.routeOptions.url, status: null },
     'request not processed: an earlier reply closed its connection')
