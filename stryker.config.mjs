@@ -18,8 +18,6 @@ export default {
     'src/config.ts',
     'src/config/**/*.ts',
     'src/plugins/http-edge.ts',
-    'src/plugins/edge-refusals.ts',
-    'src/plugins/pipelining.ts',
     'src/plugins/cors.ts',
     'src/lib/failure-log.ts'
   ],

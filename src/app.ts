@@ -4,13 +4,13 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { defaultHttpLimits, defaultOverloadLimits, type Config } from './config.js'
 import { AccessLog, requestId, requestLoggerFactory } from './plugins/access-log.js'
 import { auth, type TokenSet } from './plugins/auth.js'
-import { drain } from './plugins/drain.js'
 import { createHttpEdge } from './plugins/http-edge.js'
 import { jsonBody } from './plugins/json-body.js'
 import type { Metrics } from './plugins/metrics.js'
 import { openapi } from './plugins/openapi.js'
 import { processHealth } from './plugins/process-health.js'
 import type { Tracing } from './plugins/tracing.js'
+import { shutdown } from './plugins/shutdown.js'
 import { overload } from './plugins/under-pressure.js'
 import type { PlantRepository } from './plants/plant-repository.js'
 import { createPlantService } from './plants/plant-service.js'
@@ -21,7 +21,8 @@ import { validatorCompiler } from './validation.js'
 
 export interface AppOptions {
   /** http and overload default to config.ts's defaults; no rateLimit means none. */
-  config: Pick<Config, 'bodyLimit'> & Partial<Pick<Config, 'http' | 'overload' | 'rateLimit' | 'corsOrigins' | 'otlpEndpoint'>>
+  config: Pick<Config, 'bodyLimit'> &
+    Partial<Pick<Config, 'http' | 'overload' | 'rateLimit' | 'corsOrigins' | 'otlpEndpoint' | 'shutdownDelayMs'>>
   tokens: TokenSet
   repository: PlantRepository
   /** The pino logger: main.ts's writes JSON lines to stdout, tests' write to memory. */
@@ -29,9 +30,6 @@ export interface AppOptions {
   /** Where requests and the store are counted (main.ts serves them on METRICS_PORT); absent: not counted. */
   metrics?: Metrics
 }
-
-/** Keep-alive connections may bring one more request this long after shutdown begins (plugins/drain.ts). */
-const DRAIN_GRACE_MS = 500
 
 /** The composition root: plugins in order. Never listens; main.ts does. */
 export async function buildApp ({ config, tokens, repository: store, logger, metrics }: AppOptions) {
@@ -73,8 +71,7 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
       ? undefined
       : (request, reply, route) => { metrics.requests.observe(request.method, route, reply.statusCode, reply.elapsedTime / 1000) }),
     childLoggerFactory: requestLoggerFactory,
-    // Requests that arrive while closing are served, with Connection: close (below), instead of
-    // Fastify's fixed 503 body; /readyz turns 503 so the load balancer stops sending them.
+    // Requests that arrive while closing are served with Connection: close (plugins/shutdown.ts).
     return503OnClosing: false,
     ...edge.options
   }
@@ -84,28 +81,17 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
   // First: its hook is the first of every request, and it sees every route registered after it.
   await app.register(edge.plugin)
 
-  // Closing: /readyz answers 503 and every reply says Connection: close. It begins at close(), or
-  // earlier through beginClosing() (main.ts: SIGTERM with SHUTDOWN_DELAY_MS), while requests are still served.
-  let closing = false
-  app.decorate('beginClosing', () => { closing = true })
-  app.addHook('preClose', async () => { closing = true })
-  // Callback-style hooks on the hot path: an async hook costs a promise per request (about 4 µs here).
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    // Idle keep-alive connections must not hold the exit back.
-    if (closing) reply.header('connection', 'close')
-    done(null, payload)
-  })
+  await app.register(shutdown, { delayMs: config.shutdownDelayMs ?? 0 })
   app.addHook('onClose', async () => { await repository.close() })
 
   // First, so that shed, refused and failed requests are traced too.
   if (tracing !== undefined) await app.register(tracing.plugin)
 
-  await app.register(drain, { graceMs: DRAIN_GRACE_MS })
   if (app.log.level === 'debug' || app.log.level === 'trace') await app.register(processHealth, { intervalMs: 5000 })
   await app.register(overload, { limits: config.overload ?? defaultOverloadLimits() })
   await app.register(jsonBody)
   await app.register(openapi)
-  await app.register(healthRoutes, { repository, isClosing: () => closing })
+  await app.register(healthRoutes, { repository })
   // OPTIONS /plants, outside the auth scope: it needs no token (other methods: the edge's 405).
   await app.register(plantMethodRoutes)
   await app.register(async function protectedRoutes (scope) {
@@ -121,10 +107,3 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
 }
 
 export type App = Awaited<ReturnType<typeof buildApp>>
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** Not ready from now on (/readyz 503, Connection: close), still serving; close() follows. */
-    beginClosing: () => void
-  }
-}

@@ -8,51 +8,56 @@ import type { ErrorRecord } from './schemas.js'
 export const InvalidJsonError = createError('PLANTS_INVALID_JSON', 'body is not valid JSON', 400)
 export const InvalidUtf8Error = createError('PLANTS_INVALID_UTF8', 'body is not valid UTF-8', 400)
 export const InvalidEncodedBodyError = createError('PLANTS_INVALID_ENCODED_BODY', 'body is not valid %s data', 400)
-export const DecodedBodyTooLargeError = createError('PLANTS_DECODED_BODY_TOO_LARGE', 'body must not be larger than %s bytes once decoded', 413)
-export const UnsupportedEncodingError = createError('PLANTS_UNSUPPORTED_ENCODING', 'content-encoding "%s" is not supported: send the body with one of %s, or with none', 415)
-export const MissingTokenError = createError('PLANTS_MISSING_TOKEN', 'a bearer token is required: send "Authorization: Bearer <token>"', 401)
+export const DecodedBodyTooLargeError = createError('PLANTS_DECODED_BODY_TOO_LARGE',
+  'body must not be larger than %s bytes once decoded', 413)
+export const UnsupportedEncodingError = createError('PLANTS_UNSUPPORTED_ENCODING',
+  'content-encoding "%s" is not supported: send the body with one of %s, or with none', 415)
+export const MissingTokenError = createError('PLANTS_MISSING_TOKEN',
+  'a bearer token is required: send "Authorization: Bearer <token>"', 401)
 export const InvalidTokenError = createError('PLANTS_INVALID_TOKEN', 'the bearer token is not valid', 401)
-export const PlantConflictError = createError('PLANTS_CONFLICT', 'a plant with id %s already exists with another name or tag', 409)
+export const PlantConflictError = createError('PLANTS_CONFLICT',
+  'a plant with id %s already exists with another name or tag', 409)
 export const StoreFullError = createError('PLANTS_STORE_FULL', 'the plant store is full', 507)
-export const StoreUnavailableError = createError('PLANTS_STORE_UNAVAILABLE', 'the plant store is unavailable, retry later', 503)
-/**
- * The store lost the write after it was sent (the connection dropped or timed out before the commit
- * was confirmed): it may be stored or not. Not a "nothing was stored": the identical request is safe
- * to send again, and answers 200 once the plant is there (docs/storage.md, High availability).
- */
-export const StoreOutcomeUnknownError = createError('PLANTS_STORE_OUTCOME_UNKNOWN', 'the plant store did not confirm the write: the outcome is unknown; retrying the identical request is safe, it answers 200 if the plant was stored', 503)
+export const StoreUnavailableError = createError('PLANTS_STORE_UNAVAILABLE',
+  'the plant store is unavailable, retry later', 503)
+/** The write was sent but not confirmed: it may be stored or not; the same request is safe to send again. */
+export const StoreOutcomeUnknownError = createError('PLANTS_STORE_OUTCOME_UNKNOWN',
+  'the plant store did not confirm the write: the outcome is unknown; ' +
+  'retrying the identical request is safe, it answers 200 if the plant was stored', 503)
 /** /readyz while creates fail: reads may work (a synchronous standby gone), writes do not. */
-export const WritesFailingError = createError('PLANTS_WRITES_FAILING', 'the service is not ready: creates have failed for %s ms with no success', 503)
+export const WritesFailingError = createError('PLANTS_WRITES_FAILING',
+  'the service is not ready: creates have failed for %s ms with no success', 503)
 export const NotReadyError = createError('PLANTS_NOT_READY', 'the service is not ready', 503)
 export const OverloadedError = createError('PLANTS_OVERLOADED', 'the service is overloaded, retry later', 503)
-export const RateLimitedError = createError('PLANTS_RATE_LIMITED', 'too many requests with this token: at most %s per minute, retry in %s s', 429)
-export const MethodNotAllowedError = createError('PLANTS_METHOD_NOT_ALLOWED', '%s is not allowed on %s; allowed: %s', 405)
+export const RateLimitedError = createError('PLANTS_RATE_LIMITED',
+  'too many requests with this token: at most %s per minute, retry in %s s', 429)
+export const MethodNotAllowedError = createError('PLANTS_METHOD_NOT_ALLOWED',
+  '%s is not allowed on %s; allowed: %s', 405)
 export const MissingHostError = createError('PLANTS_MISSING_HOST', 'an HTTP/1.1 request must carry a Host header', 400)
-export const ExpectationFailedError = createError('PLANTS_EXPECTATION_FAILED', 'the expectation "%s" cannot be met: send no Expect header, or Expect: 100-continue', 417)
-export const DuplicateHostError = createError('PLANTS_DUPLICATE_HOST', 'the request carries %s Host headers: send exactly one', 400)
-export const InvalidHostError = createError('PLANTS_INVALID_HOST', 'the Host header "%s" is not a valid host[:port]', 400)
-export const ConnectRefusedError = createError('PLANTS_CONNECT_REFUSED', 'CONNECT is not supported: this service is not a proxy', 400)
-export const VersionNotSupportedError = createError('PLANTS_VERSION_NOT_SUPPORTED', '%s is not supported: send HTTP/1.1', 505)
-export const DuplicateAuthorizationError = createError('PLANTS_DUPLICATE_AUTHORIZATION', 'the request carries %s Authorization headers: send exactly one', 400)
+export const ExpectationFailedError = createError('PLANTS_EXPECTATION_FAILED',
+  'the expectation "%s" cannot be met: send no Expect header, or Expect: 100-continue', 417)
+export const DuplicateHostError = createError('PLANTS_DUPLICATE_HOST',
+  'the request carries %s Host headers: send exactly one', 400)
+export const InvalidHostError = createError('PLANTS_INVALID_HOST',
+  'the Host header "%s" is not a valid host[:port]', 400)
+export const ConnectRefusedError = createError('PLANTS_CONNECT_REFUSED',
+  'CONNECT is not supported: this service is not a proxy', 400)
+export const VersionNotSupportedError = createError('PLANTS_VERSION_NOT_SUPPORTED',
+  '%s is not supported: send HTTP/1.1', 505)
+export const DuplicateAuthorizationError = createError('PLANTS_DUPLICATE_AUTHORIZATION',
+  'the request carries %s Authorization headers: send exactly one', 400)
 
 // A bad setting; in lib/ so that the stores (src/plants/) throw it without importing the configuration.
 export { ConfigError } from './lib/config-error.js'
 
-/**
- * A store's named failure (plants/plant-repository.ts): the one list of them, for whoever must tell
- * a store's answer from anything else (the error handler, the failure log, the PostgreSQL batch).
- */
+/** A store's named failure (plants/plant-repository.ts): the one list of them. */
 export function isStoreError (error: unknown): boolean {
   return error instanceof StoreUnavailableError || error instanceof StoreOutcomeUnknownError ||
     error instanceof StoreFullError || error instanceof WritesFailingError
 }
 
-/**
- * The 405 for a method the resource at `path` does not take, with the Allow header a 405 must carry
- * (RFC 9110 §15.5.6): `allow` lists the methods that act on the resource. The error handler turns it
- * into the Error record; the header set here stays on the reply.
- */
-export function methodNotAllowed (request: FastifyRequest, reply: FastifyReply, path: string, allow: string): FastifyError {
+/** The 405 for a method `path` does not take, with the Allow header it must carry (RFC 9110 §15.5.6). */
+export function methodNotAllowed (request: FastifyRequest, reply: FastifyReply, path: string, allow: string) {
   reply.header('allow', allow)
   return new MethodNotAllowedError(request.method, path, allow)
 }
@@ -70,9 +75,10 @@ const frameworkMessages: Record<string, (request: FastifyRequest) => string> = {
 /** What a 503 tells a client to wait before it retries, unless the error set its own. */
 const RETRY_AFTER_SECONDS = '1'
 
-/** Refusals logged elsewhere, or not worth a warning each (a 505 is the client's doing, and has its access line). */
+/** Refusals logged elsewhere, or not worth a warning each (a 505 is the client's doing). */
 function quietlyRefused (error: FastifyError): boolean {
-  return error instanceof VersionNotSupportedError || error instanceof OverloadedError || error instanceof NotReadyError || isStoreError(error)
+  return error instanceof VersionNotSupportedError || error instanceof OverloadedError ||
+    error instanceof NotReadyError || isStoreError(error)
 }
 
 function statusOf (error: FastifyError): number {
@@ -84,10 +90,15 @@ export function errorRecord (status: number, message: string): ErrorRecord {
   return { error: status, message }
 }
 
+/** The path of a request target, without its query. */
+export function pathOf (url: string): string {
+  const query = url.indexOf('?')
+  return query === -1 ? url : url.slice(0, query)
+}
+
 /**
  * Turns any error into the Error record. 5xx details go to the log, never to the client. An error
- * may carry reply headers in `headers` (the http-errors convention Fastify's own handler follows),
- * e.g. a 415's Accept-Encoding.
+ * may carry reply headers in `headers` (the http-errors convention), e.g. a 415's Accept-Encoding.
  */
 export function sendError (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const status = statusOf(error)
@@ -96,11 +107,11 @@ export function sendError (error: FastifyError, request: FastifyRequest, reply: 
   let message: string
   if (status >= 500) {
     if (status === 500) request.log.error({ err: error }, 'request failed')
-    // Logged once per interval, not here each time: a shed request by plugins/under-pressure.ts,
-    // a store failure (and so a /readyz that fails with it) by plants/observed-plant-repository.ts.
-    // During an outage every refused request still has its access line.
+    // The quiet ones are logged once per interval elsewhere (under-pressure.ts, the store's wrapper).
     else if (!quietlyRefused(error)) request.log.warn({ err: error }, 'request refused')
-    message = status === 500 ? 'internal server error' : error.code?.startsWith('PLANTS_') === true ? error.message : STATUS_CODES[status] ?? 'server error'
+    if (status === 500) message = 'internal server error'
+    else if (error.code?.startsWith('PLANTS_') === true) message = error.message
+    else message = STATUS_CODES[status] ?? 'server error'
     if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', RETRY_AFTER_SECONDS)
   } else {
     message = frameworkMessages[error.code]?.(request) ?? error.message
@@ -110,109 +121,90 @@ export function sendError (error: FastifyError, request: FastifyRequest, reply: 
       ? 'Bearer realm="plants", error="invalid_token"'
       : 'Bearer realm="plants"')
   }
-  // Stryker disable next-line StringLiteral: equivalent: Fastify clears a reply's content-type before its error handler and types an object application/json; charset=utf-8 itself; stated here as the contract
-  reply.code(status).type('application/json; charset=utf-8').send(errorRecord(status, message))
+  // Fastify clears the content-type before an error handler, and types an object as JSON in UTF-8.
+  reply.code(status).send(errorRecord(status, message))
 }
 
 /**
- * Installs the one error shape on every path an error can take out of Fastify. `send` is sendError,
- * or sendError behind what adds the CORS headers (plugins/http-edge.ts). A method a known path does
- * not answer never reaches the not-found handler: the edge answers it 405 first (edge-refusals.ts).
+ * Installs the one error shape on every path an error takes out of Fastify. `send` is sendError, or
+ * sendError behind what adds the CORS headers (plugins/http-edge.ts).
  */
 export function installErrorHandlers (app: FastifyInstance, send: typeof sendError = sendError): void {
   app.setErrorHandler(send)
   app.setNotFoundHandler((request, reply) => {
-    // Stryker disable next-line StringLiteral: split() always returns one element at least; the fallback is for the type checker
-    const path = request.url.split('?', 1)[0] ?? ''
-    reply.code(404).send(errorRecord(404, `no route for ${request.method} ${path.slice(0, 200)}`))
+    reply.code(404).send(errorRecord(404, `no route for ${request.method} ${pathOf(request.url).slice(0, 200)}`))
   })
 }
 
-/**
- * Statuses of the parser's errors, 400 for any other: HTTP/2's connection preface (`PRI *
- * HTTP/2.0`, a client that speaks HTTP/2 in cleartext) is a 505, and so is a request line whose
- * version is well-formed but one Node's parser refuses (`HTTP/1.2`, `HTTP/3.0`: versionRefused):
- * this service speaks HTTP/1.1 (and 1.0).
- */
+/** Statuses of the parser's errors, 400 for any other (HPE_PAUSED_H2_UPGRADE: HTTP/2's cleartext preface). */
 const CLIENT_ERROR_STATUS: Record<string, number> = {
   HPE_HEADER_OVERFLOW: 431,
   ERR_HTTP_REQUEST_TIMEOUT: 408,
   HPE_PAUSED_H2_UPGRADE: 505
 }
 
-/** A request line with a well-formed version (`HTTP/` digit `.` digit, RFC 9112 §2.3) at the start of the bytes. */
-const REQUEST_LINE_VERSION = /^[^\r\n ]+ [^\r\n ]+ HTTP\/\d\.\d\r?\n/
-
-/** Whether the parser refused a well-formed version (a 505), not a garbled one (a 400). */
-function versionRefused (error: Error & { code?: string, rawPacket?: unknown }): boolean {
-  return error.code === 'HPE_INVALID_VERSION' && Buffer.isBuffer(error.rawPacket) && REQUEST_LINE_VERSION.test(error.rawPacket.toString('latin1'))
-}
 const CLIENT_ERROR_MESSAGE: Record<number, string> = {
   431: 'request headers are too large',
   408: 'the request took too long to arrive',
   505: 'the HTTP version is not supported: send HTTP/1.1'
 }
 
+/** A request line with a well-formed version (`HTTP/` digit `.` digit, RFC 9112 §2.3). */
+const REQUEST_LINE_VERSION = /^[^\r\n ]+ [^\r\n ]+ HTTP\/\d\.\d\r?\n/
+
+type ParserError = Error & { code?: string, rawPacket?: unknown }
+
+/** Whether the parser refused a well-formed version such as HTTP/1.2 (a 505), not a garbled one (a 400). */
+function versionRefused (error: ParserError): boolean {
+  return error.code === 'HPE_INVALID_VERSION' && Buffer.isBuffer(error.rawPacket) &&
+    REQUEST_LINE_VERSION.test(error.rawPacket.toString('latin1'))
+}
+
+/** An Error record as the bytes of a whole HTTP/1.1 reply, for a socket no Fastify reply owns; then it closes. */
+export function rawErrorReply (status: number, message: string, requestId?: string): string {
+  const body = JSON.stringify(errorRecord(status, message))
+  return [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}`, ...requestId === undefined ? [] : [`X-Request-Id: ${requestId}`],
+    'Content-Type: application/json; charset=utf-8', `Content-Length: ${Buffer.byteLength(body)}`,
+    'Cache-Control: no-store', 'X-Content-Type-Options: nosniff', 'Connection: close', '', body
+  ].join('\r\n')
+}
+
 /**
- * Malformed HTTP never reaches Fastify's request path: Node hands the socket to this handler.
- * Answers with an Error record where the socket can still take a reply; returns its status, or
- * undefined when the socket could take none, and calls `answered` with the status once the reply is
- * written in full: never for a client that is gone. (Node 22 reports a
- * connection reset in the middle of a request as HPE_INVALID_EOF_STATE on a socket that still looks
- * writable; the reply's write is what fails.)
- *
- * Bytes that arrive behind a request still being answered (pipelined) are not answered before it:
- * writing our reply at once and ending the socket would drop the reply in flight, whose request may
- * have stored a plant. So the reply in flight (Node's "current attached ServerResponse", the
- * socket's `_httpMessage`) is finished first, then ours follows and the connection ends. Bytes after
- * a request that asked for `Connection: close` are ignored (RFC 9112 §9.6): Node ends the
- * connection once that request is answered.
+ * Malformed HTTP never reaches Fastify: Node hands the socket here. Answers with an Error record
+ * when the socket can take one, and returns its status; `answered` hears it once the reply is
+ * written in full, never for a client that is gone. Bad bytes behind a request still being answered
+ * (`inFlight`, pipelined) are answered after it, or its reply, which may have stored a plant, would
+ * be cut off.
  */
-export function clientErrorHandler (error: Error & { code?: string, rawPacket?: unknown }, socket: Socket, answered?: (status: number) => void): number | undefined {
+export function clientErrorHandler (error: ParserError, socket: Socket, inFlight?: ServerResponse,
+  answered?: (status: number) => void): number | undefined {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy()
     return undefined
   }
   if (error.code === 'HPE_CLOSED_CONNECTION') {
-    if (replyInFlight(socket) === undefined) socket.destroy()
+    if (inFlight === undefined) socket.destroy()
     return undefined
   }
   const status = versionRefused(error) ? 505 : CLIENT_ERROR_STATUS[String(error.code)] ?? 400
-  const body = JSON.stringify(errorRecord(status, CLIENT_ERROR_MESSAGE[status] ?? 'the request is not valid HTTP'))
-  const reply = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`
-  afterRepliesInFlight(socket, () => {
+  const reply = rawErrorReply(status, CLIENT_ERROR_MESSAGE[status] ?? 'the request is not valid HTTP')
+  const answer = () => {
     if (socket.writable) socket.end(reply, (failed?: Error | null) => { if (failed == null) answered?.(status) })
     else socket.destroy()
-  })
+  }
+  if (inFlight === undefined) answer()
+  else finished(inFlight, answer)
   return status
 }
 
-/**
- * The reply being written on a socket to a request that has fully arrived: the bad bytes then came
- * after that request. Undefined when there is none, it has finished, or its own request is the one
- * that broke (a bad chunk in its body), which is answered at once as before.
- */
-function replyInFlight (socket: Socket): ServerResponse | undefined {
-  const reply = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage
-  return reply === undefined || reply === null || reply.writableFinished || !reply.req.complete ? undefined : reply
-}
-
-/**
- * Calls `then` once no reply is in flight on the socket: when one finishes, Node has already handed
- * the socket to the next queued reply (its own 'finish' listener runs first), which is waited for too.
- */
-function afterRepliesInFlight (socket: Socket, then: () => void): void {
-  const reply = replyInFlight(socket)
-  if (reply === undefined) {
+/** Calls `then` once when `reply` finishes or closes (a reply that fails never finishes). */
+function finished (reply: ServerResponse, then: () => void): void {
+  const done = () => {
+    reply.removeListener('finish', done)
+    reply.removeListener('close', done)
     then()
-    return
   }
-  // 'close' too: a reply that fails, or whose connection closes, never finishes.
-  const next = () => {
-    reply.removeListener('finish', next)
-    reply.removeListener('close', next)
-    afterRepliesInFlight(socket, then)
-  }
-  reply.once('finish', next)
-  reply.once('close', next)
+  reply.once('finish', done)
+  reply.once('close', done)
 }

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises'
 import closeWithGrace from 'close-with-grace'
 import pino from 'pino'
 import { buildApp } from './app.js'
@@ -30,22 +29,13 @@ async function main (): Promise<void> {
   if (config.tokensFile === undefined) {
     process.on('SIGHUP', () => app.log.info('SIGHUP: nothing to reload, the tokens come from API_TOKENS'))
   } else {
-    const stopWatching = watchTokens({ file: config.tokensFile, tokens, log: app.log, ...(metrics === undefined ? {} : { onReload: metrics.tokenReload }) })
+    const onReload = metrics === undefined ? {} : { onReload: metrics.tokenReload }
+    const stopWatching = watchTokens({ file: config.tokensFile, tokens, log: app.log, ...onReload })
     app.addHook('onClose', async () => stopWatching())
   }
-  // SIGTERM (an orchestrator, a balancer's rollout): not ready at once, yet serving for
-  // SHUTDOWN_DELAY_MS while balancers notice, then the drain, bounded by SHUTDOWN_TIMEOUT_MS.
-  // SIGINT (Ctrl-C in a terminal) and errors drain at once (docs/operating.md, Shutdown).
-  closeWithGrace({ delay: config.shutdownDelayMs + config.shutdownTimeoutMs, logger: app.log, skip: ['SIGHUP'] }, async ({ signal, err }) => {
-    if (err !== undefined) app.log.error({ err }, 'closing after an unexpected error')
-    else if (signal === 'SIGTERM' && config.shutdownDelayMs > 0) {
-      app.beginClosing()
-      app.log.info({ signal, delayMs: config.shutdownDelayMs }, 'not ready: serving for SHUTDOWN_DELAY_MS, then closing')
-      await sleep(config.shutdownDelayMs)
-      app.log.info({ signal }, 'closing')
-    } else app.log.info({ signal }, 'closing')
-    await app.close()
-  })
+  // Signals and unexpected errors become a graceful close, bounded (plugins/shutdown.ts; SIGHUP: above).
+  closeWithGrace({ delay: config.shutdownDelayMs + config.shutdownTimeoutMs, logger: app.log, skip: ['SIGHUP'] },
+    async ({ signal, err }) => { await app.shutDown(signal, err) })
   // The metrics listener closes with the app, after the last request (so a last scrape still sees them).
   let metricsListener: MetricsListener | undefined
   app.addHook('onClose', async () => { await metricsListener?.close() })

@@ -15,11 +15,9 @@ export interface TokenReloadOptions {
 }
 
 /**
- * Reads the tokens file again and swaps the accepted set at once; requests in flight are not
- * disturbed (each checks its token against whichever set is current). A file that cannot be read,
- * holds no valid token or has a bad line (config.ts: the reason names the line, never its text) is
- * refused whole, and the previous set stays: a half-written file, a typo or a missing mount must not
- * lock clients out. Returns whether the new set was taken.
+ * Reads the tokens file again and swaps the accepted set at once. A file that cannot be read, holds
+ * no token or has a bad line is refused whole and the previous set stays: a half-written file, a
+ * typo or a missing mount must not lock clients out. Returns whether the new set was taken.
  */
 export function reloadTokens ({ file, tokens, log, onReload }: TokenReloadOptions): boolean {
   let next: TokenEntry[]
@@ -38,14 +36,14 @@ export function reloadTokens ({ file, tokens, log, onReload }: TokenReloadOption
 }
 
 /**
- * Reloads on SIGHUP and when the file changes. The file is polled by path (fs.watchFile), not
- * watched by inode, so the symlink swap Kubernetes uses to update a mounted secret is seen too.
- * Returns a function that stops both.
+ * Reloads on SIGHUP and when the file changes, polled by path (fs.watchFile), so that the symlink
+ * swap Kubernetes uses to update a mounted secret is seen too. Returns a function that stops both.
  */
 export function watchTokens (options: TokenReloadOptions): () => void {
   const onSignal = (): void => { reloadTokens(options) }
   const onChange = (current: Stats, previous: Stats): void => {
-    if (current.mtimeMs !== previous.mtimeMs || current.ino !== previous.ino || current.size !== previous.size) reloadTokens(options)
+    if (current.mtimeMs !== previous.mtimeMs || current.ino !== previous.ino ||
+      current.size !== previous.size) reloadTokens(options)
   }
   process.on('SIGHUP', onSignal)
   // Not persistent: the watcher must not keep the process alive after close.

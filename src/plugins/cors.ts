@@ -10,30 +10,18 @@ export interface CorsPolicyOptions {
 /** How long a browser may reuse a preflight's answer (Chromium caps it at 7200). */
 export const CORS_MAX_AGE_SECONDS = 600
 
-/**
- * What a page may send: the token, the JSON type, a compressed body, its own request id. Listed,
- * not reflected from the preflight, and Authorization by name (a `*` would not cover it).
- */
+/** What a page may send: listed, not reflected, and Authorization by name (a `*` would not cover it). */
 const ALLOWED_HEADERS = 'authorization, content-type, content-encoding, x-request-id'
 
-/**
- * What a page may read beyond the CORS-safelisted headers: the request id, when to retry (503,
- * 429), the rate limit's count (plugins/rate-limit.ts, IETF draft names), the 401 challenge, the
- * 405's Allow and the 415's Accept-Encoding.
- */
-const EXPOSED_HEADERS = 'x-request-id, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset, www-authenticate, allow, accept-encoding'
+/** What a page may read beyond the safelisted headers, so that it can read every Error record's context. */
+const EXPOSED_HEADERS = 'x-request-id, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset, ' +
+  'www-authenticate, allow, accept-encoding'
 
 /**
- * Cross-origin access for the listed origins (@fastify/cors), registered at the root before the
- * overload check and auth, so that:
- * - a preflight (OPTIONS with Origin and Access-Control-Request-Method) from a listed origin is
- *   answered 204 in onRequest: no token, no rate limit, not shed;
- * - every other reply to a listed origin, errors included (401, 400, 405, 413, 429, 503, ...), carries
- *   Access-Control-Allow-Origin and the exposed headers, or the page could not read the Error record;
- * - a request with no Origin, or an unlisted one, gets no CORS header at all, and an OPTIONS that is
- *   not a preflight reaches its route (OPTIONS /plants: 204 with Allow).
- * Every reply carries `Vary: Origin`: it depends on the Origin header. No credentials mode: the
- * token travels in Authorization, which a page sets itself, and no cookie is used.
+ * Cross-origin access for the listed origins (@fastify/cors), registered before the overload check
+ * and auth: a preflight from a listed origin is answered 204 with no token; every other reply to a
+ * listed origin carries the CORS headers; anything else gets none, only `Vary: Origin`. No
+ * credentials mode: the token travels in Authorization, which a page sets itself.
  */
 export const corsPolicy = fp(async function corsPolicy (app: FastifyInstance, { origins }: CorsPolicyOptions) {
   const any = origins.includes('*')
@@ -47,9 +35,7 @@ export const corsPolicy = fp(async function corsPolicy (app: FastifyInstance, { 
     maxAge: CORS_MAX_AGE_SECONDS,
     credentials: false
   }
-  // Made once: the delegator picks one of three per request. `preflight` acts only on an OPTIONS
-  // (@fastify/cors checks the method itself), so a request with Access-Control-Request-Method is
-  // given it whatever its method.
+  // `preflight` acts only on an OPTIONS (@fastify/cors checks the method itself).
   const off: FastifyCorsOptions = { origin: false }
   const simple: FastifyCorsOptions = { ...base, preflight: false }
   const preflight: FastifyCorsOptions = { ...base, preflight: true }
@@ -63,15 +49,13 @@ export const corsPolicy = fp(async function corsPolicy (app: FastifyInstance, { 
 }, { name: 'cors-policy' })
 
 /**
- * The same policy's headers for an error reply that @fastify/cors's hook never saw: an error found
- * before routing (frameworkErrors: a bad URL), or a request refused by the first hook, before the
- * CORS hook runs (a missing Host, an unmet Expect: app.ts). Left alone when the hook has run: it set
- * Access-Control-Allow-Origin, or, for an unlisted origin, Vary alone (so Vary gets Origin once).
+ * The same policy's headers for an error reply that @fastify/cors's hook never saw (a bad URL, a
+ * refusal of the edge's first hook). Left alone when the hook has run (Vary then has Origin).
  */
-export function corsHeadersOfErrors (origins: readonly string[]): (request: FastifyRequest, reply: FastifyReply) => void {
+export function corsHeadersOfErrors (origins: readonly string[]) {
   const any = origins.includes('*')
   const listed = new Set(origins)
-  return (request, reply) => {
+  return (request: FastifyRequest, reply: FastifyReply): void => {
     if (reply.hasHeader('access-control-allow-origin')) return
     const vary = reply.getHeader('vary')
     if (vary === undefined) reply.header('vary', 'Origin')

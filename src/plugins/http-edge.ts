@@ -1,12 +1,16 @@
-import { ServerResponse, type IncomingMessage, type Server, type ServerOptions } from 'node:http'
+import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
-import type { FastifyHttpOptions, FastifyInstance, FastifyPluginAsync } from 'fastify'
+import type {
+  FastifyError, FastifyHttpOptions, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest
+} from 'fastify'
 import fp from 'fastify-plugin'
-import { clientErrorHandler, installErrorHandlers, sendError } from '../errors.js'
-import { collectAllowedMethods, refusedAtTheEdge, routeExpectations, versionNotSupported } from './edge-refusals.js'
+import {
+  clientErrorHandler, ConnectRefusedError, DuplicateAuthorizationError, DuplicateHostError, ExpectationFailedError,
+  installErrorHandlers, InvalidHostError, methodNotAllowed, MissingHostError, pathOf, rawErrorReply, sendError,
+  VersionNotSupportedError
+} from '../errors.js'
+import { requestId } from './access-log.js'
 import type { Metrics } from './metrics.js'
-import { awaitTurn } from './pipelining.js'
-import { setSecurityHeaders } from './security-headers.js'
 
 export interface HttpEdgeOptions {
   /** CORS_ORIGINS: exact origins, or ['*']; undefined: no CORS header at all (plugins/cors.ts). */
@@ -16,115 +20,232 @@ export interface HttpEdgeOptions {
 }
 
 export interface HttpEdge {
-  /**
-   * The edge's Fastify options, which only the constructor takes: spread into Fastify's options,
-   * `http` into its `http`.
-   */
   options: Required<Pick<FastifyHttpOptions<Server>, 'frameworkErrors' | 'clientErrorHandler'>>
   http: Pick<ServerOptions, 'requireHostHeader' | 'joinDuplicateHeaders'>
-  /** Registered once, first, before every other plugin and route (app.ts). */
   plugin: FastifyPluginAsync
 }
 
 /**
- * The HTTP edge: what every request meets before and around its route, as one plugin.
- *
- * - Requests Node's HTTP server would answer by itself with a bare reply (no Error record, no request
- *   id), or drop without a word, go through the app instead, which answers them with the Error
- *   record like any other: a missing Host (`requireHostHeader: false`), an Expect (edge-refusals.ts,
- *   routeExpectations), CONNECT (routeConnect below). A header sent twice is joined into one
- *   comma-separated value (`joinDuplicateHeaders`, RFC 9110 §5.3) instead of Node keeping the first,
- *   so a request never acts on half of what it carries: two Authorization headers never match a
- *   token and auth refuses them; two Host headers are refused here.
- * - The first hook of every request sets the request id and security headers (so that every reply
- *   that goes through the hooks carries them), refuses what edge-refusals.ts refuses (505, 400, 405,
- *   417), and makes a pipelined request wait for its turn (pipelining.ts).
- * - The error and not-found handlers (errors.ts), and errors found before routing (a bad URL, in
- *   `frameworkErrors`) or below HTTP (malformed bytes, in `clientErrorHandler`), with the metrics.
- * - CORS (cors.ts), loaded only when CORS_ORIGINS is set; its headers go on error replies too.
- * - QUERY (a safe method that may carry content) is routed nowhere, so its content is never read: as
- *   a method with a body, Fastify answered every QUERY without a Content-Type with its own 400.
+ * The HTTP edge: what Node would answer with a bare reply or drop (no Host, an Expect, CONNECT,
+ * malformed bytes) gets the Error record with a request id. Duplicate headers are joined (RFC 9110
+ * §5.3), so that a request never acts on half of what it carries.
  */
 export async function createHttpEdge ({ corsOrigins: origins, metrics }: HttpEdgeOptions = {}): Promise<HttpEdge> {
-  // Loaded only when configured, like the rate limiter.
-  const cors = origins === undefined ? undefined : await loadCors(origins)
+  const cors = origins === undefined ? undefined : await import('./cors.js')
+  const addCorsHeaders = cors?.corsHeadersOfErrors(origins ?? [])
   // Error replies carry the CORS headers even when @fastify/cors's hook never ran for them.
-  const send: typeof sendError = cors === undefined
+  const send: typeof sendError = addCorsHeaders === undefined
     ? sendError
     : (error, request, reply) => {
-        cors.addHeadersOfErrors(request, reply)
+        addCorsHeaders(request, reply)
         sendError(error, request, reply)
       }
+  const turns = new WeakMap<Socket, Turns>()
 
   const options: HttpEdge['options'] = {
-    // Errors found before routing (a bad URL) skip the hooks: the request id is set here instead, and
-    // a request line that is not HTTP/1.x is a 505 first, as in the first hook.
+    // Errors before routing (a bad URL) skip the hooks: the first hook's work is done here.
     frameworkErrors: (error, request, reply) => {
-      reply.header('x-request-id', request.id)
-      setSecurityHeaders(reply)
-      awaitTurn(request, reply, () => {
+      begin(request, reply)
+      awaitTurn(request, reply, turns, () => {
         send(versionNotSupported(request, reply) ?? error, request, reply)
-        // Counted as 0 s: Fastify starts no reply clock for a request it could not route (its
-        // reply.elapsedTime is 0 here).
+        // Fastify starts no reply clock for a request it could not route.
         metrics?.requests.observe(request.method, undefined, reply.statusCode, 0)
       })
     },
-    // Malformed HTTP has no request, method or start time: counted as an unmatched _OTHER of 0 s,
-    // once its reply is written (a client that reset the connection got none).
-    clientErrorHandler: metrics === undefined
-      ? clientErrorHandler
-      : (error, socket) => {
-          // Stryker disable next-line StringLiteral: equivalent: metrics.ts counts any method outside the known ones as _OTHER, an empty one too
-          clientErrorHandler(error, socket, (status) => { metrics.requests.observe('_OTHER', undefined, status, 0) })
-        }
+    // Malformed HTTP has no request: counted as an unmatched _OTHER of 0 s once its reply is written.
+    clientErrorHandler: (error, socket) => {
+      clientErrorHandler(error, socket, replyInFlight(turns.get(socket)), (status) => {
+        metrics?.requests.observe('_OTHER', undefined, status, 0)
+      })
+    }
   }
 
   const plugin = fp(async function httpEdge (app: FastifyInstance) {
+    // QUERY is routed nowhere, so its content is never read (as a method with a body, Fastify gave it a 400).
     app.addHttpMethod('QUERY', { hasBody: false, overrideExisting: true })
     const allowed = collectAllowedMethods(app)
     routeExpectations(app)
-    routeConnect(app)
+    refuseConnect(app, metrics)
     installErrorHandlers(app, send)
-    // Callback-style: an async hook costs a promise per request (about 4 µs here).
     app.addHook('onRequest', (request, reply, done) => {
-      reply.header('x-request-id', request.id)
-      setSecurityHeaders(reply)
+      begin(request, reply)
       const refused = refusedAtTheEdge(request, reply, allowed)
-      awaitTurn(request, reply, () => { done(refused) })
+      awaitTurn(request, reply, turns, () => { done(refused) })
     })
     // Before the overload check and auth (registered after the edge): preflights need no token.
-    if (cors !== undefined) await app.register(cors.policy, { origins: cors.origins })
+    if (cors !== undefined) await app.register(cors.corsPolicy, { origins: origins ?? [] })
   }, { name: 'http-edge' })
 
   return { options, http: { requireHostHeader: false, joinDuplicateHeaders: true }, plugin }
 }
 
-/** The CORS policy for `origins` (cors.ts), and what adds its headers to an error reply. */
-async function loadCors (origins: readonly string[]) {
-  const { corsPolicy, corsHeadersOfErrors } = await import('./cors.js')
-  return { origins, policy: corsPolicy, addHeadersOfErrors: corsHeadersOfErrors(origins) }
+/** No content sniffing, no cache (replies answer writes); a later header wins (the Swagger UI's files). */
+function begin (request: FastifyRequest, reply: FastifyReply): void {
+  reply.header('x-request-id', request.id)
+  reply.header('x-content-type-options', 'nosniff')
+  reply.header('cache-control', 'no-store')
+}
+
+/** A Host field value (RFC 9112 §3.2, RFC 3986 §3.2.2): `uri-host [":" port]`, no userinfo, no space. */
+const IP_LITERAL = /\[(?:[0-9A-Fa-f:.]+|[vV][0-9A-Fa-f]+\.[\w\-.~!$&'()*+,;=:]+)\]/.source
+const REG_NAME = /(?:[\w\-.~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*/.source
+export const HOST = new RegExp(`^(?:${IP_LITERAL}|${REG_NAME})(?::[0-9]*)?$`)
+
+function headerLines (request: IncomingMessage, name: string): number {
+  const lines = request.rawHeaders
+  let count = 0
+  for (let i = 0; i < lines.length; i += 2) if ((lines[i] as string).toLowerCase() === name) count++
+  return count
+}
+
+/** Whether every member of an Expect value is `100-continue` (RFC 9110 §10.1.1: a list, any case). */
+export function onlyContinue (expect: string): boolean {
+  return expect.split(',').every((member) => member.trim().toLowerCase() === '100-continue')
 }
 
 /**
- * Node hands a CONNECT to `'connect'` listeners, with the bare socket, and without one destroys the
- * socket: no reply, no log line. Here it gets a reply object and goes through the router like any
- * request, so that the first hook answers it (400: edge-refusals.ts) with the Error record, its
- * access line and the request id; the connection then closes, and whatever the client sent after
- * the CONNECT is never read.
+ * Without these listeners Node answers an Expect other than 100-continue with a bare 417 before any
+ * hook (so before the token), and writes 100 Continue for any Expect that mentions 100-continue.
  */
-function routeConnect (app: FastifyInstance): void {
-  app.server.on('connect', (request: IncomingMessage, socket: Socket) => {
-    // Node took its own listeners off the socket: a reset must not become an uncaught error (the
-    // socket is destroyed with it).
-    socket.on('error', () => {})
-    const response = new ServerResponse(request)
-    response.shouldKeepAlive = false
-    response.assignSocket(socket)
-    response.on('finish', () => {
-      // Stryker disable next-line CallExpression: equivalent (no reply, log line or metric differs): the socket is ended just after; detached as Node detaches a finished reply
-      response.detachSocket(socket)
-      socket.destroySoon()
-    })
+function routeExpectations (app: FastifyInstance): void {
+  app.server.on('checkContinue', (request: IncomingMessage, response) => {
+    if (onlyContinue(request.headers.expect as string)) response.writeContinue()
     app.routing(request, response)
   })
+  app.server.on('checkExpectation', (request: IncomingMessage, response) => { app.routing(request, response) })
+}
+
+export function unmetExpectation (request: FastifyRequest): FastifyError | undefined {
+  const expect = request.headers.expect
+  return expect !== undefined && !onlyContinue(expect) ? new ExpectationFailedError(expect.slice(0, 100)) : undefined
+}
+
+export interface Allowed { methods: ReadonlySet<string>, allow: string }
+
+/** The methods of each static path, from the routes as they are registered, OPTIONS last. */
+export function collectAllowedMethods (app: FastifyInstance): ReadonlyMap<string, Allowed> {
+  const allowed = new Map<string, Allowed>()
+  app.addHook('onRoute', ({ method, url }) => {
+    const methods = new Set([...allowed.get(url)?.methods ?? [], ...[method].flat()])
+    const list = [...methods].filter((one) => one !== 'OPTIONS')
+    allowed.set(url, { methods, allow: [...list, ...methods.has('OPTIONS') ? ['OPTIONS'] : []].join(', ') })
+  })
+  return allowed
+}
+
+function versionNotSupported (request: FastifyRequest, reply: FastifyReply): FastifyError | undefined {
+  if (request.raw.httpVersionMajor === 1) return undefined
+  reply.header('connection', 'close')
+  return new VersionNotSupportedError(`HTTP/${request.raw.httpVersion}`)
+}
+
+/**
+ * What the first hook refuses, in this order: a version other than HTTP/1.x (505); an HTTP/1.1
+ * request without Host, with two, or with a bad one (400); a method a known path does not answer (405
+ * with Allow, before any body is read); an unmet Expect on a route without auth (417; behind auth,
+ * `request.client` is null and auth answers it).
+ */
+function refusedAtTheEdge (request: FastifyRequest, reply: FastifyReply, allowed: ReadonlyMap<string, Allowed>) {
+  const version = versionNotSupported(request, reply)
+  if (version !== undefined) return version
+  const method = request.method
+  const host = request.headers.host
+  if (host === undefined) {
+    if (request.raw.httpVersionMinor >= 1) return new MissingHostError()
+  } else if (!HOST.test(host)) {
+    const lines = headerLines(request.raw, 'host')
+    return lines > 1 ? new DuplicateHostError(lines) : new InvalidHostError(host.slice(0, 100))
+  }
+  // A request that met no route, or an OPTIONS that is no preflight (those are the CORS policy's).
+  if (request.is404 || (method === 'OPTIONS' && request.headers['access-control-request-method'] === undefined)) {
+    const path = pathOf(request.url)
+    const known = allowed.get(path)
+    if (known !== undefined && !known.methods.has(method)) return methodNotAllowed(request, reply, path, known.allow)
+  }
+  return request.client === undefined ? unmetExpectation(request) : undefined
+}
+
+/** The 400 of RFC 6750 §3.1 for a request with more than one Authorization header, or undefined. */
+export function duplicateAuthorization (request: FastifyRequest): FastifyError | undefined {
+  const count = headerLines(request.raw, 'authorization')
+  return count > 1
+    ? Object.assign(new DuplicateAuthorizationError(count), {
+      headers: { 'www-authenticate': 'Bearer realm="plants", error="invalid_request"' }
+    })
+    : undefined
+}
+
+/**
+ * Node hands a CONNECT to `'connect'` listeners with the bare socket (without one, it destroys it
+ * unanswered): its 400 is written on the socket, and nothing sent after it is read.
+ */
+function refuseConnect (app: FastifyInstance, metrics: Metrics | undefined): void {
+  app.server.on('connect', (request: IncomingMessage, socket: Socket) => {
+    // Node took its own listeners off the socket: a reset must not become an uncaught error.
+    socket.on('error', () => {})
+    const reqId = requestId(request)
+    const error = request.httpVersionMajor === 1
+      ? new ConnectRefusedError()
+      : new VersionNotSupportedError(`HTTP/${request.httpVersion}`)
+    const status = error.statusCode as number
+    // Closed once written: the socket has left the HTTP server, and with it the server's timeouts.
+    socket.write(rawErrorReply(status, error.message, reqId))
+    socket.destroySoon()
+    app.log.info({ reqId, method: 'CONNECT', status, ms: 0 }, 'request')
+    metrics?.requests.observe('CONNECT', undefined, status, 0)
+  })
+}
+
+/** The last two replies begun on a connection, in order. */
+export interface Turns { last: ServerResponse, previous: ServerResponse | undefined }
+
+/**
+ * The reply malformed bytes must wait for: replies are written in order, so the last one to a complete
+ * request (the last request is incomplete when its own body broke) finishes after all others.
+ */
+export function replyInFlight (turns: Turns | undefined): ServerResponse | undefined {
+  const reply = turns?.last.req.complete === false ? turns.previous : turns?.last
+  return reply?.writableFinished === false ? reply : undefined
+}
+
+/**
+ * Node emits pipelined requests at once and queues only their replies (without a socket yet). A
+ * request waits until its reply gets the socket; if the connection closes first (an earlier reply
+ * said `Connection: close`, RFC 9112 §9.6), it is dropped unread and logged.
+ */
+export function awaitTurn (request: FastifyRequest, reply: FastifyReply, turns: WeakMap<Socket, Turns>,
+  proceed: () => void): void {
+  const response = reply.raw
+  const socket = request.raw.socket
+  const seen = turns.get(socket)
+  if (seen === undefined) turns.set(socket, { last: response, previous: undefined })
+  else {
+    seen.previous = seen.last
+    seen.last = response
+  }
+  if (response.socket !== null) {
+    // Its reply owns the connection, unless an earlier reply has already ended it.
+    if (response.socket.writable) proceed()
+    else notProcessed(request)
+    return
+  }
+  if (socket.destroyed) {
+    notProcessed(request)
+    return
+  }
+  const onTurn = () => {
+    socket.removeListener('close', onClose)
+    proceed()
+  }
+  const onClose = () => {
+    response.removeListener('socket', onTurn)
+    notProcessed(request)
+  }
+  response.once('socket', onTurn)
+  socket.once('close', onClose)
+}
+
+function notProcessed (request: FastifyRequest): void {
+  request.log.info({ method: request.method, route: request.routeOptions.url, status: null },
+    'request not processed: an earlier reply closed its connection')
 }

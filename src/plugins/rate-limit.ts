@@ -16,28 +16,23 @@ export interface TokenRateLimitOptions {
 const BEARER = 'bearer '
 
 /**
- * The counter's key: the client's, set by auth when it accepted the token (it runs first). For a
- * named client `client:<name>`: the count follows the client (the name the access line shows), also
- * when its token is rotated under the same name; for an unnamed token a digest of the token, never
- * the token (auth.ts, tokenRateLimitKey), computed when the tokens are loaded, not per request.
- * Either is the same on every replica, so they share one count. Without a client (never after auth):
- * the digest of the header's token, read as @fastify/bearer-auth reads it (after the scheme, trimmed).
+ * The counter's key, the same on every replica: the client's, set by auth (it runs first), so a
+ * named client keeps its count across a token rotation. Without a client: the digest of the
+ * header's token, read as @fastify/bearer-auth reads it.
  */
 export function rateLimitKey (request: FastifyRequest): string {
-  return request.client?.rateLimitKey ?? tokenRateLimitKey((request.headers.authorization ?? '').slice(BEARER.length).trim())
+  return request.client?.rateLimitKey ??
+    tokenRateLimitKey((request.headers.authorization ?? '').slice(BEARER.length).trim())
 }
 
 /**
- * A per-client limit (per token for an unnamed one) on every route of the scope it is registered in,
- * after auth (its onRequest hook is a route hook, which runs after the scope's auth hook): 429 Error
- * record with Retry-After and the RateLimit-Limit/-Remaining/-Reset headers of the IETF draft.
- *
- * With a Redis URL the count is shared by every replica. When Redis is unreachable the limit fails
- * open (skipOnError): requests are served uncounted and a warning is logged, because the limit is
- * about fairness between callers, and authentication still applies; an outage of a helper must not
- * become an outage of the service.
+ * A per-client limit on the routes of its scope, after auth: 429 Error record with Retry-After and
+ * the IETF draft's RateLimit headers. With Redis the count is shared by the replicas; while Redis is
+ * unreachable the limit fails open (skipOnError), since an outage of a helper must not become one of
+ * the service, and authentication still applies.
  */
-export const tokenRateLimit = fp(async function tokenRateLimit (app: FastifyInstance, { limit, redisConnectTimeoutMs = 2000 }: TokenRateLimitOptions) {
+export const tokenRateLimit = fp(async function tokenRateLimit (app: FastifyInstance, options: TokenRateLimitOptions) {
+  const { limit, redisConnectTimeoutMs = 2000 } = options
   let redis: Redis | undefined
   if (limit.redisUrl !== undefined) {
     redis = await connectRedis(app, limit.redisUrl, redisConnectTimeoutMs)
@@ -65,11 +60,11 @@ async function connectRedis (app: FastifyInstance, url: string, timeoutMs: numbe
     connectTimeout: timeoutMs,
     lazyConnect: true
   })
-  // Without a listener, an 'error' event would crash the process. ioredis keeps reconnecting (at
-  // most every 2 s); its errors are logged at most once per second per kind, with their count, and
-  // once when Redis is back (lib/failure-log.ts). Commands fail at once meanwhile (no offline queue)
-  // and the limiter skips them, so no request logs anything of its own.
-  const failures = createFailureLog({ log: app.log, subject: 'rate limit store (Redis)', counted: 'errors', effect: 'requests are served without a limit' })
+  // Without a listener, an 'error' would crash the process. ioredis keeps reconnecting; its errors are
+  // logged at most once per second per kind, and once when Redis is back (lib/failure-log.ts).
+  const failures = createFailureLog({
+    log: app.log, subject: 'rate limit store (Redis)', counted: 'errors', effect: 'requests are served without a limit'
+  })
   redis.on('error', (err: Error & { code?: string }) => {
     failures.failed(err.code === 'ECONNREFUSED' ? 'refused' : 'down', 'connection', err)
   })
@@ -78,7 +73,8 @@ async function connectRedis (app: FastifyInstance, url: string, timeoutMs: numbe
   const connected = redis.connect().then(() => true, () => false)
   const timedOut = new Promise<false>((resolve) => setTimeout(resolve, timeoutMs, false).unref())
   if (!await Promise.race([connected, timedOut])) {
-    app.log.warn('rate limit store (Redis) not reachable at start; starting without it, requests are served without a limit until it is')
+    app.log.warn('rate limit store (Redis) not reachable at start; ' +
+      'starting without it, requests are served without a limit until it is')
   }
   return redis
 }

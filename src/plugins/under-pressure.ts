@@ -15,22 +15,18 @@ export interface OverloadOptions {
 const EXEMPT = new Set(['/livez'])
 
 /**
- * Sheds requests early, in onRequest (before auth, body or store), with a 503 Error record and
- * Retry-After while the event loop or memory is over its limit: a saturated process answers
- * quickly that it is busy instead of queueing work it cannot finish. /readyz is shed too, which
- * is how it reports the pressure: the load balancer stops sending traffic until it passes.
+ * Sheds requests in onRequest (before auth, body or store) with a 503 Error record and Retry-After
+ * while the event loop or memory is over its limit: a saturated process says quickly that it is
+ * busy. /readyz is shed too, which is how it reports the pressure to the load balancer.
  */
-export const overload = fp(async function overload (app: FastifyInstance, { limits, rssAnonBytes = residentAnonymousBytes }: OverloadOptions) {
+export const overload = fp(async function overload (app: FastifyInstance, options: OverloadOptions) {
+  const { limits, rssAnonBytes = residentAnonymousBytes } = options
   // The pressure is measured again only after one sample interval: retrying sooner is pointless.
   const retryAfter = String(Math.max(1, Math.ceil(limits.sampleIntervalMs / 1000)))
-  // One error for every shed request, as under-pressure does: no stack captured per request, since
-  // a shed request must cost far less than a served one.
+  // One error for every shed request, as under-pressure does: no stack captured per request.
   const overloaded = new OverloadedError()
   let lastLogged = 0
-  // Resident anonymous memory, read once per sample interval (a read of /proc/self/status) by
-  // under-pressure's health check: at or above the bound, requests are shed like any other
-  // pressure. The plain RSS (MAX_RSS_BYTES) also counts Node's own mapped binary, which the
-  // system drops and reads again under a memory limit.
+  // Resident anonymous memory, not RSS (MAX_RSS_BYTES), which also counts Node's own mapped binary.
   const memoryCheck = limits.maxRssAnonBytes > 0
     ? { healthCheck: async () => rssAnonBytes() < limits.maxRssAnonBytes, healthCheckInterval: limits.sampleIntervalMs }
     : {}
@@ -42,12 +38,13 @@ export const overload = fp(async function overload (app: FastifyInstance, { limi
     sampleInterval: limits.sampleIntervalMs,
     pressureHandler: (request, reply, type, value) => {
       if (EXEMPT.has(request.routeOptions.url ?? '')) return undefined
-      // What the pressure is, once per sample interval rather than once per request: logging is
-      // the most expensive thing a shed request would do. (The access log still has each 503.)
+      // Once per sample interval, not per request: logging is what a shed request would spend most on.
       const now = Date.now()
       if (now - lastLogged >= limits.sampleIntervalMs) {
         lastLogged = now
-        const pressure = type === 'healthCheck' ? { pressure: 'rssAnonBytes', value: rssAnonBytes() } : { pressure: type, value }
+        const pressure = type === 'healthCheck'
+          ? { pressure: 'rssAnonBytes', value: rssAnonBytes() }
+          : { pressure: type, value }
         request.log.warn(pressure, 'overloaded: shedding requests with 503')
       }
       reply.header('retry-after', retryAfter)

@@ -6,18 +6,25 @@ import { errorResponse, Health, malformedHttpResponse, responseHeaders } from '.
 
 export interface HealthRoutesOptions {
   repository: PlantRepository
-  /** True once shutdown has begun: the load balancer should stop sending traffic. */
-  isClosing: () => boolean
 }
 
+const health = (description: string) => ({
+  description,
+  headers: responseHeaders(),
+  content: { 'application/json': { schema: Type.Ref(Health) } }
+})
+
+const NOT_READY = 'Not ready: the store is unreachable, creates have failed for longer than the statement timeout ' +
+  'with no success (PostgreSQL), the service is shutting down, or it is overloaded'
+
 /** Probes for orchestrators: open, without a token. */
-export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = async (app, { repository, isClosing }) => {
+export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = async (app, { repository }) => {
   app.get('/livez', {
     schema: {
       summary: 'The process is up',
       operationId: 'getLiveness',
       security: [],
-      response: { 200: { description: 'The process answers: `{"status":"ok"}`', headers: responseHeaders(), content: { 'application/json': { schema: Type.Ref(Health) } } }, '4xx': malformedHttpResponse }
+      response: { 200: health('The process answers: `{"status":"ok"}`'), '4xx': malformedHttpResponse }
     }
   }, async () => ({ status: 'ok' }))
 
@@ -27,13 +34,14 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
       operationId: 'getReadiness',
       security: [],
       response: {
-        200: { description: 'Ready for traffic: `{"status":"ready"}`', headers: responseHeaders(), content: { 'application/json': { schema: Type.Ref(Health) } } },
+        200: health('Ready for traffic: `{"status":"ready"}`'),
         '4xx': malformedHttpResponse,
-        503: errorResponse('Not ready: the store is unreachable, creates have failed for longer than the statement timeout with no success (PostgreSQL), the service is shutting down, or it is overloaded', ['notReady', 'writesFailing', 'overloaded'], ['retry-after'])
+        503: errorResponse(NOT_READY, ['notReady', 'writesFailing', 'overloaded'], ['retry-after'])
       }
     }
   }, async () => {
-    if (isClosing()) throw new NotReadyError()
+    // Shutting down (plugins/shutdown.ts): the load balancer should stop sending traffic.
+    if (app.closing) throw new NotReadyError()
     try {
       await repository.ready()
     } catch (cause) {

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { describe, expect, it, vi } from 'vitest'
-import { awaitTurn } from '../../src/plugins/pipelining.js'
+import { awaitTurn } from '../../src/plugins/http-edge.js'
 import { TOKEN, buildTestApp } from '../helpers.js'
 import { countingRepository, rawExchange, splitReplies } from './hardening-helpers.js'
 
@@ -104,7 +104,7 @@ describe('awaitTurn, for a request whose reply is queued behind another (no sock
     const request = { raw: { socket }, method: 'POST', routeOptions: { url: '/plants' }, log: { info } } as unknown as FastifyRequest
     const reply = { raw: response } as unknown as FastifyReply
     const proceed = vi.fn()
-    awaitTurn(request, reply, proceed)
+    awaitTurn(request, reply, new WeakMap(), proceed)
     return { socket, response, info, proceed }
   }
 

@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import fc from 'fast-check'
 import Fastify from 'fastify'
 import { describe, expect, it, onTestFinished } from 'vitest'
@@ -20,7 +20,7 @@ describe('createTokenSet', () => {
     }
   })
 
-  it('refuses a repetition of a known token (the known token is read cyclically, the lengths still differ)', () => {
+  it('refuses a repetition, an extension or a prefix of a known token', () => {
     const set = createTokenSet(['ab12'])
     for (const token of ['ab12ab12', 'ab12a', 'ab1']) expect(set.verify(token), token).toBe(false)
   })
@@ -32,14 +32,14 @@ describe('createTokenSet', () => {
     expect(set.verify('Ã©')).toBe(false)
   })
 
-  it('gives the verdict of crypto.timingSafeEqual on the tokens\' SHA-256 digests, for any known and presented tokens (the hand-written compare is held to the library)', () => {
-    const digest = (token: string) => createHash('sha256').update(token).digest()
-    // Well-formed text, as tokens are (a file or the environment): lone surrogates would collide once UTF-8 encoded for the digest.
-    const token = fc.oneof(fc.string({ minLength: 1, maxLength: 12 }), fc.string({ unit: 'binary', minLength: 1, maxLength: 12 }), fc.constantFrom('ab12', 'ab12ab12', 'é', 'Ã©')).filter((one) => one.isWellFormed())
+  it('accepts exactly the known tokens, for any known and presented tokens', () => {
+    // Well-formed text, as tokens are (a file, the environment, a header read as latin1): lone surrogates
+    // become the same U+FFFD once UTF-8 encoded for the digest.
+    const token = fc.oneof(fc.string({ minLength: 1, maxLength: 12 }), fc.string({ unit: 'binary', minLength: 1, maxLength: 12 }),
+      fc.constantFrom('ab12', 'ab12ab12', 'é', 'Ã©')).filter((one) => one.isWellFormed())
     fc.assert(fc.property(fc.uniqueArray(token, { minLength: 1, maxLength: 4 }), token, fc.boolean(), (known, other, pickKnown) => {
       const presented = pickKnown ? known[other.length % known.length] as string : other
-      const expected = known.some((one) => timingSafeEqual(digest(one), digest(presented)))
-      expect(createTokenSet(known).verify(presented)).toBe(expected)
+      expect(createTokenSet(known).verify(presented)).toBe(known.includes(presented))
     }), { numRuns: 2000 })
   })
 

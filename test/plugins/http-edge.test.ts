@@ -1,8 +1,8 @@
+import type { ServerResponse } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import Fastify from 'fastify'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { collectAllowedMethods, HOST, onlyContinue } from '../../src/plugins/edge-refusals.js'
-import { createHttpEdge } from '../../src/plugins/http-edge.js'
+import { collectAllowedMethods, createHttpEdge, HOST, onlyContinue, replyInFlight } from '../../src/plugins/http-edge.js'
 import { createMetrics, UNMATCHED_ROUTE } from '../../src/plugins/metrics.js'
 import { parseRawReply, rawExchange, until } from '../hardening/hardening-helpers.js'
 import { AUTH, buildTestApp, sampleValue } from '../helpers.js'
@@ -26,6 +26,24 @@ describe('onlyContinue: an Expect field value met by 100 Continue alone', () => 
 
   it.each(['', 'x-fancy', '100-continue, foo', 'foo, 100-continue', '100-continue;x=1', '100-continuex', 'x100-continue', '100-continue,'])('does not meet %j', (expect_) => {
     expect(onlyContinue(expect_)).toBe(false)
+  })
+})
+
+describe('replyInFlight: the reply malformed bytes on a connection must wait for', () => {
+  const reply = (complete: boolean, writableFinished: boolean) => ({ req: { complete }, writableFinished }) as ServerResponse
+
+  it('is the last reply begun, while it is being written to a request that fully arrived', () => {
+    const last = reply(true, false)
+    expect(replyInFlight({ last, previous: reply(true, false) })).toBe(last)
+    expect(replyInFlight({ last: reply(true, true), previous: reply(true, false) })).toBeUndefined()
+    expect(replyInFlight(undefined)).toBeUndefined()
+  })
+
+  it('is the one before when the last request is the one whose body broke, or none', () => {
+    const previous = reply(true, false)
+    expect(replyInFlight({ last: reply(false, false), previous })).toBe(previous)
+    expect(replyInFlight({ last: reply(false, false), previous: reply(true, true) })).toBeUndefined()
+    expect(replyInFlight({ last: reply(false, false), previous: undefined })).toBeUndefined()
   })
 })
 

@@ -1,10 +1,5 @@
-import Fastify from 'fastify'
 import { describe, expect, it } from 'vitest'
-import { installErrorHandlers, WritesFailingError } from '../../src/errors.js'
-import { createMemoryPlantRepository } from '../../src/plants/memory-plant-repository.js'
-import { healthRoutes } from '../../src/routes/health.js'
-import { sharedSchemas } from '../../src/schemas.js'
-import { validatorCompiler } from '../../src/validation.js'
+import { WritesFailingError } from '../../src/errors.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 import { buildTestApp } from '../helpers.js'
 
@@ -54,17 +49,17 @@ describe('health routes', () => {
 })
 
 describe('readiness during shutdown', () => {
-  it('answers /readyz 503 Error once shutdown has begun, while the store is still fine', async () => {
-    // buildApp sets isClosing from a preClose hook; inject cannot run after close() starts, so the
-    // route is mounted alone here with the flag raised.
-    const app = Fastify().setValidatorCompiler(validatorCompiler)
-    for (const schema of sharedSchemas) app.addSchema(schema)
-    installErrorHandlers(app)
-    await app.register(healthRoutes, { repository: createMemoryPlantRepository({ maxPlants: 1 }), isClosing: () => true })
+  it('answers /readyz 503 Error once shutdown has begun (SIGTERM with SHUTDOWN_DELAY_MS), while the store is still fine', async () => {
+    const app = await buildTestApp({ config: { shutdownDelayMs: 300 } })
+    expect(app.closing).toBe(false)
+    const shuttingDown = app.shutDown('SIGTERM')
+    expect(app.closing).toBe(true)
     const res = await app.inject({ method: 'GET', url: '/readyz' })
-    await app.close()
     expect(res.statusCode).toBe(503)
+    expect(res.headers.connection).toBe('close')
     expect(res.json()).toEqual({ error: 503, message: 'the service is not ready' })
+    expect((await app.inject({ method: 'GET', url: '/livez' })).statusCode).toBe(200)
+    await shuttingDown
   })
 })
 

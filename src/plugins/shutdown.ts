@@ -1,0 +1,57 @@
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { stopAccepting } from '../lib/stop-accepting.js'
+
+export interface ShutdownOptions {
+  /** SHUTDOWN_DELAY_MS: after SIGTERM, how long requests are still served while /readyz answers 503. */
+  delayMs: number
+}
+
+/** How long open keep-alive connections may still bring a request once the listener is closed. */
+const GRACE_MS = 500
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** True from the start of shutdown: /readyz answers 503 and every reply says Connection: close. */
+    readonly closing: boolean
+    /** Turns a signal (or an unexpected error) into a graceful close (main.ts, through close-with-grace). */
+    shutDown: (signal: string | undefined, err?: Error) => Promise<void>
+  }
+}
+
+/**
+ * Shutdown in one place. Closing begins at close(), or SHUTDOWN_DELAY_MS earlier on SIGTERM, so that
+ * balancers see /readyz fail while requests are still served. Then the listener closes, and open
+ * connections get a short grace: each request on them is answered with Connection: close, and only
+ * what is still idle after it is closed, so that no request already on its way meets a reset.
+ */
+export const shutdown = fp(async function shutdown (app: FastifyInstance, { delayMs }: ShutdownOptions) {
+  let closing = false
+  app.decorate('closing', { getter: () => closing })
+  app.decorate('shutDown', async (signal: string | undefined, err?: Error) => {
+    if (err !== undefined) app.log.error({ err }, 'closing after an unexpected error')
+    else if (signal === 'SIGTERM' && delayMs > 0) {
+      closing = true
+      app.log.info({ signal, delayMs }, 'not ready: serving for SHUTDOWN_DELAY_MS, then closing')
+      await new Promise((resolve) => setTimeout(resolve, delayMs))
+      app.log.info({ signal }, 'closing')
+    } else app.log.info({ signal }, 'closing')
+    await app.close()
+  })
+  app.addHook('preClose', async () => {
+    closing = true
+    if (!app.server.listening) return
+    await new Promise<void>((resolve) => {
+      const grace = setTimeout(resolve, GRACE_MS)
+      void stopAccepting(app.server).then(() => {
+        clearTimeout(grace)
+        resolve()
+      })
+    })
+  })
+  // Callback style: an async hook costs a promise per request.
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (closing) reply.header('connection', 'close')
+    done(null, payload)
+  })
+}, { name: 'shutdown' })
