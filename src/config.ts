@@ -9,60 +9,14 @@ export { ConfigError } from './lib/config-error.js'
 export { parseCorsOrigins } from './config/cors-origins.js'
 export { parseTokens, readTokensFile, type TokenEntry } from './config/tokens.js'
 
-/** The settings, checked once at start; each is a variable of docs/configuration.md. */
-export interface Config {
-  port: number
-  host: string
-  logLevel: string
-  logBufferMaxBytes: number
-  /** Never empty: the service never runs open. */
-  tokens: TokenEntry[]
-  /** Set when the tokens came from a file, which the service reads again to rotate them. */
-  tokensFile?: string
-  databaseUrl: string
-  databasePoolMax: number
-  databaseStatementTimeoutMs: number
-  databasePreparedStatements: boolean
-  bodyLimit: number
-  maxPlants: number
-  /** 0: no bound. */
-  memoryStoreMaxBytes: number
-  shutdownTimeoutMs: number
-  shutdownDelayMs: number
-  http: HttpLimits
-  overload: OverloadLimits
-  rateLimit?: RateLimitConfig
-  /** Exactly as browsers send Origin, or `['*']`; absent: no CORS headers at all. */
-  corsOrigins?: string[]
-  metrics?: { port: number, host: string }
-  otlpEndpoint?: string
-}
-
-export interface HttpLimits {
-  headersTimeoutMs: number
-  requestTimeoutMs: number
-  connectionTimeoutMs: number
-  keepAliveTimeoutMs: number
-  maxHeaderBytes: number
-}
-
+/** The settings, checked once at start; each comes from a variable of docs/configuration.md. */
+export type Config = ReturnType<typeof loadConfig>
+export type HttpLimits = Config['http']
 /** When to shed requests with 503 instead of queueing them; 0 turns a check off. */
-export interface OverloadLimits {
-  maxEventLoopDelayMs: number
-  maxHeapUsedBytes: number
-  maxRssBytes: number
-  maxRssAnonBytes: number
-  /** Also the Retry-After of a shed request. */
-  sampleIntervalMs: number
-}
+export type OverloadLimits = Config['overload']
+export type RateLimitConfig = NonNullable<Config['rateLimit']>
 
-export interface RateLimitConfig {
-  perMinute: number
-  /** Counters shared by every replica; absent: per process. */
-  redisUrl?: string
-}
-
-export const defaultHttpLimits: HttpLimits = {
+export const defaultHttpLimits = {
   headersTimeoutMs: 10000,
   requestTimeoutMs: 15000,
   connectionTimeoutMs: 30000,
@@ -73,7 +27,7 @@ export const defaultHttpLimits: HttpLimits = {
 /** Shedding before the process dies of an out-of-memory error. */
 export const defaultMaxHeapUsedBytes = (): number => Math.floor(getHeapStatistics().heap_size_limit * 0.9)
 
-export const defaultOverloadLimits = (): OverloadLimits => ({
+export const defaultOverloadLimits = () => ({
   maxEventLoopDelayMs: 200,
   maxHeapUsedBytes: defaultMaxHeapUsedBytes(),
   maxRssBytes: 0,
@@ -104,7 +58,7 @@ export interface System {
 }
 
 /** Reads and checks the configuration once, at start. Throws ConfigError naming the variable. */
-export function loadConfig (env: NodeJS.ProcessEnv, system: System = { memoryLimit }): Config {
+export function loadConfig (env: NodeJS.ProcessEnv, system: System = { memoryLimit }) {
   const limit = system.memoryLimit()
   // Empty turns these off, so that a variable the Docker image sets can be unset with `-e NAME=`.
   const values = readEnv({
@@ -120,6 +74,7 @@ export function loadConfig (env: NodeJS.ProcessEnv, system: System = { memoryLim
   if (list !== undefined && values.API_TOKENS_FILE !== undefined) {
     throw new ConfigError('API_TOKENS and API_TOKENS_FILE are both set: set only one')
   }
+  // Never empty: the service never runs open.
   let tokens: TokenEntry[]
   if (values.API_TOKENS_FILE !== undefined) tokens = readTokensFile(values.API_TOKENS_FILE)
   else if (list !== undefined) tokens = parseTokens(list, 'API_TOKENS')
