@@ -19,7 +19,7 @@ const POISON = { protoAction: 'remove', constructorAction: 'remove' } as const
 // Only these literals can differ from the double JSON.parse makes. The reviver runs only then: under one,
 // V8 recurses and overflows its stack at about 2,300 levels of nesting, which JSON.parse alone reads.
 const MAYBE_INEXACT = /\d{16}|\d[.eE]/
-const NUMBER = /^(-?\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/
+const NUMBER = /(-?\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?/
 
 /** The body before its Content-Encoding: one coding at most, its output capped at `limit` (a bomb is a 413). */
 function decode (body: Buffer, header: string, limit: number): Buffer {
@@ -40,8 +40,8 @@ function decode (body: Buffer, header: string, limit: number): Buffer {
 
 /** The int64 a number literal denotes exactly, or NaN (the schema refuses it). */
 function int64 (value: number, source: string): PlantId {
-  const [, whole = '', fraction = '', exponent = '0'] = NUMBER.exec(source) ?? []
-  const digits = BigInt(whole + fraction)
+  const [, whole, fraction = '', exponent = ''] = NUMBER.exec(source) ?? []
+  const digits = BigInt(`${whole}${fraction}`)
   if (digits === 0n) return 0
   // A non-zero integer is at least 1 as a double: this bounds the powers of ten to the text's length.
   if (!(Math.abs(value) >= 1 && Math.abs(value) <= 2 ** 63)) return Number.NaN
