@@ -32,9 +32,12 @@ const READ_ONLY: readonly string[] = ['read-only', 'standby', 'prefer-standby']
 export function parsePostgresUrl (url: string): PostgresTarget {
   const parts = URL_PARTS.exec(url)
   if (parts === null) throw new ConfigError('DATABASE_URL: not a postgres:// URL')
-  const [, scheme = '', userinfo = '', hostList = '', rest = ''] = parts
-  const query = /\?([^#]*)/.exec(rest)?.[1] ?? ''
-  const attrs = new URLSearchParams(query).get('target_session_attrs') ?? 'any'
+  const [, scheme = '', userinfo = '', hostList = '', path = ''] = parts
+  const query = /\?([^#]*)/.exec(path)?.[1] ?? ''
+  const params = new URLSearchParams(query)
+  const attrs = params.get('target_session_attrs') ?? 'any'
+  // pg reads sslmode as verify-full unless told to read it as libpq (and psql) does.
+  const rest = params.has('sslmode') && !params.has('uselibpqcompat') ? path.replace(/(\?[^#]*)/, '$1&uselibpqcompat=true') : path
   if (READ_ONLY.includes(attrs)) throw new ConfigError(`DATABASE_URL: target_session_attrs=${attrs} would send the service's writes to a read-only server; use read-write, primary or any`)
   if (!WRITABLE.includes(attrs)) throw new ConfigError('DATABASE_URL: target_session_attrs must be read-write, primary or any')
   const names = hostList.split(',')
@@ -107,7 +110,8 @@ export function createHostPools (target: PostgresTarget, options: pg.PoolConfig,
       }
       return undefined
     } catch (error) {
-      return `${host.label}: ${summarizeCause(error)?.message ?? 'failed'}`
+      const cause = summarizeCause(error)
+      return `${host.label}: ${cause?.code === undefined ? '' : `${cause.code} `}${cause?.message ?? 'failed'}`
     } finally {
       // Not awaited: closing the probe must never hold the selection up (a host that black-holes).
       client.end().catch(ignore)

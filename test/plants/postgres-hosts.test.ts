@@ -5,7 +5,7 @@ import { parsePostgresUrl } from '../../src/plants/postgres-hosts.js'
 describe('parsePostgresUrl', () => {
   it('keeps a one-host URL as it is, with target_session_attrs any by default', () => {
     const url = 'postgres://plants:s%2Fcret@db.internal:6432/plants?options=-c%20search_path%3Dp&sslmode=require'
-    expect(parsePostgresUrl(url)).toEqual({ hosts: [{ label: 'db.internal:6432', connectionString: url }], targetSessionAttrs: 'any' })
+    expect(parsePostgresUrl(url)).toEqual({ hosts: [{ label: 'db.internal:6432', connectionString: `${url}&uselibpqcompat=true` }], targetSessionAttrs: 'any' })
   })
 
   it('splits libpq\'s host list into one URL per host, in order, each with the user, password, database and parameters', () => {
