@@ -6,19 +6,16 @@ import { samePlant, type InsertOutcome, type PlantRepository } from './plant-rep
 import { createSession, notConnected, type Session } from './postgres-session.js'
 
 export interface PostgresPlantRepositoryOptions {
-  /**
-   * `postgres://…` to the server or a pooler (PgBouncer in transaction or session mode); several hosts as
-   * libpq takes them, and sslmode/sslrootcert as psql reads them (docs/storage.md).
-   */
+  /** To the server or a pooler; several hosts, sslmode and sslrootcert as libpq reads them (docs/storage.md). */
   connectionString: string
-  /** Connections of this process (DATABASE_POOL_MAX). Default 10. */
-  maxConnections?: number
+  /** DATABASE_POOL_MAX, default 10. */
+  maxConnections?: number | undefined
   /** DATABASE_STATEMENT_TIMEOUT_MS, default 5000: every insert is answered within it + 1 s. */
-  statementTimeoutMs?: number
+  statementTimeoutMs?: number | undefined
   /** How long a new connection may take to open (each host). Default: the statement timeout. */
-  connectionTimeoutMs?: number
+  connectionTimeoutMs?: number | undefined
   /** DATABASE_PREPARED_STATEMENTS=on: named prepared statements (not through transaction pooling). */
-  preparedStatements?: boolean
+  preparedStatements?: boolean | undefined
   /** Called with `host:port` each time a host is selected (several hosts, or a target_session_attrs). */
   hostSelected?: (host: string) => void
 }
@@ -28,28 +25,31 @@ type Entry = Pending<Row, InsertOutcome>
 interface StoredRow { id: string, name: string, tag: string | null }
 
 // Ids travel as text and come back as `id::text`: never a JS number, whatever int8 parser is set.
-const INSERT_BATCH = `INSERT INTO plants (id, name, tag)
-  SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) ON CONFLICT (id) DO NOTHING RETURNING id::text AS id`
-const SELECT_STORED = 'SELECT id::text AS id, name, tag FROM plants WHERE id = ANY ($1::int8[])'
-const SERVER_VERSION = "SELECT current_setting('server_version_num')::int AS version, current_setting('server_version') AS text"
-// Versioned steps under a lock every replica shares, released by the commit (so it works through transaction
-// pooling). A released step is never edited: a change is a new step. Nothing is written when the schema is up
-// to date, so a replica starts on a read-only server (its creates answer 503, and readiness says so).
+const INSERT_BATCH = `INSERT INTO plants (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[])
+  ON CONFLICT (id) DO NOTHING RETURNING id::text AS id`
+const SELECT_STORED = 'SELECT id::text AS id, name, tag FROM plants WHERE id'
+const SERVER_VERSION = 'SELECT current_setting(\'server_version_num\')::int AS version, ' +
+  'current_setting(\'server_version\') AS text'
+// Versioned steps (a released one is never edited) under a lock the replicas share, released by the commit, so
+// it works through transaction pooling. An up-to-date schema writes nothing: a replica on a read-only server
+// starts, and its creates answer 503.
 const MIGRATE = `SELECT pg_advisory_xact_lock(7165617846240257); DO $$
 DECLARE v int;
 BEGIN
   IF to_regclass('plant_store_migrations') IS NULL THEN
-    CREATE TABLE plant_store_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+    CREATE TABLE plant_store_migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
   END IF;
   SELECT coalesce(max(version), 0) INTO v FROM plant_store_migrations;
   IF v > 2 THEN RAISE 'schema version % is newer than this release knows (2)', v; END IF;
   IF v < 1 THEN
-    CREATE TABLE plants (id bigint PRIMARY KEY, name text NOT NULL, tag text, created_at timestamptz NOT NULL DEFAULT now());
+    CREATE TABLE plants (id bigint PRIMARY KEY, name text NOT NULL, tag text,
+      created_at timestamptz NOT NULL DEFAULT now());
     INSERT INTO plant_store_migrations (version) VALUES (1);
   END IF;
   IF v < 2 THEN
     -- The readiness probe's row: a write through WAL and a synchronous commit, as a create, with no plant.
-    CREATE TABLE plant_store_heartbeat (id boolean PRIMARY KEY DEFAULT true CHECK (id), written_at timestamptz NOT NULL);
+    CREATE TABLE plant_store_heartbeat (id boolean PRIMARY KEY DEFAULT true CHECK (id),
+      written_at timestamptz NOT NULL);
     INSERT INTO plant_store_migrations (version) VALUES (2);
   END IF;
 END $$`
@@ -79,7 +79,9 @@ function createWriteHealth (statementTimeoutMs: number, probe: () => Promise<unk
   let failingSince: number | undefined
   let probing: Promise<void> | undefined
   let probeStarted = -Infinity
-  const oldest = (): number | undefined => inFlight.size === 0 ? undefined : Math.min(...[...inFlight].map((entry) => entry.since))
+  const oldest = (): number | undefined => inFlight.size === 0
+    ? undefined
+    : Math.min(...[...inFlight].map((w) => w.since))
 
   async function track<T> (write: () => Promise<T>): Promise<T> {
     const entry = { since: performance.now() }
@@ -129,20 +131,17 @@ function createWriteHealth (statementTimeoutMs: number, probe: () => Promise<unk
 }
 
 /**
- * Plants in PostgreSQL, shared by every replica: a 200 is a commit. Starts when the server is down (the
- * schema step retries with backoff; ready() rejects and inserts answer 503 until it is reached). A failed
- * insert is a StoreUnavailableError (or StoreFullError) when nothing was stored for sure, and a
- * StoreOutcomeUnknownError when the write was sent and its answer lost; every insert is answered within
- * the statement timeout + ANSWER_MARGIN_MS. Inserts of one turn leave as one batch (group-commit.ts).
+ * Plants in PostgreSQL, shared by every replica: a 200 is a commit. Starts while the server is down (the schema
+ * step retries with backoff). A failure is StoreUnavailableError (or StoreFullError) when nothing was stored for
+ * sure, StoreOutcomeUnknownError when the write was sent and its answer lost.
  */
 export function createPostgresPlantRepository (options: PostgresPlantRepositoryOptions): PlantRepository {
   const statementTimeout = Math.trunc(options.statementTimeoutMs ?? 5000)
   const answerWithin = statementTimeout + ANSWER_MARGIN_MS
   const maxConnections = options.maxConnections ?? 10
   const prepared = options.preparedStatements === true
-  // Only what every pooler passes: application_name as the one startup parameter, the timeouts SET LOCAL
-  // in each transaction, and no named statement unless asked. The session's deadline cancels a statement
-  // (no query_timeout, which would drop its connection).
+  // What every pooler passes: no startup parameter but application_name, timeouts SET LOCAL per transaction,
+  // no named statement unless asked. No query_timeout: the session cancels a statement, keeping its connection.
   const session: Session = createSession(options.connectionString, {
     max: maxConnections,
     connectionTimeoutMillis: Math.trunc(options.connectionTimeoutMs ?? statementTimeout),
@@ -150,8 +149,9 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     application_name: 'plant-store',
     // With prepared statements, a transaction's three messages leave together: one round trip.
     pipeline: true
-  }, statementTimeout, options.hostSelected)
-  const health = createWriteHealth(statementTimeout, () => session.oneMessage(HEARTBEAT, performance.now() + answerWithin))
+  }, statementTimeout, options.hostSelected ?? ignore)
+  const probe = (): Promise<unknown> => session.oneMessage(HEARTBEAT, performance.now() + answerWithin)
+  const health = createWriteHealth(statementTimeout, probe)
 
   let migrated = false
   let closed = false
@@ -162,7 +162,8 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
 
   async function migrate (): Promise<void> {
     const deadline = performance.now() + answerWithin
-    assertSupportedServer((await session.oneMessage<{ version: number, text: string }>(SERVER_VERSION, deadline)).rows[0])
+    const server = await session.oneMessage<{ version: number, text: string }>(SERVER_VERSION, deadline)
+    assertSupportedServer(server.rows[0])
     await session.oneMessage(MIGRATE, deadline)
   }
 
@@ -207,7 +208,9 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
 
   function enqueue (id: PlantId, plant: Plant): Promise<InsertOutcome> {
     // Validation refuses NUL (schemas.ts); one that came here anyway fails alone, not its whole batch.
-    if (`${plant.name}${plant.tag ?? ''}`.includes('\0')) return Promise.reject(new TypeError('a plant\'s text holds a NUL character'))
+    if (`${plant.name}${plant.tag ?? ''}`.includes('\0')) {
+      return Promise.reject(new TypeError('a plant\'s text holds a NUL character'))
+    }
     const big = BigInt(id)
     return batches.add({ key: big.toString(), id: big, plant })
   }
@@ -219,7 +222,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     const firsts = new Map<string, Entry>()
     for (const pending of batch) if (!firsts.has(pending.item.key)) firsts.set(pending.item.key, pending)
     // In id order, so concurrent batches (other replicas) take row locks in one order: no deadlock.
-    const rows = [...firsts.values()].map((pending) => pending.item).sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+    const rows = [...firsts.values()].map(({ item }) => item).sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
     const text = (value: string | undefined): string => value === undefined ? 'NULL' : pg.escapeLiteral(value)
     let created: Set<string>
     try {
@@ -227,10 +230,11 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
         ? session.transaction<{ id: string }>({
           name: 'plants-insert-batch',
           text: INSERT_BATCH,
-          values: [rows.map((row) => row.key), rows.map((row) => row.plant.name), rows.map((row) => row.plant.tag ?? null)]
+          values: [rows.map(({ key }) => key), rows.map(({ plant }) => plant.name), rows.map(({ plant }) => plant.tag)]
         }, deadline)
-        : session.oneMessage<{ id: string }>(`INSERT INTO plants (id, name, tag) VALUES ${rows.map(({ key, plant }) =>
-          `(${key}, ${text(plant.name)}, ${text(plant.tag)})`).join(', ')} ON CONFLICT (id) DO NOTHING RETURNING id::text AS id`, deadline))
+        : session.oneMessage<{ id: string }>('INSERT INTO plants (id, name, tag) VALUES ' +
+          rows.map(({ key, plant }) => `(${key}, ${text(plant.name)}, ${text(plant.tag)})`).join(', ') +
+          ' ON CONFLICT (id) DO NOTHING RETURNING id::text AS id', deadline))
       created = new Set(result.rows.map((row) => row.id))
     } catch (error) {
       const failure = isStoreError(error) ? error : new StoreOutcomeUnknownError({ cause: error })
@@ -246,19 +250,22 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       try {
         // A statement of its own: its snapshot sees the rows that made ON CONFLICT skip these ids.
         const result = prepared
-          ? await session.transaction<StoredRow>({ name: 'plants-select-stored', text: SELECT_STORED, values: [others] }, deadline)
-          : await session.oneMessage<StoredRow>(`SELECT id::text AS id, name, tag FROM plants WHERE id IN (${others.join(', ')})`, deadline)
-        for (const row of result.rows) stored.set(row.id, row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag })
+          ? await session.transaction<StoredRow>({
+            name: 'plants-select-stored', text: `${SELECT_STORED} = ANY ($1::int8[])`, values: [others]
+          }, deadline)
+          : await session.oneMessage<StoredRow>(`${SELECT_STORED} IN (${others.join(', ')})`, deadline)
+        for (const { id, name, tag } of result.rows) stored.set(id, tag === null ? { name } : { name, tag })
       } catch (error) {
         // These ids are stored (their insert found them): only whether as this plant is not known.
         failure = new StoreOutcomeUnknownError({ cause: (error as { cause?: unknown }).cause ?? error })
       }
     }
     for (const pending of batch) {
-      const plant = stored.get(pending.item.key)
-      if (created.has(pending.item.key) && firsts.get(pending.item.key) === pending) pending.resolve('created')
-      else if (plant !== undefined) pending.resolve(samePlant(plant, pending.item.plant) ? 'same' : 'conflict')
-      else pending.reject(failure ?? new StoreUnavailableError({ cause: new Error(`plant ${pending.item.key} neither inserted nor found`) }))
+      const { key, plant } = pending.item
+      const found = stored.get(key)
+      if (created.has(key) && firsts.get(key) === pending) pending.resolve('created')
+      else if (found !== undefined) pending.resolve(samePlant(found, plant) ? 'same' : 'conflict')
+      else pending.reject(failure ?? new StoreUnavailableError({ cause: new Error(`plant ${key} not found`) }))
     }
   }
 

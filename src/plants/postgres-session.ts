@@ -9,11 +9,11 @@ export const CANCEL_LEAD_MS = 400
 /** After its deadline, a connection waits this long for the answer (re-cancelling each second), then is closed. */
 const HOLD_MS = 10_000
 
-// SQLSTATEs after which nothing of the transaction is committed: classes 22, 23, 25, 40, 42, 44, 53, 54,
-// 55 and 57014 (timeout, cancel). Not 08, 57P0x, 58 or XX: a connection lost or a crash may follow a commit.
+// SQLSTATEs after which nothing of the transaction is committed: classes 22, 23, 25, 40, 42, 44, 53, 54, 55
+// and 57014 (timeout, cancel). Not 08, 57P0x, 58 or XX: a lost connection or a crash may follow a commit.
 const REFUSED = /^(?:2[235]|4[024]|5[345])[0-9A-Z]{3}$|^57014$/
 // PgBouncer's own errors for a query it never passed to a server.
-const NEVER_SENT = /^(?:query_wait_timeout|pgbouncer cannot connect to server|server login has been failing, try again later)/
+const NEVER_SENT = /^(?:query_wait_timeout|pgbouncer cannot connect to server|server login has been failing)/
 
 const serverRefused = (error: unknown): boolean => error instanceof pg.DatabaseError && REFUSED.test(error.code ?? '')
 /** Nothing was stored for sure: the server refused, a pooler never passed it on, or pg never sent it. */
@@ -29,14 +29,13 @@ function writeFailure (error: unknown, refused: boolean): Error {
 
 const neverSent = new WeakSet<object>()
 /** A failure before anything was sent: no connection could be had (the server is down, the pool is full). */
-export const notConnected = (error: unknown): boolean => typeof error === 'object' && error !== null && neverSent.has(error)
+export const notConnected = (error: unknown): boolean => error instanceof Error && neverSent.has(error)
 
 interface Host { label: string, url: string }
 
 /**
- * Reads DATABASE_URL as libpq does, one host or several (`postgres://u@h1:5432,h2/db?target_session_attrs=primary`),
- * into one URL per host. A ConfigError names DATABASE_URL and a host's position, never a part of the URL: a
- * mistyped one can put a piece of the password where a host should be.
+ * Reads DATABASE_URL as libpq does, with one host or several (`postgres://u@h1:5432,h2/db`), into one URL
+ * per host. Errors name DATABASE_URL and a host's position, never a part of the URL (it may hold a password).
  */
 export function parsePostgresUrl (url: string): { hosts: Host[], attrs: string } {
   const parts = /^(postgres(?:ql)?:\/\/)([^/?#]*@)?([^/?#]*)(.*)$/s.exec(url)
@@ -45,24 +44,29 @@ export function parsePostgresUrl (url: string): { hosts: Host[], attrs: string }
   const params = new URLSearchParams(/\?([^#]*)/.exec(path)?.[1])
   const attrs = params.get('target_session_attrs') ?? 'any'
   if (/^(?:read-only|standby|prefer-standby)$/.test(attrs)) {
-    throw new ConfigError(`DATABASE_URL: target_session_attrs=${attrs} would send the service's writes to a read-only server; ` +
-      'use read-write, primary or any')
+    throw new ConfigError(`DATABASE_URL: target_session_attrs=${attrs} would send the service's writes to a ` +
+      'read-only server; use read-write, primary or any')
   }
-  if (!/^(?:any|read-write|primary)$/.test(attrs)) throw new ConfigError('DATABASE_URL: target_session_attrs must be read-write, primary or any')
+  if (!/^(?:any|read-write|primary)$/.test(attrs)) {
+    throw new ConfigError('DATABASE_URL: target_session_attrs must be read-write, primary or any')
+  }
   // pg reads every sslmode as verify-full unless told to read it as libpq (and psql) does.
-  const rest = params.has('sslmode') && !params.has('uselibpqcompat') ? path.replace(/(\?[^#]*)/, '$1&uselibpqcompat=true') : path
+  const libpq = params.has('sslmode') && !params.has('uselibpqcompat')
+  const rest = libpq ? path.replace(/(\?[^#]*)/, '$1&uselibpqcompat=true') : path
   const names = hostList.split(',')
   const hosts = names.map((name, index) => {
     const where = names.length === 1 ? 'the host' : `host ${index + 1} of ${names.length}`
     const port = /^(?:\[[0-9A-Fa-f:.]+\]|[^:[\]]+)(?::(\d{1,5}))?$/.exec(name)
     // An empty host (a Unix socket from ?host=, or PGHOST) is pg's to resolve, with one host only.
     if ((port === null && !(name === '' && names.length === 1)) || Number(port?.[1] ?? 0) > 65535) {
-      throw new ConfigError(`DATABASE_URL: ${where} is not host or host:port (a password holding / ? # @ , must be percent-encoded)`)
+      throw new ConfigError(`DATABASE_URL: ${where} is not host or host:port ` +
+        '(a password holding / ? # @ , must be percent-encoded)')
     }
     const hostUrl = `${scheme}${userinfo}${name}${rest}`
     // pg parses it with URL, and reads `user@/db` (no host) the same way.
     if (!URL.canParse(hostUrl.replace('@/', '@x/'))) {
-      throw new ConfigError(`DATABASE_URL: not a valid URL at ${where} (a password holding / ? # @ : % must be percent-encoded)`)
+      throw new ConfigError(`DATABASE_URL: not a valid URL at ${where} ` +
+        '(a password holding / ? # @ : % must be percent-encoded)')
     }
     return { label: name === '' ? 'default host' : port?.[1] === undefined ? `${name}:5432` : name, url: hostUrl }
   })
@@ -70,42 +74,39 @@ export function parsePostgresUrl (url: string): { hosts: Host[], attrs: string }
 }
 
 export type Session = ReturnType<typeof createSession>
+type Settled<Row extends pg.QueryResultRow> = Array<PromiseSettledResult<pg.QueryResult<Row>>>
 
 /**
- * The store's statements, each answered by a deadline however the server stalls (docs/storage.md, High
- * availability), on the host that takes the writes. The server's statement timeout bounds a statement's
- * work; what it does not bound (a commit waiting for a synchronous standby, a frozen server) is cancelled
- * CANCEL_LEAD_MS before the deadline, so no backend keeps waiting for a client that left. A connection not
- * answered by the deadline stays out of the pool until the server answers (at most HOLD_MS): this process
- * never holds more backends than its pool.
+ * The store's statements, each answered by its deadline however the server stalls (docs/storage.md), on the
+ * host that takes writes. What the server's statement timeout does not end (a commit waiting for a standby, a
+ * frozen server) gets the protocol's cancel CANCEL_LEAD_MS before the deadline, and a connection given up on
+ * stays out of the pool until the server answers: never more backends than the pool, none left waiting.
  *
- * Hosts are tried in order, each with the connect timeout; the first that accepts a connection (and for
- * read-write answers `transaction_read_only = off`, for primary `pg_is_in_recovery() = false`) gets a pool
- * until a failure says it may be gone or read-only. With one host and `any`, one pool that pg reconnects.
+ * Hosts are tried in order within the connect timeout; the first that is acceptable (read-write:
+ * `transaction_read_only` off; primary: not in recovery) is used until a failure says it may be gone.
  */
 export function createSession (url: string, options: pg.PoolConfig, statementTimeoutMs: number,
-  selected: (label: string) => void = () => {}) {
+  selected: (label: string) => void) {
   const { hosts, attrs } = parsePostgresUrl(url)
   const fixed = hosts.length === 1 && attrs === 'any'
-  const open = (host: Host): pg.Pool => new pg.Pool({ ...options, connectionString: host.url })
-    // An idle client's error (a restart, a failover) would otherwise kill the process; the pool drops it.
-    .on('error', ignore)
+  // Without an error listener, an idle client's error (a restart, a failover) would end the process.
+  const open = (host: Host): pg.Pool => new pg.Pool({ ...options, connectionString: host.url }).on('error', ignore)
   let current = fixed ? open(hosts[0] as Host) : undefined
   let selecting: Promise<pg.Pool> | undefined
   let ended = false
   const retiring = new Set<Promise<void>>()
-  const held = new Set<{ client: pg.PoolClient, done: Promise<void>, release: () => void }>()
-  const setTimeoutSql = `SET LOCAL statement_timeout = ${statementTimeoutMs}`
-  const begin = `BEGIN; ${setTimeoutSql}; SET LOCAL idle_in_transaction_session_timeout = ${statementTimeoutMs}`
+  const held = new Set<{ done: Promise<void>, close: () => void }>()
+  const timeoutSql = `SET LOCAL statement_timeout = ${statementTimeoutMs}`
+  const begin = `BEGIN; ${timeoutSql}; SET LOCAL idle_in_transaction_session_timeout = ${statementTimeoutMs}`
+  const check = attrs === 'read-write'
+    ? 'SELECT NOT current_setting(\'transaction_read_only\')::bool AS ok'
+    : 'SELECT NOT pg_is_in_recovery() AS ok'
 
   async function select (): Promise<pg.Pool> {
     const reasons: string[] = []
     for (const host of hosts) {
       const pool = open(host)
       try {
-        const check = attrs === 'read-write'
-          ? 'SELECT current_setting(\'transaction_read_only\') = \'off\' AS ok'
-          : 'SELECT NOT pg_is_in_recovery() AS ok'
         if (attrs === 'any' || (await pool.query<{ ok: boolean }>(check)).rows[0]?.ok === true) {
           if (!ended) {
             selected(host.label)
@@ -123,41 +124,37 @@ export function createSession (url: string, options: pg.PoolConfig, statementTim
   }
 
   function retire (pool: pg.Pool): void {
-    // Not awaited: statements still running there finish first (a host that black-holes never holds this up).
+    // Not awaited: its statements in flight finish first, and a black-holed host never holds anything up.
     const done = pool.end().catch(ignore).finally(() => retiring.delete(done))
     retiring.add(done)
   }
 
-  /** The pool may be gone or take no more writes: the next statement selects a host again. */
+  /** The pool's host may be gone or read-only: the next statement selects a host again. */
   function lost (pool: pg.Pool): void {
     if (fixed || pool !== current) return
     current = undefined
     retire(pool)
   }
 
-  /** A connection by the cancel time; otherwise a StoreUnavailableError: nothing was sent, so nothing was stored. */
+  /** A connection by the cancel time; else a StoreUnavailableError: nothing was sent, nothing stored. */
   async function acquire (deadline: number): Promise<{ pool: pg.Pool, client: pg.PoolClient }> {
-    let timer: NodeJS.Timeout | undefined
     const budget = deadline - CANCEL_LEAD_MS - performance.now()
+    let timer: NodeJS.Timeout | undefined
     const late = new Promise<never>((_resolve, reject) => {
       timer = setTimeout(() => {
-        reject(new Error(`timed out after ${Math.max(0, Math.round(budget))} ms waiting for a connection to the database`))
+        const ms = Math.max(0, Math.round(budget))
+        reject(new Error(`timed out after ${ms} ms waiting for a connection to the database`))
       }, budget)
     })
     const connecting = (async () => {
       if (ended) throw new Error('the store is closed')
       const pool = current ?? await (selecting ??= select().finally(() => { selecting = undefined }))
-      try {
-        return { pool, client: await pool.connect() }
-      } catch (error) {
-        lost(pool)
-        throw error
-      }
+      return { pool, client: await pool.connect().catch((error: unknown) => { lost(pool); throw error }) }
     })()
     try {
       return await Promise.race([connecting, late])
     } catch (error) {
-      // A connection that comes too late goes back to the pool unused.
+      // A connection that comes too late goes back unused.
       connecting.then(({ client }) => { client.release() }, ignore)
       const failure = new StoreUnavailableError({ cause: error })
       neverSent.add(failure)
@@ -167,7 +164,7 @@ export function createSession (url: string, options: pg.PoolConfig, statementTim
     }
   }
 
-  /** Back to the pool after a clean refusal; dropped after anything else, or a read-only server (25006). */
+  /** Back to the pool after a clean refusal; closed after anything else or a read-only server (25006). */
   function settle (pool: pg.Pool, client: pg.PoolClient, failure: unknown): void {
     const drop = failure !== undefined && (!serverRefused(failure) || (failure as pg.DatabaseError).code === '25006')
     client.release(drop)
@@ -175,12 +172,13 @@ export function createSession (url: string, options: pg.PoolConfig, statementTim
   }
 
   /**
-   * `statements` on one connection by `deadline`, cancelled CANCEL_LEAD_MS before it. After a cancel the
-   * connection is settled only once the cancel's connection closed (else it could cancel the next statement),
-   * and a success is no acknowledgement: a commit cut short by the cancel may be missing on the standby.
+   * `send`'s statements by the deadline. After a cancel, the connection is settled only once the cancel's
+   * connection has closed (a late cancel would hit the next statement), and a success is no acknowledgement:
+   * a commit whose wait for the standby was cancelled is kept on the primary alone.
    */
-  async function run<T> (deadline: number, send: (client: pg.PoolClient) => Promise<T>,
-    failed: (value: T) => { error: unknown, refused: boolean } | undefined): Promise<T> {
+  async function run<Row extends pg.QueryResultRow> (deadline: number,
+    send: (client: pg.PoolClient) => Promise<Settled<Row>>,
+    failed: (results: Settled<Row>) => { error: unknown, refused: boolean } | undefined): Promise<Settled<Row>> {
     const { pool, client } = await acquire(deadline)
     // A checked-out client reports a lost connection as an event too; the query's rejection carries it.
     client.on('error', ignore)
@@ -188,14 +186,17 @@ export function createSession (url: string, options: pg.PoolConfig, statementTim
     let cancelled: Promise<void> | undefined
     let timers: NodeJS.Timeout[] = []
     const answer = await Promise.race([work, new Promise<undefined>((resolve) => {
-      timers = [setTimeout(() => { cancelled = cancel(client, HOLD_MS) }, deadline - CANCEL_LEAD_MS - performance.now()),
-        setTimeout(() => { resolve(undefined) }, deadline - performance.now())]
+      const now = performance.now()
+      timers = [setTimeout(() => { cancelled = cancel(client, HOLD_MS) }, deadline - CANCEL_LEAD_MS - now),
+        setTimeout(() => { resolve(undefined) }, deadline - now)]
     })])
     timers.forEach(clearTimeout)
     if (answer === undefined) {
-      hold(pool, client, work)
+      hold(client, work)
       lost(pool)
-      throw new StoreOutcomeUnknownError({ cause: new Error('timed out: the database answered neither the statement nor its cancel by the deadline') })
+      throw new StoreOutcomeUnknownError({
+        cause: new Error('timed out: the database answered neither the statement nor its cancel by the deadline')
+      })
     }
     client.removeListener('error', ignore)
     const failure = failed(answer)
@@ -206,25 +207,23 @@ export function createSession (url: string, options: pg.PoolConfig, statementTim
     return answer
   }
 
-  /** Waits for the server's answer to a statement given up on, re-cancelling each second; closed after HOLD_MS. */
-  function hold (pool: pg.Pool, client: pg.PoolClient, work: Promise<unknown>): void {
-    let released = false
-    const release = (): void => {
-      if (released) return
-      released = true
-      // A client released with an error is closed by the pool (a pending statement fails with it).
-      client.release(true)
+  /** Waits for the answer to a statement given up on, re-cancelling each second; closed after HOLD_MS. */
+  function hold (client: pg.PoolClient, work: Promise<unknown>): void {
+    let open = true
+    // Released with an error, the client is closed by the pool, and a statement still pending fails.
+    const close = (): void => {
+      if (open) client.release(true)
+      open = false
     }
     const recancel = setInterval(() => { void cancel(client, HOLD_MS) }, 1000)
-    const giveUp = setTimeout(release, HOLD_MS)
+    const giveUp = setTimeout(close, HOLD_MS)
     const entry = {
-      client,
-      release,
+      close,
       done: work.then(() => {
         clearInterval(recancel)
         clearTimeout(giveUp)
         client.removeListener('error', ignore)
-        release()
+        close()
         held.delete(entry)
       })
     }
@@ -234,44 +233,47 @@ export function createSession (url: string, options: pg.PoolConfig, statementTim
   return {
     /**
      * `SET LOCAL statement_timeout; <statements>` as one simple-protocol message: one implicit transaction,
-     * committed when the last statement succeeds, rolled back when one fails; one message out, one reply
-     * back, through any pooler. Resolves with the last statement's result.
+     * rolled back when a statement fails; one message each way, through any pooler. Answers the last result.
      */
-    async oneMessage<Row extends pg.QueryResultRow> (statements: string, deadline: number): Promise<pg.QueryResult<Row>> {
-      const [outcome] = await run(deadline, (client) => Promise.allSettled([client.query<Row>(`${setTimeoutSql}; ${statements}`)]),
-        ([sent]) => sent.status === 'rejected' ? { error: sent.reason, refused: nothingStored(sent.reason) } : undefined)
-      const result = (outcome as PromiseFulfilledResult<pg.QueryResult<Row>>).value
+    async oneMessage<Row extends pg.QueryResultRow> (statements: string, deadline: number) {
+      const [sent] = await run<Row>(deadline,
+        (client) => Promise.allSettled([client.query<Row>(`${timeoutSql}; ${statements}`)]),
+        ([outcome]) => outcome?.status === 'rejected'
+          ? { error: outcome.reason, refused: nothingStored(outcome.reason) }
+          : undefined)
+      const result = (sent as PromiseFulfilledResult<pg.QueryResult<Row>>).value
       // pg answers a message of several statements with one result each.
       const results: Array<pg.QueryResult<Row>> = Array.isArray(result) ? result : [result]
       return results.at(-1) as pg.QueryResult<Row>
     },
 
-    /** The same with a named prepared statement (the extended protocol): BEGIN and the timeouts, it, COMMIT, pipelined. */
-    async transaction<Row extends pg.QueryResultRow> (statement: pg.QueryConfig, deadline: number): Promise<pg.QueryResult<Row>> {
-      const [, result] = await run(deadline,
-        // Every promise is awaited, so a statement that fails after the first cannot go unhandled.
+    /** A named prepared statement (extended protocol): BEGIN and the timeouts, it, COMMIT, pipelined. */
+    async transaction<Row extends pg.QueryResultRow> (statement: pg.QueryConfig, deadline: number) {
+      const [, result] = await run<Row>(deadline,
+        // allSettled: a statement that fails after the first cannot go unhandled.
         (client) => Promise.allSettled([client.query(begin), client.query<Row>(statement), client.query('COMMIT')]),
         ([opened, result, committed]) => {
-          const failure = [opened, result, committed].find((outcome) => outcome.status === 'rejected')
-          if (failure === undefined) return undefined
+          const failure = [opened, result, committed].find((outcome) => outcome?.status === 'rejected')
+          if (failure?.status !== 'rejected') return undefined
           // COMMIT of a failed transaction rolls it back, and so does a refused COMMIT unless BEGIN failed.
-          const refused = (result.status === 'rejected' && nothingStored(result.reason)) ||
-            (opened.status === 'fulfilled' && result.status === 'fulfilled' && nothingStored(failure.reason))
+          const refused = (result?.status === 'rejected' && nothingStored(result.reason)) ||
+            (opened?.status === 'fulfilled' && result?.status === 'fulfilled' && nothingStored(failure.reason))
           return { error: failure.reason, refused }
         })
       return (result as PromiseFulfilledResult<pg.QueryResult<Row>>).value
     },
 
-    stats: () => ({ total: current?.totalCount ?? 0, idle: current?.idleCount ?? 0, waiting: current?.waitingCount ?? 0 }),
+    stats: () => ({
+      total: current?.totalCount ?? 0, idle: current?.idleCount ?? 0, waiting: current?.waitingCount ?? 0
+    }),
 
     async end () {
       ended = true
-      for (const { release } of held) release()
+      for (const { close } of held) close()
       await Promise.all([...held].map(({ done }) => done))
       await selecting?.catch(ignore)
-      const last = current
+      await Promise.all([current?.end(), ...retiring])
       current = undefined
-      await Promise.all([last?.end(), ...retiring])
     }
   }
 }
