@@ -23,6 +23,5 @@ export function cancel (client: pg.Client, ms: number): Promise<void> {
   socket.setTimeout(ms, () => { socket.destroy() })
   socket.on('error', () => {})
   socket.on('connect', () => { socket.write(message) })
-  socket.resume()
   return new Promise((resolve) => { socket.once('close', () => { resolve() }) })
 }

@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs'
+import { createServer, type AddressInfo } from 'node:net'
 import pg from 'pg'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { cancel } from '../../src/plants/postgres-cancel.js'
@@ -6,6 +8,8 @@ import { cancel } from '../../src/plants/postgres-cancel.js'
 // the protocol's CancelRequest): this fails when pg renames, retypes or stops keeping it.
 
 const url = process.env.TEST_DATABASE_URL
+/** Debian's PostgreSQL socket: where the Unix-socket case runs (skipped where there is none). */
+const SOCKET = '/var/run/postgresql/.s.PGSQL.5432'
 if (process.env.REQUIRE_POSTGRES === '1' && url === undefined) {
   describe('CancelRequest', () => {
     it('runs: REQUIRE_POSTGRES=1 turns a skip into a failure', () => { expect.fail('REQUIRE_POSTGRES=1 but TEST_DATABASE_URL is not set') })
@@ -14,8 +18,8 @@ if (process.env.REQUIRE_POSTGRES === '1' && url === undefined) {
 if (url === undefined) console.warn('PostgreSQL cancel test skipped: TEST_DATABASE_URL is not set (CI sets REQUIRE_POSTGRES=1)')
 
 describe.skipIf(url === undefined)(url === undefined ? 'PostgreSQL cancel test skipped: TEST_DATABASE_URL is not set' : 'CancelRequest (postgres-cancel.ts)', () => {
-  async function connected (): Promise<pg.Client> {
-    const client = new pg.Client({ connectionString: url })
+  async function connected (config: pg.ClientConfig = { connectionString: url }): Promise<pg.Client> {
+    const client = new pg.Client(config)
     client.on('error', () => {})
     await client.connect()
     onTestFinished(() => client.end())
@@ -42,7 +46,22 @@ describe.skipIf(url === undefined)(url === undefined ? 'PostgreSQL cancel test s
     expect((await client.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }])
   })
 
-  it('sends nothing for a client that never connected, and never rejects', async () => {
-    await expect(cancel(new pg.Client({ connectionString: url }), 1000)).resolves.toBeUndefined()
+  it('reaches a server on a Unix socket too (host given as its folder)', { skip: !existsSync(SOCKET) }, async () => {
+    const client = await connected({ host: '/var/run/postgresql', port: 5432, user: new URL(url as string).username })
+    const failed = client.query('SELECT pg_sleep(30)').catch((error: unknown) => error)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    await cancel(client, 5000)
+    expect(await failed).toHaveProperty('code', '57014')
+  })
+
+  it('sends nothing for a client that never connected (no backend key), and never rejects', async () => {
+    let connections = 0
+    const listener = createServer((socket) => { connections++; socket.destroy() })
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve))
+    onTestFinished(() => { listener.close() })
+    const { port } = listener.address() as AddressInfo
+    await expect(cancel(new pg.Client({ host: '127.0.0.1', port }), 1000)).resolves.toBeUndefined()
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(connections).toBe(0)
   })
 })
