@@ -68,7 +68,7 @@ function postgresTarget (name, prefix, extra, { pooled = false, multiHost = fals
 
 /**
  * The same server twice in libpq's multi-host form with target_session_attrs=read-write: the host
- * selection layer (src/plants/postgres-hosts.ts) runs, checks the first host, and every batch then
+ * selection layer (src/plants/postgres-session.ts) runs, checks the first host, and every batch then
  * goes through it. Beside `postgres`: what that layer costs per request.
  */
 function twoHosts (url) {

@@ -46,11 +46,11 @@ async function createStore ({ databaseUrl, maxPlants, memoryStoreMaxBytes, datab
     const { createPostgresPlantRepository } = await import('./plants/postgres-plant-repository.js')
     return createPostgresPlantRepository({
       connectionString: databaseUrl,
-      ...(databasePoolMax === undefined ? {} : { maxConnections: databasePoolMax }),
-      ...(databaseStatementTimeoutMs === undefined ? {} : { statementTimeoutMs: databaseStatementTimeoutMs }),
-      ...(databasePreparedStatements === undefined ? {} : { preparedStatements: databasePreparedStatements }),
+      maxConnections: databasePoolMax,
+      statementTimeoutMs: databaseStatementTimeoutMs,
+      preparedStatements: databasePreparedStatements,
       // After a failover, the line that says where the writes go now.
-      ...(log === undefined ? {} : { hostSelected: (host: string) => { log.info({ subject: 'store', host }, 'store host selected') } })
+      hostSelected: (host) => { log?.info({ subject: 'store', host }, 'store host selected') }
     })
   }
   // Only the scheme is named: the rest of a URL may carry a password.

@@ -1,105 +1,157 @@
-import { isStoreError, StoreOutcomeUnknownError, StoreUnavailableError } from '../errors.js'
+import pg from 'pg'
+import { isStoreError, StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../errors.js'
 import type { Plant, PlantId } from '../schemas.js'
 import { createGroupCommit, type Pending } from './group-commit.js'
 import { samePlant, type InsertOutcome, type PlantRepository } from './plant-repository.js'
-import { createHostPools, parsePostgresUrl } from './postgres-hosts.js'
-import { HEARTBEAT, migrate } from './postgres-migrations.js'
-import { createWriteHealth } from './postgres-readiness.js'
-import { createSession } from './postgres-session.js'
-import { INSERT_BATCH, insertStatement, SELECT_STORED, selectStored, type Row } from './postgres-statements.js'
-
-export { assertSupportedServer } from './postgres-migrations.js'
+import { createSession, notConnected, type Session } from './postgres-session.js'
 
 export interface PostgresPlantRepositoryOptions {
-  /**
-   * `postgres://…`, to the server or to a pooler in front of it (PgBouncer in transaction or session
-   * mode). `?options=-c search_path=<schema>` picks a schema on a direct connection only: poolers refuse it.
-   * Several hosts as libpq takes them (`postgres://u@h1:5432,h2:5432/db?target_session_attrs=read-write`):
-   * tried in order, the first that takes writes is used until it fails (postgres-hosts.ts).
-   */
+  /** To the server or a pooler; several hosts, sslmode and sslrootcert as libpq reads them (docs/storage.md). */
   connectionString: string
-  /** Connections of this process (DATABASE_POOL_MAX). Budget them across replicas against the pooler's or server's limit. Default 10. */
-  maxConnections?: number
-  /**
-   * The statement timeout (DATABASE_STATEMENT_TIMEOUT_MS, default 5000 ms): the server's, per
-   * transaction; every insert is answered within it + 1 s, whatever is stuck (postgres-session.ts).
-   */
-  statementTimeoutMs?: number
-  /** How long a new connection may take to open (each host of a multi-host URL). Default: the statement timeout. */
-  connectionTimeoutMs?: number
-  /**
-   * Named prepared statements (DATABASE_PREPARED_STATEMENTS=on): the server parses and plans the
-   * batch insert once per connection instead of once per batch, at the price of a transaction of
-   * three messages (the extended protocol cannot carry BEGIN, the timeout and the insert in one).
-   * Only where a statement stays on the connection that prepared it: directly, PgBouncer in session
-   * mode, or a pooler that tracks them (PgBouncer ≥ 1.21 with max_prepared_statements). Default
-   * false: one message per batch, through any pooler.
-   */
-  preparedStatements?: boolean
-  /** With several hosts or a target_session_attrs to check: called with `host:port` each time a host is selected (the log says where writes go). */
+  /** DATABASE_POOL_MAX, default 10. */
+  maxConnections?: number | undefined
+  /** DATABASE_STATEMENT_TIMEOUT_MS, default 5000: every insert is answered within it + 1 s. */
+  statementTimeoutMs?: number | undefined
+  /** How long a new connection may take to open (each host). Default: the statement timeout. */
+  connectionTimeoutMs?: number | undefined
+  /** DATABASE_PREPARED_STATEMENTS=on: named prepared statements (not through transaction pooling). */
+  preparedStatements?: boolean | undefined
+  /** Called with `host:port` each time a host is selected (several hosts, or a target_session_attrs). */
   hostSelected?: (host: string) => void
 }
 
-/** Batches larger than this are split, to bound one statement's size and time. */
-const MAX_BATCH = 1000
+interface Row { key: string, id: bigint, plant: Plant }
+type Entry = Pending<Row, InsertOutcome>
+interface StoredRow { id: string, name: string, tag: string | null }
 
-/**
- * Batches in flight at once (fewer when the pool is smaller). While they run, new inserts queue up and
- * leave together as the next batch: fewer, larger statements cost the server less per row.
- */
-const MAX_BATCHES_IN_FLIGHT = 4
+// Ids travel as text and come back as `id::text`: never a JS number, whatever int8 parser is set.
+const INSERT_BATCH = `INSERT INTO plants (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[])
+  ON CONFLICT (id) DO NOTHING RETURNING id::text AS id`
+const SELECT_STORED = 'SELECT id::text AS id, name, tag FROM plants WHERE id'
+const SERVER_VERSION = 'SELECT current_setting(\'server_version_num\')::int AS version, ' +
+  'current_setting(\'server_version\') AS text'
+// Versioned steps (a released one is never edited) under a lock the replicas share, released by the commit, so
+// it works through transaction pooling. An up-to-date schema writes nothing: a replica on a read-only server
+// starts, and its creates answer 503.
+const MIGRATE = `SELECT pg_advisory_xact_lock(7165617846240257); DO $$
+DECLARE v int;
+BEGIN
+  IF to_regclass('plant_store_migrations') IS NULL THEN
+    CREATE TABLE plant_store_migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+  END IF;
+  SELECT coalesce(max(version), 0) INTO v FROM plant_store_migrations;
+  IF v > 2 THEN RAISE 'schema version % is newer than this release knows (2)', v; END IF;
+  IF v < 1 THEN
+    CREATE TABLE plants (id bigint PRIMARY KEY, name text NOT NULL, tag text,
+      created_at timestamptz NOT NULL DEFAULT now());
+    INSERT INTO plant_store_migrations (version) VALUES (1);
+  END IF;
+  IF v < 2 THEN
+    -- The readiness probe's row: a write through WAL and a synchronous commit, as a create, with no plant.
+    CREATE TABLE plant_store_heartbeat (id boolean PRIMARY KEY DEFAULT true CHECK (id),
+      written_at timestamptz NOT NULL);
+    INSERT INTO plant_store_migrations (version) VALUES (2);
+  END IF;
+END $$`
+const HEARTBEAT = 'LOCK TABLE plants IN ROW EXCLUSIVE MODE; INSERT INTO plant_store_heartbeat (id, written_at) ' +
+  'VALUES (true, now()) ON CONFLICT (id) DO UPDATE SET written_at = excluded.written_at'
 
-/**
- * An insert is answered within the statement timeout plus this (in all, less than the documented
- * + 1 s: the rest is for the HTTP reply). Queued that long behind stuck batches, it is refused
- * unsent (503, nothing stored) at the statement timeout; sent, it is cancelled 400 ms (CANCEL_LEAD_MS)
- * before its deadline, so the cancel's answer says what happened.
- */
+/** A write that succeeded this recently means ready, unprobed; also the least time between two probes. */
+const FRESH_MS = 1000
+/** An insert is answered within the statement timeout plus this; the rest of the second is the reply's. */
 const ANSWER_MARGIN_MS = 600
 
-type Entry = Pending<Row, InsertOutcome>
-
-interface StoredRow {
-  id: string
-  name: string
-  tag: string | null
+/** Throws, naming the server's version, unless it is PostgreSQL 13 or later (a message's statement timeout). */
+export function assertSupportedServer (server: { version: number, text: string } | undefined): void {
+  if (server === undefined || !(server.version >= 130000)) {
+    throw new Error(`PostgreSQL 13 or later is needed; the server is ${server?.text ?? 'of an unknown version'}`)
+  }
 }
 
 /**
- * Plants in PostgreSQL, shared by every replica. A 200 means committed with the server's default
- * synchronous commit. Starts even when the server is down: the schema step retries with backoff,
- * `ready()` rejects and inserts answer 503 until it is reachable. A failed insert is a
- * StoreUnavailableError (or StoreFullError) only when nothing was stored for sure, and a
- * StoreOutcomeUnknownError when the write was sent and its answer lost (postgres-failures.ts).
- * Every insert is answered within the statement timeout + ANSWER_MARGIN_MS.
+ * Readiness that tells the truth about writes (a synchronous standby gone, a primary turned read-only):
+ * a write in flight for the statement timeout is a 503 at once; one that succeeded within FRESH_MS is a
+ * 200; otherwise one heartbeat write at most per FRESH_MS answers, within the statement timeout.
+ */
+function createWriteHealth (statementTimeoutMs: number, probe: () => Promise<unknown>) {
+  const inFlight = new Set<{ since: number }>()
+  let last: { ok: boolean, at: number, error?: unknown } | undefined
+  let failingSince: number | undefined
+  let probing: Promise<void> | undefined
+  let probeStarted = -Infinity
+  const oldest = (): number | undefined => inFlight.size === 0
+    ? undefined
+    : Math.min(...[...inFlight].map((w) => w.since))
+
+  async function track<T> (write: () => Promise<T>): Promise<T> {
+    const entry = { since: performance.now() }
+    inFlight.add(entry)
+    try {
+      const value = await write()
+      last = { ok: true, at: performance.now() }
+      failingSince = undefined
+      return value
+    } catch (error) {
+      last = { ok: false, at: performance.now(), error }
+      failingSince ??= entry.since
+      throw error
+    } finally {
+      inFlight.delete(entry)
+    }
+  }
+
+  /** No connection at all: the store's own error. Otherwise: writes fail, and for how long. */
+  function failing (now: number): unknown {
+    if (last?.ok === false && notConnected(last.error) && inFlight.size === 0) return last.error
+    return new WritesFailingError(String(Math.round(now - (failingSince ?? oldest() ?? now))))
+  }
+
+  return {
+    track,
+    idle: async () => { await probing },
+    async ready () {
+      const now = performance.now()
+      const since = oldest()
+      if (since !== undefined && now - since >= statementTimeoutMs) throw failing(now)
+      if (last?.ok === true && now - last.at < FRESH_MS) return
+      if (probing === undefined && now - probeStarted < FRESH_MS && last !== undefined) {
+        if (last.ok) return
+        throw failing(now)
+      }
+      if (probing === undefined) probeStarted = now
+      probing ??= track(probe).then(ignore, ignore).finally(() => { probing = undefined })
+      let timer: NodeJS.Timeout | undefined
+      const done = await Promise.race([probing.then(() => true), new Promise<false>((resolve) => {
+        timer = setTimeout(resolve, (oldest() ?? now) + statementTimeoutMs - now, false)
+      })])
+      clearTimeout(timer)
+      if (!done || last?.ok !== true) throw failing(performance.now())
+    }
+  }
+}
+
+/**
+ * Plants in PostgreSQL, shared by every replica: a 200 is a commit. Starts while the server is down (the schema
+ * step retries with backoff). A failure is StoreUnavailableError (or StoreFullError) when nothing was stored for
+ * sure, StoreOutcomeUnknownError when the write was sent and its answer lost.
  */
 export function createPostgresPlantRepository (options: PostgresPlantRepositoryOptions): PlantRepository {
   const statementTimeout = Math.trunc(options.statementTimeoutMs ?? 5000)
   const answerWithin = statementTimeout + ANSWER_MARGIN_MS
   const maxConnections = options.maxConnections ?? 10
-  // Only what every pooler passes through (PgBouncer in transaction mode, RDS Proxy, Supavisor…):
-  // - no startup parameter but application_name: PgBouncer refuses statement_timeout, options and
-  //   the like ("unsupported startup parameter"), so the service would never become ready;
-  // - no session state: the timeouts are SET LOCAL inside each transaction (transaction pooling
-  //   hands each transaction any server connection, and a session SET would leak to other clients);
-  // - no named prepared statement: it lives on one server connection, and the next transaction may
-  //   run on another one ("prepared statement … already exists" / "does not exist").
-  // No query_timeout: the session's deadline cancels a statement instead of dropping its connection.
-  const hosts = createHostPools(parsePostgresUrl(options.connectionString), {
+  const prepared = options.preparedStatements === true
+  // What every pooler passes: no startup parameter but application_name, timeouts SET LOCAL per transaction,
+  // no named statement unless asked. No query_timeout: the session cancels a statement, keeping its connection.
+  const session: Session = createSession(options.connectionString, {
     max: maxConnections,
     connectionTimeoutMillis: Math.trunc(options.connectionTimeoutMs ?? statementTimeout),
     keepAlive: true,
     application_name: 'plant-store',
-    // With prepared statements, a transaction's three messages (BEGIN and the timeouts, the
-    // statement, COMMIT) leave together: one round trip per batch.
+    // With prepared statements, a transaction's three messages leave together: one round trip.
     pipeline: true
-  }, options.hostSelected)
-  const session = createSession(hosts, statementTimeout)
-  const prepared = options.preparedStatements === true
-  const health = createWriteHealth({
-    statementTimeoutMs: statementTimeout,
-    probe: () => session.oneMessage(HEARTBEAT, performance.now() + answerWithin)
-  })
+  }, statementTimeout, options.hostSelected ?? ignore)
+  const probe = (): Promise<unknown> => session.oneMessage(HEARTBEAT, performance.now() + answerWithin)
+  const health = createWriteHealth(statementTimeout, probe)
 
   let migrated = false
   let closed = false
@@ -108,13 +160,20 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   let retryTimer: NodeJS.Timeout | undefined
   let retryDelay = 250
 
+  async function migrate (): Promise<void> {
+    const deadline = performance.now() + answerWithin
+    const server = await session.oneMessage<{ version: number, text: string }>(SERVER_VERSION, deadline)
+    assertSupportedServer(server.rows[0])
+    await session.oneMessage(MIGRATE, deadline)
+  }
+
   function connect (): void {
-    // hosts.connect itself: a failure stays the driver's own, the cause ready() reports.
-    attempt = migrate(() => hosts.connect(), session.settle, `BEGIN; SET LOCAL statement_timeout = ${statementTimeout}`).then(() => {
+    attempt = migrate().then(() => {
       migrated = true
       attempt = undefined
     }, (error: unknown) => {
-      lastError = error
+      // The driver's own error, the cause ready() reports (not the session's name for it).
+      lastError = isStoreError(error) ? (error as Error).cause ?? error : error
       attempt = undefined
       if (closed) return
       retryTimer = setTimeout(connect, retryDelay * (0.5 + Math.random()))
@@ -123,16 +182,12 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   }
   connect()
 
-  /**
-   * Waits for a schema attempt in progress (an insert at most `ms`, so that its answer keeps its
-   * bound; each of the attempt's steps has the statement or connect timeout); rejects while the
-   * database has not been reached.
-   */
+  /** Waits for a schema attempt in progress (an insert at most `ms`); rejects while the database is not reached. */
   async function whenMigrated (ms = Infinity): Promise<void> {
     if (closed) throw new StoreUnavailableError()
     if (!migrated && attempt !== undefined) {
       let timer: NodeJS.Timeout | undefined
-      await Promise.race([attempt, ...(ms === Infinity ? [] : [new Promise((resolve) => { timer = setTimeout(resolve, ms) })])])
+      await Promise.race([attempt, new Promise((resolve) => { if (ms !== Infinity) timer = setTimeout(resolve, ms) })])
       clearTimeout(timer)
     }
     if (!migrated) throw new StoreUnavailableError({ cause: lastError })
@@ -140,18 +195,22 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
 
   const batches = createGroupCommit<Row, InsertOutcome>({
     commit: run,
-    maxBatch: MAX_BATCH,
-    maxInFlight: Math.min(MAX_BATCHES_IN_FLIGHT, maxConnections),
+    // Bounds one statement's size and time; while batches run, new inserts queue and leave together.
+    maxBatch: 1000,
+    maxInFlight: Math.min(4, maxConnections),
     // Queued behind stuck batches for the statement timeout: refused unsent, nothing stored.
     maxQueueMs: statementTimeout,
-    expired: () => new StoreUnavailableError({ cause: new Error(`timed out after ${statementTimeout} ms queued behind batches the database has not answered`) }),
+    expired: () => new StoreUnavailableError({
+      cause: new Error(`timed out after ${statementTimeout} ms queued behind batches the database has not answered`)
+    }),
     closed: () => new StoreUnavailableError()
   })
 
   function enqueue (id: PlantId, plant: Plant): Promise<InsertOutcome> {
-    // Validation refuses NUL (schemas.ts); were one to come here anyway, it is refused alone rather
-    // than failing its whole batch (PostgreSQL text cannot hold it, and a message cannot carry it).
-    if (plant.name.includes('\0') || plant.tag?.includes('\0') === true) return Promise.reject(new TypeError('a plant\'s text holds a NUL character'))
+    // Validation refuses NUL (schemas.ts); one that came here anyway fails alone, not its whole batch.
+    if (`${plant.name}${plant.tag ?? ''}`.includes('\0')) {
+      return Promise.reject(new TypeError('a plant\'s text holds a NUL character'))
+    }
     const big = BigInt(id)
     return batches.add({ key: big.toString(), id: big, plant })
   }
@@ -162,20 +221,22 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     // The first insert of an id is the one that can create it; later ones compare with what is stored.
     const firsts = new Map<string, Entry>()
     for (const pending of batch) if (!firsts.has(pending.item.key)) firsts.set(pending.item.key, pending)
-    // Rows in id order, so concurrent batches (other replicas) take row locks in one order: no deadlock.
-    const rows = [...firsts.values()].map((pending) => pending.item).sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+    // In id order, so concurrent batches (other replicas) take row locks in one order: no deadlock.
+    const rows = [...firsts.values()].map(({ item }) => item).sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+    const text = (value: string | undefined): string => value === undefined ? 'NULL' : pg.escapeLiteral(value)
     let created: Set<string>
     try {
       const result = await health.track(() => prepared
         ? session.transaction<{ id: string }>({
           name: 'plants-insert-batch',
           text: INSERT_BATCH,
-          values: [rows.map((row) => row.key), rows.map((row) => row.plant.name), rows.map((row) => row.plant.tag ?? null)]
+          values: [rows.map(({ key }) => key), rows.map(({ plant }) => plant.name), rows.map(({ plant }) => plant.tag)]
         }, deadline)
-        : session.oneMessage<{ id: string }>(insertStatement(rows), deadline))
+        : session.oneMessage<{ id: string }>('INSERT INTO plants (id, name, tag) VALUES ' +
+          rows.map(({ key, plant }) => `(${key}, ${text(plant.name)}, ${text(plant.tag)})`).join(', ') +
+          ' ON CONFLICT (id) DO NOTHING RETURNING id::text AS id', deadline))
       created = new Set(result.rows.map((row) => row.id))
     } catch (error) {
-      // The session names its failures; anything else is not known to have failed.
       const failure = isStoreError(error) ? error : new StoreOutcomeUnknownError({ cause: error })
       for (const pending of batch) pending.reject(failure)
       return
@@ -187,28 +248,30 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     let failure: Error | undefined
     if (others.length > 0) {
       try {
-        // A separate statement: its snapshot sees the rows other transactions committed meanwhile,
-        // which is what made ON CONFLICT skip these ids.
+        // A statement of its own: its snapshot sees the rows that made ON CONFLICT skip these ids.
         const result = prepared
-          ? await session.transaction<StoredRow>({ name: 'plants-select-stored', text: SELECT_STORED, values: [others] }, deadline)
-          : await session.oneMessage<StoredRow>(selectStored(others), deadline)
-        for (const row of result.rows) stored.set(row.id, row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag })
+          ? await session.transaction<StoredRow>({
+            name: 'plants-select-stored', text: `${SELECT_STORED} = ANY ($1::int8[])`, values: [others]
+          }, deadline)
+          : await session.oneMessage<StoredRow>(`${SELECT_STORED} IN (${others.join(', ')})`, deadline)
+        for (const { id, name, tag } of result.rows) stored.set(id, tag === null ? { name } : { name, tag })
       } catch (error) {
         // These ids are stored (their insert found them): only whether as this plant is not known.
         failure = new StoreOutcomeUnknownError({ cause: (error as { cause?: unknown }).cause ?? error })
       }
     }
     for (const pending of batch) {
-      const plant = stored.get(pending.item.key)
-      if (created.has(pending.item.key) && firsts.get(pending.item.key) === pending) pending.resolve('created')
-      else if (plant !== undefined) pending.resolve(samePlant(plant, pending.item.plant) ? 'same' : 'conflict')
-      else pending.reject(failure ?? new StoreUnavailableError({ cause: new Error(`plant ${pending.item.key} neither inserted nor found`) }))
+      const { key, plant } = pending.item
+      const found = stored.get(key)
+      if (created.has(key) && firsts.get(key) === pending) pending.resolve('created')
+      else if (found !== undefined) pending.resolve(samePlant(found, plant) ? 'same' : 'conflict')
+      else pending.reject(failure ?? new StoreUnavailableError({ cause: new Error(`plant ${key} not found`) }))
     }
   }
 
   return {
     insert (id: PlantId, plant: Plant) {
-      // Queued at once when the schema is in place, so an insert made before close() is in the batch that close() waits for.
+      // Queued at once when the schema is in place, so an insert made before close() is in its last batch.
       return migrated && !closed ? enqueue(id, plant) : whenMigrated(statementTimeout).then(() => enqueue(id, plant))
     },
     async ready () {
@@ -216,7 +279,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       await health.ready()
     },
     stats: () => {
-      const { total, idle, waiting } = hosts.stats()
+      const { total, idle, waiting } = session.stats()
       return { poolConnections: total, poolIdleConnections: idle, poolWaitingRequests: waiting }
     },
     observe (next) { batches.observe(next) },
@@ -227,8 +290,9 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       await attempt
       await batches.close()
       await health.idle()
-      await session.close()
-      await hosts.end()
+      await session.end()
     }
   }
 }
+
+function ignore (): void {}

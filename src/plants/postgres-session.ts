@@ -1,72 +1,160 @@
 import pg from 'pg'
-import { StoreOutcomeUnknownError, StoreUnavailableError } from '../errors.js'
-import { readOnly, refusedByServer, serverRefused, writeFailure } from './postgres-failures.js'
-import type { HostPools } from './postgres-hosts.js'
+import { StoreFullError, StoreOutcomeUnknownError, StoreUnavailableError } from '../errors.js'
+import { ConfigError } from '../lib/config-error.js'
+import { summarizeCause } from '../lib/failure-log.js'
+import { cancel } from './postgres-cancel.js'
 
-/**
- * Before its answer deadline, a statement the server has not answered is cancelled (CancelRequest),
- * this long ahead: time for the server to act on it and answer, so the answer says what happened.
- */
+/** A statement not yet answered is cancelled this long before its deadline, so the answer says what happened. */
 export const CANCEL_LEAD_MS = 400
-
-/** After the answer deadline, the connection waits this long more for the server's answer (cancels re-sent each second), then is closed. */
+/** After its deadline, a connection waits this long for the answer (re-cancelling each second), then is closed. */
 const HOLD_MS = 10_000
-const RECANCEL_MS = 1000
 
-/** The statements of a store, each answered by a deadline however the server stalls (README, High availability). */
-export interface Session {
-  /**
-   * Runs `SET LOCAL statement_timeout = …; <statements>` as one simple-protocol message. PostgreSQL
-   * runs the statements of one message as one implicit transaction: committed when the last one
-   * succeeds, rolled back when one fails, and the connection is idle again either way (no ROLLBACK
-   * to send, nothing a pooler must hold). SET LOCAL holds inside it, and the statement timeout
-   * applies to each statement of such a message (PostgreSQL 13 and later). One message out and one
-   * reply back: less work for the driver, a pooler and the server than an explicit transaction
-   * (bench/results/reference.md). Resolves with the last statement's result.
-   */
-  oneMessage<Row extends pg.QueryResultRow> (statements: string, deadline: number): Promise<pg.QueryResult<Row>>
-  /** The same with a named prepared statement, which needs the extended protocol: BEGIN and the timeouts, the statement, COMMIT, pipelined. */
-  transaction<Row extends pg.QueryResultRow> (statement: pg.QueryConfig, deadline: number): Promise<pg.QueryResult<Row>>
-  /** A connection's failure: drops it unless the server refused cleanly (postgres-failures.ts). */
-  settle (pool: pg.Pool, client: pg.PoolClient, failure: unknown): void
-  /** Closes the connections still waiting for an answer the service has given up on. */
-  close (): Promise<void>
+// SQLSTATEs after which nothing of the transaction is committed: classes 22, 23, 25, 40, 42, 44, 53, 54, 55
+// and 57014 (timeout, cancel). Not 08, 57P0x, 58 or XX: a lost connection or a crash may follow a commit.
+const REFUSED = /^(?:2[235]|4[024]|5[345])[0-9A-Z]{3}$|^57014$/
+// PgBouncer's own errors for a query it never passed to a server.
+const NEVER_SENT = /^(?:query_wait_timeout|pgbouncer cannot connect to server|server login has been failing)/
+
+const serverRefused = (error: unknown): boolean => error instanceof pg.DatabaseError && REFUSED.test(error.code ?? '')
+/** Nothing was stored for sure: the server refused, a pooler never passed it on, or pg never sent it. */
+const nothingStored = (error: unknown): boolean => error instanceof pg.DatabaseError
+  ? serverRefused(error) || NEVER_SENT.test(error.message)
+  : error instanceof Error && / is not queryable$/.test(error.message)
+
+function writeFailure (error: unknown, refused: boolean): Error {
+  if (!refused) return new StoreOutcomeUnknownError({ cause: error })
+  if (error instanceof pg.DatabaseError && error.code === '53100') return new StoreFullError({ cause: error })
+  return new StoreUnavailableError({ cause: error })
 }
 
 const neverSent = new WeakSet<object>()
+/** A failure before anything was sent: no connection could be had (the server is down, the pool is full). */
+export const notConnected = (error: unknown): boolean => error instanceof Error && neverSent.has(error)
 
-/** True for a failure before anything was sent: no connection could be had (the server is down, the pool is full). */
-export function notConnected (error: unknown): boolean {
-  return typeof error === 'object' && error !== null && neverSent.has(error)
-}
+interface Host { label: string, url: string }
 
 /**
- * Statements with an answer deadline. The server's statement timeout bounds a statement's work; what
- * it does not bound (a commit waiting for a synchronous standby, a server that stalls, a lost
- * network) the client does: CANCEL_LEAD_MS before the deadline it sends the protocol's
- * CancelRequest (a pooler forwards it), so the server stops too and no backend is left waiting for a
- * client that left. The caller gets its answer at the deadline at the latest; the connection is
- * kept until the server answers the cancelled statement (re-cancelling each second), so this
- * process never holds more server backends than its pool, and is closed only if no answer comes
- * within HOLD_MS.
+ * Reads DATABASE_URL as libpq does, with one host or several (`postgres://u@h1:5432,h2/db`), into one URL
+ * per host. Errors name DATABASE_URL and a host's position, never a part of the URL (it may hold a password).
  */
-export function createSession (hosts: HostPools, statementTimeoutMs: number): Session {
-  const setStatementTimeout = `SET LOCAL statement_timeout = ${statementTimeoutMs}`
-  const begin = `BEGIN; ${setStatementTimeout}; SET LOCAL idle_in_transaction_session_timeout = ${statementTimeoutMs}`
-  const held = new Set<{ client: pg.PoolClient, done: Promise<void> }>()
+export function parsePostgresUrl (url: string): { hosts: Host[], attrs: string } {
+  const parts = /^(postgres(?:ql)?:\/\/)([^/?#]*@)?([^/?#]*)(.*)$/s.exec(url)
+  if (parts === null) throw new ConfigError('DATABASE_URL: not a postgres:// URL')
+  const [, scheme = '', userinfo = '', hostList = '', path = ''] = parts
+  const params = new URLSearchParams(/\?([^#]*)/.exec(path)?.[1])
+  const attrs = params.get('target_session_attrs') ?? 'any'
+  if (/^(?:read-only|standby|prefer-standby)$/.test(attrs)) {
+    throw new ConfigError(`DATABASE_URL: target_session_attrs=${attrs} would send the service's writes to a ` +
+      'read-only server; use read-write, primary or any')
+  }
+  if (!/^(?:any|read-write|primary)$/.test(attrs)) {
+    throw new ConfigError('DATABASE_URL: target_session_attrs must be read-write, primary or any')
+  }
+  // pg reads every sslmode as verify-full unless told to read it as libpq (and psql) does.
+  const libpq = params.has('sslmode') && !params.has('uselibpqcompat')
+  const rest = libpq ? path.replace(/(\?[^#]*)/, '$1&uselibpqcompat=true') : path
+  const names = hostList.split(',')
+  const hosts = names.map((name, index) => {
+    const where = names.length === 1 ? 'the host' : `host ${index + 1} of ${names.length}`
+    const port = /^(?:\[[0-9A-Fa-f:.]+\]|[^:[\]]+)(?::(\d{1,5}))?$/.exec(name)
+    // An empty host (a Unix socket from ?host=, or PGHOST) is pg's to resolve, with one host only.
+    if ((port === null && !(name === '' && names.length === 1)) || Number(port?.[1] ?? 0) > 65535) {
+      throw new ConfigError(`DATABASE_URL: ${where} is not host or host:port ` +
+        '(a password holding / ? # @ , must be percent-encoded)')
+    }
+    const hostUrl = `${scheme}${userinfo}${name}${rest}`
+    // pg parses it with URL, and reads `user@/db` (no host) the same way.
+    if (!URL.canParse(hostUrl.replace('@/', '@x/'))) {
+      throw new ConfigError(`DATABASE_URL: not a valid URL at ${where} ` +
+        '(a password holding / ? # @ : % must be percent-encoded)')
+    }
+    return { label: name === '' ? 'default host' : port?.[1] === undefined ? `${name}:5432` : name, url: hostUrl }
+  })
+  return { hosts, attrs }
+}
 
-  /** A connection by the deadline's cancel time; otherwise a StoreUnavailableError: nothing was sent, so nothing was stored. */
+export type Session = ReturnType<typeof createSession>
+type Settled<Row extends pg.QueryResultRow> = Array<PromiseSettledResult<pg.QueryResult<Row>>>
+
+/**
+ * The store's statements, each answered by its deadline however the server stalls (docs/storage.md), on the
+ * host that takes writes. What the server's statement timeout does not end (a commit waiting for a standby, a
+ * frozen server) gets the protocol's cancel CANCEL_LEAD_MS before the deadline, and a connection given up on
+ * stays out of the pool until the server answers: never more backends than the pool, none left waiting.
+ *
+ * Hosts are tried in order within the connect timeout; the first that is acceptable (read-write:
+ * `transaction_read_only` off; primary: not in recovery) is used until a failure says it may be gone.
+ */
+export function createSession (url: string, options: pg.PoolConfig, statementTimeoutMs: number,
+  selected: (label: string) => void) {
+  const { hosts, attrs } = parsePostgresUrl(url)
+  const fixed = hosts.length === 1 && attrs === 'any'
+  // Without an error listener, an idle client's error (a restart, a failover) would end the process.
+  const open = (host: Host): pg.Pool => new pg.Pool({ ...options, connectionString: host.url }).on('error', ignore)
+  let current = fixed ? open(hosts[0] as Host) : undefined
+  let selecting: Promise<pg.Pool> | undefined
+  let ended = false
+  const retiring = new Set<Promise<void>>()
+  const held = new Set<{ done: Promise<void>, close: () => void }>()
+  const timeoutSql = `SET LOCAL statement_timeout = ${statementTimeoutMs}`
+  const begin = `BEGIN; ${timeoutSql}; SET LOCAL idle_in_transaction_session_timeout = ${statementTimeoutMs}`
+  const check = attrs === 'read-write'
+    ? 'SELECT NOT current_setting(\'transaction_read_only\')::bool AS ok'
+    : 'SELECT NOT pg_is_in_recovery() AS ok'
+
+  async function select (): Promise<pg.Pool> {
+    const reasons: string[] = []
+    for (const host of hosts) {
+      const pool = open(host)
+      try {
+        if (attrs === 'any' || (await pool.query<{ ok: boolean }>(check)).rows[0]?.ok === true) {
+          if (!ended) {
+            selected(host.label)
+            return (current = pool)
+          }
+        } else reasons.push(`${host.label} is ${attrs === 'read-write' ? 'read-only' : 'a standby'}`)
+      } catch (error) {
+        const cause = summarizeCause(error)
+        reasons.push(`${host.label}: ${cause?.code === undefined ? '' : `${cause.code} `}${cause?.message ?? 'failed'}`)
+      }
+      retire(pool)
+      if (ended) break
+    }
+    throw new Error(`no host takes writes (target_session_attrs=${attrs}): ${reasons.join('; ') || 'closed'}`)
+  }
+
+  function retire (pool: pg.Pool): void {
+    // Not awaited: its statements in flight finish first, and a black-holed host never holds anything up.
+    const done = pool.end().catch(ignore).finally(() => retiring.delete(done))
+    retiring.add(done)
+  }
+
+  /** The pool's host may be gone or read-only: the next statement selects a host again. */
+  function lost (pool: pg.Pool): void {
+    if (fixed || pool !== current) return
+    current = undefined
+    retire(pool)
+  }
+
+  /** A connection by the cancel time; else a StoreUnavailableError: nothing was sent, nothing stored. */
   async function acquire (deadline: number): Promise<{ pool: pg.Pool, client: pg.PoolClient }> {
-    const connecting = hosts.connect()
+    const budget = deadline - CANCEL_LEAD_MS - performance.now()
     let timer: NodeJS.Timeout | undefined
     const late = new Promise<never>((_resolve, reject) => {
-      const budget = deadline - CANCEL_LEAD_MS - performance.now()
-      timer = setTimeout(() => reject(new Error(`timed out after ${Math.max(0, Math.round(budget))} ms waiting for a connection to the database`)), budget)
+      timer = setTimeout(() => {
+        const ms = Math.max(0, Math.round(budget))
+        reject(new Error(`timed out after ${ms} ms waiting for a connection to the database`))
+      }, budget)
     })
+    const connecting = (async () => {
+      if (ended) throw new Error('the store is closed')
+      const pool = current ?? await (selecting ??= select().finally(() => { selecting = undefined }))
+      return { pool, client: await pool.connect().catch((error: unknown) => { lost(pool); throw error }) }
+    })()
     try {
       return await Promise.race([connecting, late])
     } catch (error) {
-      // A connection that comes too late goes back to the pool unused.
+      // A connection that comes too late goes back unused.
       connecting.then(({ client }) => { client.release() }, ignore)
       const failure = new StoreUnavailableError({ cause: error })
       neverSent.add(failure)
@@ -76,61 +164,66 @@ export function createSession (hosts: HostPools, statementTimeoutMs: number): Se
     }
   }
 
-  /**
-   * A server's refusal (timeout, lock, constraint) leaves a usable, idle connection. Anything else
-   * (reset, a pooler's report) may not, and a read-only server (25006: an old primary back as a
-   * standby) must not get the next writes: the pool drops that connection, and with several hosts
-   * the next batch selects a host again.
-   */
+  /** Back to the pool after a clean refusal; closed after anything else or a read-only server (25006). */
   function settle (pool: pg.Pool, client: pg.PoolClient, failure: unknown): void {
-    const drop = failure !== undefined && (!serverRefused(failure) || readOnly(failure))
+    const drop = failure !== undefined && (!serverRefused(failure) || (failure as pg.DatabaseError).code === '25006')
     client.release(drop)
-    if (drop) hosts.lost(pool)
+    if (drop) lost(pool)
   }
 
   /**
-   * Waits for `work` (never rejecting) until the deadline, cancelling it CANCEL_LEAD_MS before. No
-   * answer by the deadline: an unknown outcome now, and the connection held until the server answers.
+   * `send`'s statements by the deadline. After a cancel, the connection is settled only once the cancel's
+   * connection has closed (a late cancel would hit the next statement), and a success is no acknowledgement:
+   * a commit whose wait for the standby was cancelled is kept on the primary alone.
    */
-  async function exchange<T> (pool: pg.Pool, client: pg.PoolClient, work: Promise<T>, deadline: number): Promise<{ value: T, cancelled: boolean, release: (failure: unknown) => void }> {
-    let cancelling: Promise<void> | undefined
-    let cancelTimer: NodeJS.Timeout | undefined
-    let lateTimer: NodeJS.Timeout | undefined
-    const late = new Promise<undefined>((resolve) => {
-      cancelTimer = setTimeout(() => { cancelling = cancel(client) }, deadline - CANCEL_LEAD_MS - performance.now())
-      lateTimer = setTimeout(() => { resolve(undefined) }, deadline - performance.now())
-    })
-    const answer = await Promise.race([work.then((value) => ({ value })), late])
-    clearTimeout(cancelTimer)
-    clearTimeout(lateTimer)
-    if (answer !== undefined) {
-      // A cancel still on its way could hit the connection's next statement: the connection goes
-      // back to the pool only once the server has closed the cancel's connection (it has acted on it).
-      const sent = cancelling
-      const release = (failure: unknown): void => {
-        if (sent === undefined) settle(pool, client, failure)
-        else void sent.then(() => { settle(pool, client, failure) })
-      }
-      return { value: answer.value, cancelled: sent !== undefined, release }
+  async function run<Row extends pg.QueryResultRow> (deadline: number,
+    send: (client: pg.PoolClient) => Promise<Settled<Row>>,
+    failed: (results: Settled<Row>) => { error: unknown, refused: boolean } | undefined): Promise<Settled<Row>> {
+    const { pool, client } = await acquire(deadline)
+    // A checked-out client reports a lost connection as an event too; the query's rejection carries it.
+    client.on('error', ignore)
+    const work = send(client)
+    let cancelled: Promise<void> | undefined
+    let timers: NodeJS.Timeout[] = []
+    const answer = await Promise.race([work, new Promise<undefined>((resolve) => {
+      const now = performance.now()
+      timers = [setTimeout(() => { cancelled = cancel(client, HOLD_MS) }, deadline - CANCEL_LEAD_MS - now),
+        setTimeout(() => { resolve(undefined) }, deadline - now)]
+    })])
+    timers.forEach(clearTimeout)
+    if (answer === undefined) {
+      hold(client, work)
+      lost(pool)
+      throw new StoreOutcomeUnknownError({
+        cause: new Error('timed out: the database answered neither the statement nor its cancel by the deadline')
+      })
     }
-    hold(pool, client, work)
-    // No answer even to a cancel: with several hosts, the next batch selects one again.
-    hosts.lost(pool)
-    throw new StoreOutcomeUnknownError({ cause: new Error('timed out: the database answered neither the statement nor its cancel by the deadline') })
+    client.removeListener('error', ignore)
+    const failure = failed(answer)
+    if (cancelled === undefined) settle(pool, client, failure?.error)
+    else void cancelled.then(() => { settle(pool, client, failure?.error) })
+    if (failure !== undefined) throw writeFailure(failure.error, failure.refused)
+    if (cancelled !== undefined) throw new StoreOutcomeUnknownError({ cause: new Error('answered after a cancel') })
+    return answer
   }
 
-  function hold (pool: pg.Pool, client: pg.PoolClient, work: Promise<unknown>): void {
-    const recancel = setInterval(() => { void cancel(client) }, RECANCEL_MS)
-    // The socket closed: the pending statement fails, which settles the connection below.
-    const giveUp = setTimeout(() => { client.connection.stream.destroy() }, HOLD_MS)
+  /** Waits for the answer to a statement given up on, re-cancelling each second; closed after HOLD_MS. */
+  function hold (client: pg.PoolClient, work: Promise<unknown>): void {
+    let open = true
+    // Released with an error, the client is closed by the pool, and a statement still pending fails.
+    const close = (): void => {
+      if (open) client.release(true)
+      open = false
+    }
+    const recancel = setInterval(() => { void cancel(client, HOLD_MS) }, 1000)
+    const giveUp = setTimeout(close, HOLD_MS)
     const entry = {
-      client,
+      close,
       done: work.then(() => {
         clearInterval(recancel)
         clearTimeout(giveUp)
         client.removeListener('error', ignore)
-        // Whatever the answer, the service has given up on this statement: a fresh connection next.
-        settle(pool, client, new Error('answered after its deadline'))
+        close()
         held.delete(entry)
       })
     }
@@ -138,78 +231,51 @@ export function createSession (hosts: HostPools, statementTimeoutMs: number): Se
   }
 
   return {
+    /**
+     * `SET LOCAL statement_timeout; <statements>` as one simple-protocol message: one implicit transaction,
+     * rolled back when a statement fails; one message each way, through any pooler. Answers the last result.
+     */
     async oneMessage<Row extends pg.QueryResultRow> (statements: string, deadline: number) {
-      const { pool, client } = await acquire(deadline)
-      client.on('error', ignore)
-      const sent = client.query(`${setStatementTimeout}; ${statements}`) as unknown as Promise<Array<pg.QueryResult<Row>>>
-      const { value, cancelled, release } = await exchange(pool, client, sent.then((results) => ({ results }), (error: unknown) => ({ error })), deadline)
-      client.removeListener('error', ignore)
-      if ('error' in value) {
-        release(value.error)
-        // One implicit transaction: a refusal rolled all of it back; anything else may have committed.
-        throw writeFailure(value.error, refusedByServer(value.error))
-      }
-      release(undefined)
-      // A success after the cancel: a commit the cancel cut short (a synchronous standby gone) is
-      // kept locally and may be missing on the standby: not an acknowledgement.
-      if (cancelled) throw new StoreOutcomeUnknownError({ cause: new Error('answered after a cancel') })
-      return value.results.at(-1) as pg.QueryResult<Row>
+      const [sent] = await run<Row>(deadline,
+        (client) => Promise.allSettled([client.query<Row>(`${timeoutSql}; ${statements}`)]),
+        ([outcome]) => outcome?.status === 'rejected'
+          ? { error: outcome.reason, refused: nothingStored(outcome.reason) }
+          : undefined)
+      const result = (sent as PromiseFulfilledResult<pg.QueryResult<Row>>).value
+      // pg answers a message of several statements with one result each.
+      const results: Array<pg.QueryResult<Row>> = Array.isArray(result) ? result : [result]
+      return results.at(-1) as pg.QueryResult<Row>
     },
 
+    /** A named prepared statement (extended protocol): BEGIN and the timeouts, it, COMMIT, pipelined. */
     async transaction<Row extends pg.QueryResultRow> (statement: pg.QueryConfig, deadline: number) {
-      const { pool, client } = await acquire(deadline)
-      client.on('error', ignore)
-      // Every promise is awaited (allSettled), so a statement that fails after the first cannot go unhandled.
-      const sent = Promise.allSettled([client.query(begin), client.query<Row>(statement), client.query('COMMIT')])
-      const { value: [opened, result, committed], cancelled, release } = await exchange(pool, client, sent, deadline)
-      client.removeListener('error', ignore)
-      const failure = [opened, result, committed].find((outcome) => outcome.status === 'rejected')
-      // COMMIT of a failed transaction rolls it back: so does a refused COMMIT, unless BEGIN failed
-      // (then the statement ran on its own, and may have committed).
-      release(failure?.reason)
-      if (failure !== undefined) {
-        const refused = (result.status === 'rejected' && refusedByServer(result.reason)) ||
-          (opened.status === 'fulfilled' && result.status === 'fulfilled' && refusedByServer(failure.reason))
-        throw writeFailure(failure.reason, refused)
-      }
-      if (cancelled) throw new StoreOutcomeUnknownError({ cause: new Error('answered after a cancel') })
+      const [, result] = await run<Row>(deadline,
+        // allSettled: a statement that fails after the first cannot go unhandled.
+        (client) => Promise.allSettled([client.query(begin), client.query<Row>(statement), client.query('COMMIT')]),
+        ([opened, result, committed]) => {
+          const failure = [opened, result, committed].find((outcome) => outcome?.status === 'rejected')
+          if (failure?.status !== 'rejected') return undefined
+          // COMMIT of a failed transaction rolls it back, and so does a refused COMMIT unless BEGIN failed.
+          const refused = (result?.status === 'rejected' && nothingStored(result.reason)) ||
+            (opened?.status === 'fulfilled' && result?.status === 'fulfilled' && nothingStored(failure.reason))
+          return { error: failure.reason, refused }
+        })
       return (result as PromiseFulfilledResult<pg.QueryResult<Row>>).value
     },
 
-    settle,
+    stats: () => ({
+      total: current?.totalCount ?? 0, idle: current?.idleCount ?? 0, waiting: current?.waitingCount ?? 0
+    }),
 
-    async close () {
-      for (const { client } of held) client.connection.stream.destroy()
-      await Promise.all([...held].map((entry) => entry.done))
+    async end () {
+      ended = true
+      for (const { close } of held) close()
+      await Promise.all([...held].map(({ done }) => done))
+      await selecting?.catch(ignore)
+      await Promise.all([current?.end(), ...retiring])
+      current = undefined
     }
   }
 }
 
-/**
- * The protocol's CancelRequest for the statement running on `client`'s connection: a connection of
- * its own carries the backend's key (pg's Connection writes the message, as pg's Client#cancel
- * does), and the server (or the pooler, which forwards it) closes it once done. Sent in clear text,
- * as libpq does by default; it carries no credentials. Never throws.
- */
-function cancel (client: pg.PoolClient): Promise<void> {
-  const { processID, secretKey, host, port } = client as unknown as { processID: number | null, secretKey: number | null, host: string, port: number }
-  if (processID === null || secretKey === null) return Promise.resolve()
-  const connection = new pg.Connection() as pg.Connection & {
-    connect (port: number | string, host?: string): void
-    cancel (processID: number, secretKey: number): void
-  }
-  connection.on('error', ignore)
-  // Resolves once the server (or pooler) has closed it, or after HOLD_MS without an answer.
-  const done = new Promise<void>((resolve) => {
-    // Unref'd: a cancel never holds the process up at exit.
-    const timer = setTimeout(() => { connection.stream.destroy() }, HOLD_MS).unref()
-    connection.once('end', () => { clearTimeout(timer); resolve() })
-  })
-  connection.once('connect', () => { connection.cancel(processID, secretKey) })
-  if (host.startsWith('/')) connection.connect(`${host}/.s.PGSQL.${port}`)
-  else connection.connect(port, host)
-  return done
-}
-
-/** A checked-out client reports a lost connection as an event too; the query's rejection carries it. */
 function ignore (): void {}

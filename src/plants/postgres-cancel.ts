@@ -1,0 +1,27 @@
+import { connect } from 'node:net'
+import type pg from 'pg'
+
+/**
+ * The protocol's CancelRequest (PostgreSQL, "Canceling Requests in Progress") for the statement running
+ * on `client`: a pooler forwards it, and it reaches a backend that waits for a synchronous standby.
+ * pg documents no cancel, so this reads the backend key pg keeps on the client (`processID`, `secretKey`,
+ * undeclared in its types): the one reach past pg's surface, pinned by test/plants/postgres-cancel.test.ts.
+ * Resolves once the server has closed the cancel's connection (it has acted), or after `ms`. Never rejects.
+ */
+export function cancel (client: pg.Client, ms: number): Promise<void> {
+  const { processID, secretKey } = client as pg.Client & { processID?: unknown, secretKey?: unknown }
+  if (typeof processID !== 'number' || typeof secretKey !== 'number') return Promise.resolve()
+  const message = Buffer.alloc(16)
+  message.writeInt32BE(16, 0)
+  message.writeInt32BE(80877102, 4)
+  message.writeInt32BE(processID, 8)
+  message.writeInt32BE(secretKey, 12)
+  // In clear text, as libpq sends it by default: it carries no credentials.
+  const socket = client.host.startsWith('/')
+    ? connect(`${client.host}/.s.PGSQL.${client.port}`)
+    : connect(client.port, client.host)
+  socket.setTimeout(ms, () => { socket.destroy() })
+  socket.on('error', () => {})
+  socket.on('connect', () => { socket.write(message) })
+  return new Promise((resolve) => { socket.once('close', () => { resolve() }) })
+}
