@@ -13,6 +13,7 @@ import { processHealth } from './plugins/process-health.js'
 import type { Tracing } from './plugins/tracing.js'
 import { overload } from './plugins/under-pressure.js'
 import type { PlantRepository } from './plants/plant-repository.js'
+import { createObservedPlantRepository } from './plants/observed-plant-repository.js'
 import { createPlantService } from './plants/plant-service.js'
 import { healthRoutes } from './routes/health.js'
 import { plantMethodRoutes, plantRoutes } from './routes/plants.js'
@@ -36,17 +37,13 @@ const DRAIN_GRACE_MS = 500
 /** The composition root: plugins in order. Never listens; main.ts does. */
 export async function buildApp ({ config, tokens, repository: store, logger, metrics }: AppOptions) {
   const limits = config.http ?? defaultHttpLimits
-  let repository = store
-  if (metrics !== undefined) {
-    // Loaded only with metrics on: prom-client costs about 70 ms of start-up (main.ts loads it then too).
-    const metered = await import('./plants/metered-plant-repository.js')
-    repository = metered.createMeteredPlantRepository(store, metrics.registry)
-  }
+  // Store failures logged throttled, inserts counted: the one wrapper around any store.
+  let repository = createObservedPlantRepository(store, { log: logger, metrics })
   let tracing: Tracing | undefined
   if (config.otlpEndpoint !== undefined) {
     // Loaded only when configured: the OpenTelemetry packages cost start time and memory otherwise.
     const { createTracing } = await import('./plugins/tracing.js')
-    tracing = createTracing({ endpoint: config.otlpEndpoint })
+    tracing = createTracing(config.otlpEndpoint)
     repository = tracing.traceRepository(repository)
   }
   // Host, Expect, CONNECT, versions, methods, pipelining, CORS and the error replies (plugins/http-edge.ts).

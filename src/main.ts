@@ -3,7 +3,7 @@ import closeWithGrace from 'close-with-grace'
 import pino from 'pino'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
-import { TurnBatchedDestination } from './lib/log-destination.js'
+import { createLogDestination } from './lib/log-destination.js'
 import type { MetricsListener } from './metrics-listener.js'
 import { createTokenSet } from './plugins/auth.js'
 import { createRepository } from './storage.js'
@@ -12,12 +12,10 @@ import { watchTokens } from './token-reload.js'
 /** The process (started by server.ts): configuration, store, app, listen, and signals turned into a graceful close. */
 async function main (): Promise<void> {
   const config = loadConfig(process.env)
-  // JSON lines on stdout, each event-loop turn's lines in one write, never waited for: at most
-  // LOG_BUFFER_MAX_BYTES wait for a slow reader, lines beyond are dropped (lib/log-destination.ts).
-  const destination = new TurnBatchedDestination(1, { maxBytes: config.logBufferMaxBytes })
-  const logger = pino({ level: config.logLevel }, destination)
+  // JSON lines on stdout, never waited for: beyond LOG_BUFFER_MAX_BYTES lines are dropped (lib/log-destination.ts).
+  const destination = createLogDestination(config.logBufferMaxBytes)
+  const logger = pino({ level: config.logLevel }, destination.stream)
   destination.onCaughtUp = (dropped) => { logger.warn({ dropped }, 'log lines dropped: the log reader fell behind') }
-  // Store failures are logged throttled, by the store's wrapper, not per request (docs/observability.md).
   const repository = await createRepository({ ...config, log: logger })
   const tokens = createTokenSet(config.tokens)
   // Counted only when served: without METRICS_PORT no request pays for metrics, and prom-client

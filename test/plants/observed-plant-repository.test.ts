@@ -7,23 +7,85 @@ import { StoreFullError, StoreOutcomeUnknownError, StoreUnavailableError, Writes
 import { createMemoryPlantRepository } from '../../src/plants/memory-plant-repository.js'
 import { createSqlitePlantRepository } from '../../src/plants/sqlite-plant-repository.js'
 import { createObservedPlantRepository, failureKind } from '../../src/plants/observed-plant-repository.js'
-import type { PlantRepository } from '../../src/plants/plant-repository.js'
+import type { PlantRepository, StoreObserver, StoreStats } from '../../src/plants/plant-repository.js'
+import { createMetrics } from '../../src/plugins/metrics.js'
+import { sampleValue } from '../helpers.js'
 import { repositoryContract } from './repository-contract.js'
 
 const silent = { warn: () => {}, info: () => {} }
 const withCode = (message: string, code: string): Error => Object.assign(new Error(message), { code })
 
+/** A store that commits in groups and has a pool, as the PostgreSQL adapter does, under test control. */
+function poolStore () {
+  let observer: StoreObserver | undefined
+  const stats: StoreStats = { poolConnections: 4, poolIdleConnections: 1, poolWaitingRequests: 7 }
+  const store: PlantRepository = {
+    insert: async (id) => {
+      if (id === 13) throw new StoreFullError()
+      if (id === 14) throw new StoreOutcomeUnknownError()
+      return 'created'
+    },
+    ready: async () => {},
+    close: async () => {},
+    stats: () => stats,
+    observe: (next) => { observer = next }
+  }
+  return { store, stats, batch: (size: number) => observer?.batch(size) }
+}
+
 repositoryContract('memory, observed', async () => createObservedPlantRepository(createMemoryPlantRepository({ maxPlants: 1000 }), { log: silent }))
 
 describe('createObservedPlantRepository', () => {
-  it('passes the adapter\'s stats and observer hooks through, so the metrics see the wrapped store', async () => {
-    const store = createObservedPlantRepository(createMemoryPlantRepository({ maxPlants: 1000 }), { log: silent })
+  it('exports the group-commit size histogram and the pool gauges, read at scrape time', async () => {
+    const metrics = createMetrics()
+    const fake = poolStore()
+    createObservedPlantRepository(fake.store, { log: silent, metrics })
+    fake.batch(1)
+    fake.batch(3)
+    fake.batch(600)
+    let text = await metrics.registry.metrics()
+    expect(sampleValue(text, 'plant_store_group_commit_batch_size_count')).toBe(3)
+    expect(sampleValue(text, 'plant_store_group_commit_batch_size_sum')).toBe(604)
+    expect(sampleValue(text, 'plant_store_group_commit_batch_size_bucket', { le: '1' })).toBe(1)
+    expect(sampleValue(text, 'plant_store_group_commit_batch_size_bucket', { le: '4' })).toBe(2)
+    expect(sampleValue(text, 'plant_store_group_commit_batch_size_bucket', { le: '512' })).toBe(2)
+    expect(sampleValue(text, 'plant_store_group_commit_batch_size_bucket', { le: '1000' })).toBe(3)
+    expect(sampleValue(text, 'plant_store_pool_connections')).toBe(4)
+    expect(sampleValue(text, 'plant_store_pool_idle_connections')).toBe(1)
+    expect(sampleValue(text, 'plant_store_pool_waiting_requests')).toBe(7)
+    fake.stats.poolWaitingRequests = 0
+    text = await metrics.registry.metrics()
+    expect(sampleValue(text, 'plant_store_pool_waiting_requests')).toBe(0)
+    expect(text).not.toContain('plant_store_memory_')
+  })
+
+  it('exports the memory store\'s fill, and nothing of a store that tells nothing about itself', async () => {
+    const metrics = createMetrics()
+    const store = createObservedPlantRepository(createMemoryPlantRepository({ maxPlants: 1000 }), { log: silent, metrics })
     await store.insert(1, { name: 'fern' })
-    expect(store.stats?.()).toEqual({ plants: 1, capacity: 1000 })
-    const bare: PlantRepository = { insert: async () => 'created', ready: async () => {}, close: async () => {} }
-    const observed = createObservedPlantRepository(bare, { log: silent })
-    expect(observed.stats).toBeUndefined()
-    expect(observed.observe).toBeUndefined()
+    const text = await metrics.registry.metrics()
+    expect(sampleValue(text, 'plant_store_memory_plants')).toBe(1)
+    expect(sampleValue(text, 'plant_store_memory_capacity_plants')).toBe(1000)
+    const bare = createMetrics()
+    createObservedPlantRepository({ insert: async () => 'created', ready: async () => {}, close: async () => {} }, { log: silent, metrics: bare })
+    const bareText = await bare.registry.metrics()
+    expect(bareText).not.toContain('plant_store_memory_')
+    expect(bareText).not.toContain('plant_store_group_commit_batch_size')
+  })
+
+  it('passes outcomes and errors through unchanged, counting and timing each, a lost write as unknown and not as error', async () => {
+    const metrics = createMetrics()
+    const store = createObservedPlantRepository(poolStore().store, { log: silent, metrics })
+    expect(await store.insert(1, { name: 'fern' })).toBe('created')
+    await expect(store.insert(13, { name: 'fern' })).rejects.toBeInstanceOf(StoreFullError)
+    await expect(store.insert(14, { name: 'fern' })).rejects.toBeInstanceOf(StoreOutcomeUnknownError)
+    const text = await metrics.registry.metrics()
+    expect(sampleValue(text, 'plant_store_inserts_total', { outcome: 'created' })).toBe(1)
+    expect(sampleValue(text, 'plant_store_inserts_total', { outcome: 'same' })).toBe(0)
+    expect(sampleValue(text, 'plant_store_inserts_total', { outcome: 'error' })).toBe(1)
+    expect(sampleValue(text, 'plant_store_inserts_total', { outcome: 'unknown' })).toBe(1)
+    expect(sampleValue(text, 'plant_store_insert_duration_seconds_count')).toBe(3)
+    expect(sampleValue(text, 'plant_store_insert_duration_seconds_sum')).toBeGreaterThan(0)
   })
 
   it('logs a store outage once with its count, not once per refused insert, and once when the store is back', async () => {
