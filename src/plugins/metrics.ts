@@ -33,7 +33,8 @@ export function createMetrics () {
   for (const kind of ['handles', 'requests', 'resources']) registry.removeSingleMetric(`nodejs_active_${kind}_total`)
   const reloads = new Counter({
     name: 'plant_store_token_reloads_total',
-    help: 'Reloads of API_TOKENS_FILE (SIGHUP or a change of the file): ok, or refused (the previous tokens stay accepted).',
+    help: 'Reloads of API_TOKENS_FILE (SIGHUP or a change of the file): ok, or refused ' +
+      '(the previous tokens stay accepted).',
     labelNames: ['result'],
     registers
   })
@@ -67,13 +68,21 @@ export function createMetrics () {
     buckets: DURATION_BUCKETS,
     registers
   })
+  // A child per route, method and status, found through the strings and number Fastify holds: no
+  // label object is built per request.
+  const children = new Map<string | undefined, Map<string, Map<number, Histogram.Internal<string>>>>()
   function observe (method: string, route: string | undefined, status: number, seconds: number): void {
-    requestSeconds.observe({
-      // Only an unmatched request's method can be anything Node's parser accepts: bound it.
-      http_request_method: route === undefined && !KNOWN_METHODS.has(method) ? '_OTHER' : method,
-      http_route: route ?? UNMATCHED_ROUTE,
-      http_response_status_code: status
-    }, seconds)
+    // Only an unmatched request's method can be anything Node's parser accepts: bound it.
+    if (route === undefined && !KNOWN_METHODS.has(method)) method = '_OTHER'
+    let byMethod = children.get(route)
+    if (byMethod === undefined) children.set(route, byMethod = new Map())
+    let byStatus = byMethod.get(method)
+    if (byStatus === undefined) byMethod.set(method, byStatus = new Map())
+    let child = byStatus.get(status)
+    if (child === undefined) {
+      byStatus.set(status, child = requestSeconds.labels(method, route ?? UNMATCHED_ROUTE, `${status}`))
+    }
+    child.observe(seconds)
   }
 
   return {
