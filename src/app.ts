@@ -37,15 +37,14 @@ const DRAIN_GRACE_MS = 500
 /** The composition root: plugins in order. Never listens; main.ts does. */
 export async function buildApp ({ config, tokens, repository: store, logger, metrics }: AppOptions) {
   const limits = config.http ?? defaultHttpLimits
-  // Store failures logged throttled, inserts counted: the one wrapper around any store.
-  let repository = createObservedPlantRepository(store, { log: logger, metrics })
   let tracing: Tracing | undefined
   if (config.otlpEndpoint !== undefined) {
     // Loaded only when configured: the OpenTelemetry packages cost start time and memory otherwise.
     const { createTracing } = await import('./plugins/tracing.js')
     tracing = createTracing(config.otlpEndpoint)
-    repository = tracing.traceRepository(repository)
   }
+  // Store failures logged throttled, inserts counted and traced: the one wrapper around any store.
+  const repository = createObservedPlantRepository(store, { log: logger, metrics, tracing })
   // Host, Expect, CONNECT, versions, methods, pipelining, CORS and the error replies (plugins/http-edge.ts).
   const edge = await createHttpEdge({ corsOrigins: config.corsOrigins, metrics })
   const options: FastifyHttpOptions<Server> = {

@@ -1,12 +1,15 @@
 import { isStoreError, StoreFullError, StoreOutcomeUnknownError, WritesFailingError } from '../errors.js'
 import { createFailureLog, type FailureLogger } from '../lib/failure-log.js'
 import type { Metrics } from '../plugins/metrics.js'
+import type { Tracing } from '../plugins/tracing.js'
 import type { PlantRepository } from './plant-repository.js'
 
 export interface ObservedPlantRepositoryOptions {
   log: FailureLogger
   /** Where inserts are counted and timed (METRICS_PORT); absent: not counted. */
   metrics?: Pick<Metrics, 'storeInsert' | 'watchStore'> | undefined
+  /** OpenTelemetry (OTEL_EXPORTER_OTLP_ENDPOINT): a span per insert within a request's span. */
+  tracing?: Pick<Tracing, 'startInsert'> | undefined
   /** At most one line per kind of failure per this interval. Default 1000 ms. */
   intervalMs?: number
 }
@@ -32,14 +35,14 @@ export function failureKind (error: unknown): string {
 }
 
 /**
- * Any store, observed the same way: each insert counted by outcome and timed (from the call until it
- * settles, group-commit wait included), and failures logged as an outage should be: once per second
+ * Any store, observed the same way: each insert counted by outcome, timed (from the call until it
+ * settles, group-commit wait included) and traced, and failures logged as an outage should be: once per second
  * per kind, with the count refused since the last line, and once when the store is back
  * (lib/failure-log.ts). errors.ts leaves store failures to this wrapper instead of logging each one.
  */
 export function createObservedPlantRepository (
   inner: PlantRepository,
-  { log, metrics, intervalMs = 1000 }: ObservedPlantRepositoryOptions
+  { log, metrics, tracing, intervalMs = 1000 }: ObservedPlantRepositoryOptions
 ): PlantRepository {
   const failures = createFailureLog({ log, subject: 'store', counted: 'refused', intervalMs })
   metrics?.watchStore(inner)
@@ -51,13 +54,16 @@ export function createObservedPlantRepository (
   return {
     insert (id, plant) {
       const start = performance.now()
+      const span = tracing?.startInsert()
       return inner.insert(id, plant).then((outcome) => {
         metrics?.storeInsert(outcome, (performance.now() - start) / 1000)
+        span?.(outcome)
         recovered()
         return outcome
       }, (error: unknown) => {
         const outcome = error instanceof StoreOutcomeUnknownError ? 'unknown' : 'error'
         metrics?.storeInsert(outcome, (performance.now() - start) / 1000)
+        span?.('error', error)
         return failed('insert', error)
       })
     },

@@ -4,19 +4,12 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core'
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
-import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { PlantRepository } from '../plants/plant-repository.js'
+import type { InsertOutcome } from '../plants/plant-repository.js'
 
 /** The resource's service.name: what a tracing backend lists the spans under. */
 export const SERVICE_NAME = 'plant-store'
-
-export interface Tracing {
-  /** The hooks: a server span per request, continuing the caller's `traceparent`. */
-  plugin: FastifyPluginAsync
-  /** A child span of the request's span around each store insert. */
-  traceRepository (repository: PlantRepository): PlantRepository
-}
 
 /** The OpenTelemetry rule for OTEL_EXPORTER_OTLP_ENDPOINT: the signal's path appended to the base URL. */
 export function tracesUrl (endpoint: string): string {
@@ -29,7 +22,7 @@ export function tracesUrl (endpoint: string): string {
  * the HTTP conventions: a SERVER span `POST /plants` (the method alone without a route), its parent the
  * caller's valid `traceparent`, whose sampling decision is kept.
  */
-export function createTracing (endpoint: string): Tracing {
+export function createTracing (endpoint: string) {
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ 'service.name': SERVICE_NAME }),
     spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: tracesUrl(endpoint) }) })]
@@ -86,27 +79,20 @@ export function createTracing (endpoint: string): Tracing {
 
   return {
     plugin,
-    traceRepository (inner) {
-      return {
-        ...inner,
-        insert (id, plant) {
-          const parent = active.getStore()
-          if (parent === undefined) return inner.insert(id, plant)
-          const context = trace.setSpan(ROOT_CONTEXT, parent)
-          const span = tracer.startSpan('plant_store insert', { kind: SpanKind.INTERNAL }, context)
-          return inner.insert(id, plant).then((outcome) => {
-            span.setAttribute('plant_store.outcome', outcome)
-            span.end()
-            return outcome
-          }, (error: unknown) => {
-            span.setAttribute('plant_store.outcome', 'error')
-            const message = error instanceof Error ? error.message : String(error)
-            span.setStatus({ code: SpanStatusCode.ERROR, message })
-            span.end()
-            throw error
-          })
-        }
+    /** A child span of the request's span for a store insert; the returned function ends it. */
+    startInsert () {
+      const parent = active.getStore()
+      if (parent === undefined) return undefined
+      const context = trace.setSpan(ROOT_CONTEXT, parent)
+      const span = tracer.startSpan('plant_store insert', { kind: SpanKind.INTERNAL }, context)
+      return (outcome: InsertOutcome | 'error', error?: unknown): void => {
+        span.setAttribute('plant_store.outcome', outcome)
+        const message = error instanceof Error ? error.message : String(error)
+        if (outcome === 'error') span.setStatus({ code: SpanStatusCode.ERROR, message })
+        span.end()
       }
     }
   }
 }
+
+export type Tracing = ReturnType<typeof createTracing>
