@@ -16,17 +16,6 @@ export interface FailureLogOptions {
   intervalMs?: number
 }
 
-export interface FailureLog {
-  /** Counts one failure of this kind (`during`: where, e.g. "insert", "readyz"). */
-  failed (kind: string, during: string, cause: unknown): void
-  /** It works again: one line with the outage's length and total, then quiet until the next failure. */
-  recovered (): void
-  /** True between a failure and the recovery. */
-  readonly failing: boolean
-  /** Stops the timers (the counts not yet logged are dropped). */
-  close (): void
-}
-
 type Chain = { cause?: unknown, code?: unknown } | null | undefined
 
 /** The innermost cause of an error chain: its code and first line, never a stack or a driver's detail. */
@@ -56,7 +45,7 @@ interface Kind {
  * failure at most one line per interval, with the count since the last line and the cause's code
  * and message; one line when it works again.
  */
-export function createFailureLog ({ log, subject, counted, effect, intervalMs = 1000 }: FailureLogOptions): FailureLog {
+export function createFailureLog ({ log, subject, counted, effect, intervalMs = 1000 }: FailureLogOptions) {
   const suffix = effect === undefined ? '' : `: ${effect}`
   const kinds = new Map<string, Kind>()
   let failingSince: number | undefined
@@ -77,23 +66,29 @@ export function createFailureLog ({ log, subject, counted, effect, intervalMs = 
   }
 
   return {
+    /** True between a failure and the recovery. */
     get failing () { return failingSince !== undefined },
-    failed (kind, during, cause) {
+    /** Counts one failure of this kind (`during`: where, e.g. "insert", "readyz"). */
+    failed (kind: string, during: string, cause: unknown) {
       const now = Date.now()
       failingSince ??= now
       total++
       const key = `${during}\0${kind}`
       let state = kinds.get(key)
-      if (state === undefined) kinds.set(key, state = { pending: 0, lastCause: undefined, lastLoggedAt: -Infinity, timer: undefined })
+      if (state === undefined) {
+        state = { pending: 0, lastCause: undefined, lastLoggedAt: -Infinity, timer: undefined }
+        kinds.set(key, state)
+      }
       state.pending++
       state.lastCause = cause
       if (now - state.lastLoggedAt >= intervalMs) write(kind, during, state, now)
       else if (state.timer === undefined) {
         const current = state
-        current.timer = setTimeout(() => { write(kind, during, current, Date.now()) }, current.lastLoggedAt + intervalMs - now)
-        current.timer.unref()
+        const flush = (): void => { write(kind, during, current, Date.now()) }
+        current.timer = setTimeout(flush, current.lastLoggedAt + intervalMs - now).unref()
       }
     },
+    /** It works again: one line with the outage's length and total, then quiet until the next failure. */
     recovered () {
       if (failingSince === undefined) return
       close()
@@ -101,6 +96,7 @@ export function createFailureLog ({ log, subject, counted, effect, intervalMs = 
       failingSince = undefined
       total = 0
     },
+    /** Stops the timers (the counts not yet logged are dropped). */
     close
   }
 }
