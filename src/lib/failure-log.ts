@@ -66,8 +66,6 @@ export function createFailureLog ({ log, subject, counted, effect, intervalMs = 
   }
 
   return {
-    /** True between a failure and the recovery. */
-    get failing () { return failingSince !== undefined },
     /** Counts one failure of this kind (`during`: where, e.g. "insert", "readyz"). */
     failed (kind: string, during: string, cause: unknown) {
       const now = Date.now()

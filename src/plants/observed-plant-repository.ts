@@ -27,9 +27,9 @@ export function failureKind (error: unknown): string {
   if (cause === undefined) return 'closed'
   while ((cause as { cause?: unknown }).cause !== undefined) cause = (cause as { cause?: unknown }).cause
   const code = String((cause as { code?: unknown }).code ?? '')
-  const message = cause instanceof Error ? cause.message : ''
+  const timedOut = cause instanceof Error && /timeout/i.test(cause.message)
   if (code === 'ECONNREFUSED') return 'refused'
-  if (code === '57014' || code === '55P03' || code === 'ETIMEDOUT' || /timeout/i.test(message)) return 'timeout'
+  if (code === '57014' || code === '55P03' || code === 'ETIMEDOUT' || timedOut) return 'timeout'
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return 'busy'
   return 'down'
 }
@@ -50,7 +50,7 @@ export function createObservedPlantRepository (
     if (isStoreError(error)) failures.failed(failureKind(error), during, error)
     throw error
   }
-  const recovered = (): void => { if (failures.failing) failures.recovered() }
+  const recovered = (): void => { failures.recovered() }
   return {
     insert (id, plant) {
       const start = performance.now()

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
-import { describe, expect, it, onTestFinished } from 'vitest'
+import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { StoreFullError, StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../../src/errors.js'
 import { createMemoryPlantRepository } from '../../src/plants/memory-plant-repository.js'
 import { createSqlitePlantRepository } from '../../src/plants/sqlite-plant-repository.js'
@@ -85,7 +85,9 @@ describe('createObservedPlantRepository', () => {
     expect(sampleValue(text, 'plant_store_inserts_total', { outcome: 'error' })).toBe(1)
     expect(sampleValue(text, 'plant_store_inserts_total', { outcome: 'unknown' })).toBe(1)
     expect(sampleValue(text, 'plant_store_insert_duration_seconds_count')).toBe(3)
+    // In seconds: three inserts of a store in memory take far less than one.
     expect(sampleValue(text, 'plant_store_insert_duration_seconds_sum')).toBeGreaterThan(0)
+    expect(sampleValue(text, 'plant_store_insert_duration_seconds_sum')).toBeLessThan(1)
   })
 
   it('logs a store outage once with its count, not once per refused insert, and once when the store is back', async () => {
@@ -117,6 +119,25 @@ describe('createObservedPlantRepository', () => {
     await store.close()
   })
 
+  it('closes the store on close, and stops the failure lines still to be written', async () => {
+    vi.useFakeTimers()
+    onTestFinished(() => { vi.useRealTimers() })
+    const lines: string[] = []
+    const log = { warn: (_fields: object, message: string) => { lines.push(message) }, info: () => {} }
+    let closed = 0
+    const store = createObservedPlantRepository({
+      insert: async () => { throw new StoreUnavailableError() },
+      ready: async () => {},
+      close: async () => { closed++ }
+    }, { log })
+    for (let i = 0; i < 2; i++) await expect(store.insert(i, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
+    expect(lines).toEqual(['store failing (closed, insert)'])
+    await store.close()
+    expect(closed).toBe(1)
+    vi.advanceTimersByTime(5000)
+    expect(lines).toHaveLength(1)
+  })
+
   it('names the kinds of failure an operator tells apart', () => {
     const unavailable = (cause?: unknown): Error => new StoreUnavailableError(cause === undefined ? {} : { cause })
     expect(failureKind(unavailable(withCode('connect ECONNREFUSED', 'ECONNREFUSED')))).toBe('refused')
@@ -129,6 +150,13 @@ describe('createObservedPlantRepository', () => {
     // Whatever ended the connection, a write whose outcome nobody knows is counted apart.
     expect(failureKind(new StoreOutcomeUnknownError({ cause: withCode('Connection terminated unexpectedly', 'ECONNRESET') }))).toBe('outcome unknown')
     expect(failureKind(new WritesFailingError('6000'))).toBe('writes failing')
+    // The innermost cause decides, however deep; a code alone, or a prefix of SQLite's extended codes.
+    expect(failureKind(unavailable(new Error('pool', { cause: new Error('socket', { cause: withCode('connect', 'ECONNREFUSED') }) })))).toBe('refused')
+    expect(failureKind(unavailable(withCode('read failed', 'ETIMEDOUT')))).toBe('timeout')
+    expect(failureKind(unavailable(withCode('lock not available', '55P03')))).toBe('timeout')
+    expect(failureKind(unavailable(withCode('database is locked', 'SQLITE_BUSY_SNAPSHOT')))).toBe('busy')
+    expect(failureKind(unavailable(withCode('database table is locked', 'SQLITE_LOCKED_SHAREDCACHE')))).toBe('busy')
+    expect(failureKind(unavailable({ code: 'EPIPE', message: 'a timeout, but not an Error' }))).toBe('down')
   })
 
   it('logs a SQLite file that is busy (another process writes) and full as their own kinds, once each with the count', async () => {
