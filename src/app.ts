@@ -65,9 +65,9 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
     // With metrics on, every reply that goes through the hooks is counted when it completes (the
     // access log's completion callback: no onResponse hook per request). Replies that bypass the
     // hooks (a bad URL, malformed HTTP) are counted below where they are made.
-    logController: new AccessLog(metrics === undefined
-      ? undefined
-      : (request, reply, route) => { metrics.requests.observe(request.method, route, reply.statusCode, reply.elapsedTime / 1000) }),
+    logController: new AccessLog(metrics && ((request, reply, route) => {
+      metrics.requests.observe(request.method, route, reply.statusCode, reply.elapsedTime / 1000)
+    })),
     childLoggerFactory: requestLoggerFactory,
     // Requests that arrive while closing are served, with Connection: close (below), instead of
     // Fastify's fixed 503 body; /readyz turns 503 so the load balancer stops sending them.

@@ -49,7 +49,8 @@ async function main (): Promise<void> {
   app.addHook('onClose', async () => { await metricsListener?.close() })
   if (metrics !== undefined && config.metrics !== undefined) {
     const { listenMetrics } = await import('./metrics-listener.js')
-    metricsListener = await listenMetrics({ registry: metrics.registry, host: config.metrics.host, port: config.metrics.port, log: app.log })
+    const { host, port } = config.metrics
+    metricsListener = await listenMetrics({ registry: metrics.registry, host, port, log: app.log })
   }
   await app.listen({ port: config.port, host: config.host })
 }
