@@ -26,7 +26,7 @@ export function failureKind (error: unknown): string {
   let cause = (error as { cause?: unknown }).cause
   if (cause === undefined) return 'closed'
   while ((cause as { cause?: unknown }).cause !== undefined) cause = (cause as { cause?: unknown }).cause
-  const code = String((cause as { code?: unknown }).code ?? '')
+  const code = String((cause as { code?: unknown }).code)
   const timedOut = cause instanceof Error && /timeout/i.test(cause.message)
   if (code === 'ECONNREFUSED') return 'refused'
   if (code === '57014' || code === '55P03' || code === 'ETIMEDOUT' || timedOut) return 'timeout'

@@ -113,8 +113,9 @@ describe('createObservedPlantRepository', () => {
     expect(lines.map((line) => line.message)).toEqual(['store failing (refused, insert)', 'store failing (refused, readyz)'])
     down = false
     expect(await store.insert(1, { name: 'fern' })).toBe('created')
-    await store.ready()
     expect(lines.map((line) => line.message)).toEqual(['store failing (refused, insert)', 'store failing (refused, readyz)', 'store back'])
+    await store.ready()
+    expect(lines).toHaveLength(3)
     expect(lines[2]?.fields).toMatchObject({ subject: 'store', refused: 101 })
     await store.close()
   })
@@ -142,6 +143,7 @@ describe('createObservedPlantRepository', () => {
     const unavailable = (cause?: unknown): Error => new StoreUnavailableError(cause === undefined ? {} : { cause })
     expect(failureKind(unavailable(withCode('connect ECONNREFUSED', 'ECONNREFUSED')))).toBe('refused')
     expect(failureKind(unavailable(withCode('canceling statement due to statement timeout', '57014')))).toBe('timeout')
+    expect(failureKind(unavailable(withCode('canceling statement due to user request', '57014')))).toBe('timeout')
     expect(failureKind(unavailable(new Error('timeout exceeded when trying to connect')))).toBe('timeout')
     expect(failureKind(unavailable(withCode('database is locked', 'SQLITE_BUSY')))).toBe('busy')
     expect(failureKind(unavailable(withCode('terminating connection due to administrator command', '57P01')))).toBe('down')
