@@ -35,10 +35,8 @@ export function failureKind (error: unknown): string {
 }
 
 /**
- * Any store, observed the same way: each insert counted by outcome, timed (from the call until it
- * settles, group-commit wait included) and traced, and failures logged as an outage should be: once per second
- * per kind, with the count refused since the last line, and once when the store is back
- * (lib/failure-log.ts). errors.ts leaves store failures to this wrapper instead of logging each one.
+ * Any store, observed the same way: each insert counted by outcome, timed (group-commit wait included)
+ * and traced; failures logged throttled (lib/failure-log.ts), which errors.ts leaves to this wrapper.
  */
 export function createObservedPlantRepository (
   inner: PlantRepository,

@@ -20,10 +20,7 @@ export function requestId (request: IncomingMessage): string {
   return typeof given === 'string' && REQUEST_ID.test(given) ? given : ID_PREFIX + (++sequence).toString(36)
 }
 
-/**
- * request.log and reply.log: the pino child with the request id, made only when something logs
- * through it. Most requests only write the access line, which AccessLog writes through the root.
- */
+/** request.log and reply.log: the pino child with the request id, made only when something logs through it. */
 export class RequestLogger implements FastifyBaseLogger {
   #child: FastifyBaseLogger | undefined
   readonly root: FastifyBaseLogger
@@ -69,19 +66,15 @@ function withTrace<Fields extends object> (fields: Fields, request: FastifyReque
 }
 
 /**
- * One line per completed request instead of Fastify's two: request id, method, route pattern,
- * client, status and duration. Never the URL (its query could carry a token) and never a header.
- * `client` is the accepted token's client; a request without an accepted token has none.
+ * One line per completed request instead of Fastify's two: id, method, route, client, status and
+ * duration. Never the URL (its query could carry a token) and never a header.
  */
 export class AccessLog extends LogController {
   /** Per route and method, then client: children with those bound, as pino serialises bindings once. */
   readonly #routeLoggers = new Map<string, Map<string, RouteLoggers>>()
   readonly #completed: Completed | undefined
 
-  /**
-   * `completed` runs for every request logged here (app.ts: the request metric), which spares each
-   * request an onResponse hook; it is given the route (routeOptions builds an object at each read).
-   */
+  /** `completed` (app.ts: the request metric) runs here, which spares each request an onResponse hook. */
   constructor (completed?: Completed) {
     super()
     this.#completed = completed

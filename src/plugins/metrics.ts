@@ -68,8 +68,7 @@ export function createMetrics () {
     buckets: DURATION_BUCKETS,
     registers
   })
-  // A child per route, method and status, found through the strings and number Fastify holds: no
-  // label object is built per request.
+  // A child per route, method and status: no label object is built per request.
   const children = new Map<string | undefined, Map<string, Map<number, Histogram.Internal<string>>>>()
   function observe (method: string, route: string | undefined, status: number, seconds: number): void {
     // Only an unmatched request's method can be anything Node's parser accepts: bound it.
