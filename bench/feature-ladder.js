@@ -6,24 +6,24 @@
 //   2  the store: the handler goes through the plant service into the memory repository
 //   3  a pino logger with the service's lazy request loggers and AccessLog, at warn: the logging
 //      machinery without writing a line
-//   4  the same at info: one access line per request, written per event-loop turn
+//   4  the same at info: one access line per request, through pino.destination (lib/log-destination)
 //   5  bearer auth (plugins/auth: @fastify/bearer-auth, SHA-256 digests)
 //   6  request ids, the security headers, the shutdown onSend hook, @fastify/under-pressure
 //   7  Prometheus metrics (plugins/metrics: the request histogram, counted in AccessLog's completion
-//      callback as app.ts does; plants/metered-plant-repository), as with METRICS_PORT set, nothing scraping
+//      callback as app.ts does; plants/observed-plant-repository), as with METRICS_PORT set, nothing scraping
 // The `memory` target is step 7 plus the rest of the real service (timeouts, error handlers,
 // health routes, OpenAPI). Listens on 127.0.0.1:$PORT; STEP selects the step.
 import Fastify from 'fastify'
 import pino from 'pino'
 import { Type } from '@sinclair/typebox'
 import { defaultOverloadLimits } from '../dist/config.js'
-import { TurnBatchedDestination } from '../dist/lib/log-destination.js'
+import { createLogDestination } from '../dist/lib/log-destination.js'
 import { createMemoryPlantRepository } from '../dist/plants/memory-plant-repository.js'
+import { createObservedPlantRepository } from '../dist/plants/observed-plant-repository.js'
 import { createPlantService } from '../dist/plants/plant-service.js'
 import { AccessLog, requestId, requestLoggerFactory } from '../dist/plugins/access-log.js'
 import { auth, createTokenSet } from '../dist/plugins/auth.js'
 import { createMetrics } from '../dist/plugins/metrics.js'
-import { createMeteredPlantRepository } from '../dist/plants/metered-plant-repository.js'
 import { jsonBody } from '../dist/plugins/json-body.js'
 import { setSecurityHeaders } from '../dist/plugins/security-headers.js'
 import { overload } from '../dist/plugins/under-pressure.js'
@@ -37,7 +37,7 @@ const metrics = step >= 7 ? createMetrics() : undefined
 const options = { logger: false }
 if (step >= 3) {
   options.logger = undefined
-  options.loggerInstance = pino({ level: step >= 4 ? 'info' : 'warn' }, new TurnBatchedDestination(1, { maxBytes: 16 * 1024 * 1024 }))
+  options.loggerInstance = pino({ level: step >= 4 ? 'info' : 'warn' }, createLogDestination(16 * 1024 * 1024).stream)
   options.logController = new AccessLog(metrics === undefined
     ? undefined
     : (request, reply, route) => { metrics.requests.observe(request.method, route, reply.statusCode, reply.elapsedTime / 1000) })
@@ -63,7 +63,8 @@ if (step >= 6) {
 }
 
 const store = createMemoryPlantRepository({ maxPlants: 16_000_000 })
-const plants = createPlantService(metrics === undefined ? store : createMeteredPlantRepository(store, metrics.registry))
+const observed = createObservedPlantRepository(store, { log: { warn () {}, info () {} }, metrics })
+const plants = createPlantService(metrics === undefined ? store : observed)
 const schema = { body: Type.Ref(NewPlant), response: { 200: Type.Ref(Plant) } }
 await app.register(async (scope) => {
   if (step >= 5) await scope.register(auth, { tokens: createTokenSet([process.env.API_TOKENS ?? '']) })

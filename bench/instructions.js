@@ -61,7 +61,9 @@ export async function measureInstructions (name, ctx) {
   // callgrind_control finds the process through vgdb's pipes, named after $USER and $HOST: the same env on both sides.
   // Under valgrind the event loop is slow by design: the overload limit is raised so that no request is
   // shed with a 503 (under-pressure still samples, as in production; see feature-ladder.js for ladder-6).
-  const env = { ...prepared.env, HOST: '127.0.0.1', PORT: String(port), MAX_EVENT_LOOP_DELAY_MS: '60000' }
+  // On a loaded machine a sample interval can pass with no delay sample at all, which under-pressure
+  // reads as an infinite delay: MAX_EVENT_LOOP_DELAY_MS=0 in the caller's environment turns the check off.
+  const env = { ...prepared.env, HOST: '127.0.0.1', PORT: String(port), MAX_EVENT_LOOP_DELAY_MS: process.env.MAX_EVENT_LOOP_DELAY_MS ?? '60000' }
   const outFile = join(ctx.profileDir ?? ctx.runTmp, `callgrind.${name}.out`)
   const logFile = join(ctx.runTmp, `instructions-${name}.stdout`)
   // The service's access log goes to a real file, as in production.

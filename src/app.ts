@@ -13,6 +13,7 @@ import type { Tracing } from './plugins/tracing.js'
 import { shutdown } from './plugins/shutdown.js'
 import { overload } from './plugins/under-pressure.js'
 import type { PlantRepository } from './plants/plant-repository.js'
+import { createObservedPlantRepository } from './plants/observed-plant-repository.js'
 import { createPlantService } from './plants/plant-service.js'
 import { healthRoutes } from './routes/health.js'
 import { plantMethodRoutes, plantRoutes } from './routes/plants.js'
@@ -34,19 +35,14 @@ export interface AppOptions {
 /** The composition root: plugins in order. Never listens; main.ts does. */
 export async function buildApp ({ config, tokens, repository: store, logger, metrics }: AppOptions) {
   const limits = config.http ?? defaultHttpLimits
-  let repository = store
-  if (metrics !== undefined) {
-    // Loaded only with metrics on: prom-client costs about 70 ms of start-up (main.ts loads it then too).
-    const metered = await import('./plants/metered-plant-repository.js')
-    repository = metered.createMeteredPlantRepository(store, metrics.registry)
-  }
   let tracing: Tracing | undefined
   if (config.otlpEndpoint !== undefined) {
     // Loaded only when configured: the OpenTelemetry packages cost start time and memory otherwise.
     const { createTracing } = await import('./plugins/tracing.js')
-    tracing = createTracing({ endpoint: config.otlpEndpoint })
-    repository = tracing.traceRepository(repository)
+    tracing = createTracing(config.otlpEndpoint)
   }
+  // Store failures logged throttled, inserts counted and traced: the one wrapper around any store.
+  const repository = createObservedPlantRepository(store, { log: logger, metrics, tracing })
   // Host, Expect, CONNECT, versions, methods, pipelining, CORS and the error replies (plugins/http-edge.ts).
   const edge = await createHttpEdge({ corsOrigins: config.corsOrigins, metrics })
   const options: FastifyHttpOptions<Server> = {
@@ -67,9 +63,9 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
     // With metrics on, every reply that goes through the hooks is counted when it completes (the
     // access log's completion callback: no onResponse hook per request). Replies that bypass the
     // hooks (a bad URL, malformed HTTP) are counted below where they are made.
-    logController: new AccessLog(metrics === undefined
-      ? undefined
-      : (request, reply, route) => { metrics.requests.observe(request.method, route, reply.statusCode, reply.elapsedTime / 1000) }),
+    logController: new AccessLog(metrics && ((request, reply, route) => {
+      metrics.requests.observe(request.method, route, reply.statusCode, reply.elapsedTime / 1000)
+    })),
     childLoggerFactory: requestLoggerFactory,
     // Requests that arrive while closing are served with Connection: close (plugins/shutdown.ts).
     return503OnClosing: false,

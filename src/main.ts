@@ -2,7 +2,7 @@ import closeWithGrace from 'close-with-grace'
 import pino from 'pino'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
-import { TurnBatchedDestination } from './lib/log-destination.js'
+import { createLogDestination } from './lib/log-destination.js'
 import type { MetricsListener } from './metrics-listener.js'
 import { createTokenSet } from './plugins/auth.js'
 import { createRepository } from './storage.js'
@@ -11,12 +11,10 @@ import { watchTokens } from './token-reload.js'
 /** The process (started by server.ts): configuration, store, app, listen, and signals turned into a graceful close. */
 async function main (): Promise<void> {
   const config = loadConfig(process.env)
-  // JSON lines on stdout, each event-loop turn's lines in one write, never waited for: at most
-  // LOG_BUFFER_MAX_BYTES wait for a slow reader, lines beyond are dropped (lib/log-destination.ts).
-  const destination = new TurnBatchedDestination(1, { maxBytes: config.logBufferMaxBytes })
-  const logger = pino({ level: config.logLevel }, destination)
+  // JSON lines on stdout, never waited for: beyond LOG_BUFFER_MAX_BYTES lines are dropped (lib/log-destination.ts).
+  const destination = createLogDestination(config.logBufferMaxBytes)
+  const logger = pino({ level: config.logLevel }, destination.stream)
   destination.onCaughtUp = (dropped) => { logger.warn({ dropped }, 'log lines dropped: the log reader fell behind') }
-  // Store failures are logged throttled, by the store's wrapper, not per request (docs/observability.md).
   const repository = await createRepository({ ...config, log: logger })
   const tokens = createTokenSet(config.tokens)
   // Counted only when served: without METRICS_PORT no request pays for metrics, and prom-client
@@ -41,7 +39,8 @@ async function main (): Promise<void> {
   app.addHook('onClose', async () => { await metricsListener?.close() })
   if (metrics !== undefined && config.metrics !== undefined) {
     const { listenMetrics } = await import('./metrics-listener.js')
-    metricsListener = await listenMetrics({ registry: metrics.registry, host: config.metrics.host, port: config.metrics.port, log: app.log })
+    const { host, port } = config.metrics
+    metricsListener = await listenMetrics({ registry: metrics.registry, host, port, log: app.log })
   }
   await app.listen({ port: config.port, host: config.host })
 }

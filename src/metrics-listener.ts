@@ -1,3 +1,4 @@
+import { once } from 'node:events'
 import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
@@ -12,23 +13,16 @@ export interface MetricsListenerOptions {
   log: FastifyBaseLogger
 }
 
-export interface MetricsListener {
-  /** Where GET /metrics answers, e.g. http://127.0.0.1:9464/metrics. */
-  url: string
-  close (): Promise<void>
-}
-
 /**
  * The second listener, apart from the API: `GET /metrics` in the Prometheus text format, without a
- * token (like every exporter, it relies on the network to keep it private: docs/observability.md, "Metrics").
- * Anything else is a 404 Error record. A bare node:http server: a scrape every few seconds
- * needs no framework, and the API's hooks, auth and access log stay out of it.
+ * token (like every exporter, it relies on the network to keep it private: docs/observability.md).
+ * A bare node:http server: a scrape needs no framework, and the API's hooks and access log stay out.
  */
-export async function listenMetrics ({ registry, host, port, log }: MetricsListenerOptions): Promise<MetricsListener> {
+export async function listenMetrics ({ registry, host, port, log }: MetricsListenerOptions) {
   const server = createServer({ headersTimeout: 10000, requestTimeout: 15000 }, (request, response) => {
     const path = (request.url ?? '/').split('?', 1)[0] ?? '/'
     if (request.method !== 'GET' || path !== '/metrics') {
-      send(response, 404, JSON.stringify(errorRecord(404, `no route for ${request.method ?? ''} ${path.slice(0, 200)}`)))
+      send(response, 404, `no route for ${request.method ?? ''} ${path.slice(0, 200)}`)
       return
     }
     registry.metrics().then((text) => {
@@ -36,33 +30,35 @@ export async function listenMetrics ({ registry, host, port, log }: MetricsListe
       response.end(text)
     }, (error: unknown) => {
       log.error({ err: error }, 'metrics scrape failed')
-      send(response, 500, JSON.stringify(errorRecord(500, 'internal server error')))
+      send(response, 500, 'internal server error')
     })
   })
   server.on('clientError', clientErrorHandler)
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (error: NodeJS.ErrnoException) => {
-      reject(new Error(`METRICS_PORT: cannot listen on ${host}:${port}: ${error.code ?? error.message}`, { cause: error }))
-    })
-    server.listen({ port, host }, () => {
-      server.removeAllListeners('error')
-      resolve()
-    })
-  })
+  try {
+    await once(server.listen({ port, host }), 'listening')
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code ?? String(error)
+    throw new Error(`METRICS_PORT: cannot listen on ${host}:${port}: ${reason}`, { cause: error })
+  }
   const address = server.address() as AddressInfo
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}/metrics`
   log.info({ url }, `Metrics listening at ${url}`)
   return {
+    /** Where GET /metrics answers, e.g. http://127.0.0.1:9464/metrics. */
     url,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve())
+    close: async (): Promise<void> => {
+      const closed = once(server.close(), 'close')
       // A scraper's idle keep-alive connection must not hold the exit back.
       server.closeAllConnections()
-    })
+      await closed
+    }
   }
 }
 
-function send (response: ServerResponse, status: number, body: string): void {
+export type MetricsListener = Awaited<ReturnType<typeof listenMetrics>>
+
+function send (response: ServerResponse, status: number, message: string): void {
+  const body = JSON.stringify(errorRecord(status, message))
   response.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body),

@@ -1,6 +1,5 @@
 import { ConfigError } from './lib/config-error.js'
 import type { FailureLogger } from './lib/failure-log.js'
-import { createObservedPlantRepository } from './plants/observed-plant-repository.js'
 import type { PlantRepository } from './plants/plant-repository.js'
 
 export interface StorageOptions {
@@ -13,10 +12,7 @@ export interface StorageOptions {
   databaseStatementTimeoutMs?: number
   /** PostgreSQL: named prepared statements (not through a transaction-mode pooler). Default false. */
   databasePreparedStatements?: boolean
-  /**
-   * Where store failures are logged, throttled (plants/observed-plant-repository.ts). The server
-   * always passes its logger: errors.ts does not log store failures per request.
-   */
+  /** Where the store logs what it does by itself (a failover's new host); failures: app.ts's wrapper. */
   log?: FailureLogger
 }
 
@@ -24,11 +20,6 @@ export interface StorageOptions {
  * The one place that picks a store. Each adapter is imported only when chosen, so the memory
  * store never loads a database driver (better-sqlite3 is a native module).
  */
-export async function createRepository (options: StorageOptions): Promise<PlantRepository> {
-  const repository = await createStore(options)
-  return options.log === undefined ? repository : createObservedPlantRepository(repository, { log: options.log })
-}
-
 async function createStore ({ databaseUrl, maxPlants, memoryStoreMaxBytes, databasePoolMax, databaseStatementTimeoutMs, databasePreparedStatements, log }: StorageOptions): Promise<PlantRepository> {
   if (databaseUrl === 'memory:') {
     const { createMemoryPlantRepository } = await import('./plants/memory-plant-repository.js')
@@ -57,3 +48,5 @@ async function createStore ({ databaseUrl, maxPlants, memoryStoreMaxBytes, datab
   const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:/.exec(databaseUrl)?.[0]
   throw new ConfigError(`DATABASE_URL: ${scheme === undefined ? 'no store scheme given' : `unsupported store "${scheme}"`}; use memory:, sqlite:<path> or postgres://…`)
 }
+
+export { createStore as createRepository }

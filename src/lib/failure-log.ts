@@ -16,53 +16,24 @@ export interface FailureLogOptions {
   intervalMs?: number
 }
 
-export interface FailureLog {
-  /**
-   * Counts one failure of this kind (e.g. "refused", "timeout"; `during` tells where, e.g. "insert",
-   * "readyz"). The first one of a kind is logged at once; later ones are counted and logged at most
-   * once per interval, with how many there were since the last line and the latest cause.
-   */
-  failed (kind: string, during: string, cause: unknown): void
-  /** It works again: one line with the outage's length and total, then quiet until the next failure. */
-  recovered (): void
-  /** True between a failure and the recovery. */
-  readonly failing: boolean
-  /** Stops the timers (the counts not yet logged are dropped). */
-  close (): void
-}
+type Chain = { cause?: unknown, code?: unknown } | null | undefined
 
-/** A cause as a log line may carry it: its code and first line, never a stack or a driver's detail. */
-export interface CauseSummary {
-  code?: string
-  message: string
-}
-
-const MAX_MESSAGE = 200
-
-/** The innermost cause of an error chain, summarized. */
-export function summarizeCause (error: unknown): CauseSummary | undefined {
-  let current = error
-  for (let depth = 0; depth < 10; depth++) {
-    const next = (current as { cause?: unknown } | null | undefined)?.cause
-    if (next === undefined || next === null) break
-    current = next
-  }
-  if (current === undefined || current === null) return undefined
+/** The innermost cause of an error chain: its code and first line, never a stack or a driver's detail. */
+export function summarizeCause (error: unknown): { code?: string, message: string } | undefined {
+  let current = error as Chain
+  for (let depth = 0; depth < 10 && current?.cause != null; depth++) current = current.cause as Chain
+  if (current == null) return undefined
   // Node's connect() to a name with several addresses fails with an AggregateError and no message.
-  const first = current instanceof AggregateError && current.message === '' ? current.errors[0] as unknown : current
-  // Stryker disable next-line StringLiteral: split() always returns one element at least; the fallback is for the type checker
-  const message = (first instanceof Error ? first.message : String(first)).split('\n', 1)[0] ?? ''
-  const code = (current as { code?: unknown }).code ?? (first as { code?: unknown }).code
+  const first: unknown = current instanceof AggregateError && current.message === '' ? current.errors[0] : current
+  const message = (first instanceof Error ? first.message : String(first)).replace(/\n[\s\S]*/, '')
+  const code = current.code ?? (first as Chain)?.code
   return {
     ...(typeof code === 'string' || typeof code === 'number' ? { code: String(code) } : {}),
-    message: message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE)}…` : message
+    message: message.length > 200 ? `${message.slice(0, 200)}…` : message
   }
 }
 
-interface KindState {
-  kind: string
-  during: string
-  /** Failures not logged yet. */
+interface Kind {
   pending: number
   lastCause: unknown
   lastLoggedAt: number
@@ -71,60 +42,59 @@ interface KindState {
 
 /**
  * Logs a dependency's failures so that an outage does not flood the log pipeline: per kind of
- * failure at most one line per interval, carrying the count since the last line and the cause's
- * code and message (no stack); one line when it works again.
+ * failure at most one line per interval, with the count since the last line and the cause's code
+ * and message; one line when it works again.
  */
-export function createFailureLog ({ log, subject, counted, effect, intervalMs = 1000 }: FailureLogOptions): FailureLog {
+export function createFailureLog ({ log, subject, counted, effect, intervalMs = 1000 }: FailureLogOptions) {
   const suffix = effect === undefined ? '' : `: ${effect}`
-  const kinds = new Map<string, KindState>()
+  const kinds = new Map<string, Kind>()
   let failingSince: number | undefined
   let total = 0
 
-  function write (state: KindState, now: number): void {
+  function write (kind: string, during: string, state: Kind, now: number): void {
     clearTimeout(state.timer)
     state.timer = undefined
     const cause = summarizeCause(state.lastCause)
-    log.warn({ subject, failure: state.kind, during: state.during, [counted]: state.pending, ...(cause === undefined ? {} : { cause }) },
-      `${subject} failing (${state.kind}, ${state.during})${suffix}`)
+    log.warn({ subject, failure: kind, during, [counted]: state.pending, ...(cause === undefined ? {} : { cause }) },
+      `${subject} failing (${kind}, ${during})${suffix}`)
     state.pending = 0
     state.lastLoggedAt = now
   }
+  function close (): void {
+    for (const state of kinds.values()) clearTimeout(state.timer)
+    kinds.clear()
+  }
 
   return {
-    get failing () {
-      return failingSince !== undefined
-    },
-    failed (kind, during, cause) {
+    /** Counts one failure of this kind (`during`: where, e.g. "insert", "readyz"). */
+    failed (kind: string, during: string, cause: unknown) {
       const now = Date.now()
       failingSince ??= now
       total++
       const key = `${during}\0${kind}`
       let state = kinds.get(key)
       if (state === undefined) {
-        state = { kind, during, pending: 0, lastCause: undefined, lastLoggedAt: -Infinity, timer: undefined }
+        state = { pending: 0, lastCause: undefined, lastLoggedAt: -Infinity, timer: undefined }
         kinds.set(key, state)
       }
       state.pending++
       state.lastCause = cause
-      if (now - state.lastLoggedAt >= intervalMs) {
-        write(state, now)
-      } else if (state.timer === undefined) {
+      if (now - state.lastLoggedAt >= intervalMs) write(kind, during, state, now)
+      else if (state.timer === undefined) {
         const current = state
-        current.timer = setTimeout(() => write(current, Date.now()), current.lastLoggedAt + intervalMs - now)
-        current.timer.unref()
+        const flush = (): void => { write(kind, during, current, Date.now()) }
+        current.timer = setTimeout(flush, current.lastLoggedAt + intervalMs - now).unref()
       }
     },
+    /** It works again: one line with the outage's length and total, then quiet until the next failure. */
     recovered () {
       if (failingSince === undefined) return
-      for (const state of kinds.values()) clearTimeout(state.timer)
-      kinds.clear()
+      close()
       log.info({ subject, failedMs: Date.now() - failingSince, [counted]: total }, `${subject} back`)
       failingSince = undefined
       total = 0
     },
-    close () {
-      for (const state of kinds.values()) clearTimeout(state.timer)
-      kinds.clear()
-    }
+    /** Stops the timers (the counts not yet logged are dropped). */
+    close
   }
 }

@@ -1,10 +1,15 @@
 import { isStoreError, StoreFullError, StoreOutcomeUnknownError, WritesFailingError } from '../errors.js'
 import { createFailureLog, type FailureLogger } from '../lib/failure-log.js'
-import type { Plant, PlantId } from '../schemas.js'
-import type { InsertOutcome, PlantRepository } from './plant-repository.js'
+import type { Metrics } from '../plugins/metrics.js'
+import type { Tracing } from '../plugins/tracing.js'
+import type { PlantRepository } from './plant-repository.js'
 
 export interface ObservedPlantRepositoryOptions {
   log: FailureLogger
+  /** Where inserts are counted and timed (METRICS_PORT); absent: not counted. */
+  metrics?: Pick<Metrics, 'storeInsert' | 'watchStore'> | undefined
+  /** OpenTelemetry (OTEL_EXPORTER_OTLP_ENDPOINT): a span per insert within a request's span. */
+  tracing?: Pick<Tracing, 'startInsert'> | undefined
   /** At most one line per kind of failure per this interval. Default 1000 ms. */
   intervalMs?: number
 }
@@ -21,55 +26,49 @@ export function failureKind (error: unknown): string {
   let cause = (error as { cause?: unknown }).cause
   if (cause === undefined) return 'closed'
   while ((cause as { cause?: unknown }).cause !== undefined) cause = (cause as { cause?: unknown }).cause
-  const code = String((cause as { code?: unknown }).code ?? '')
-  const message = cause instanceof Error ? cause.message : ''
+  const code = String((cause as { code?: unknown }).code)
+  const timedOut = cause instanceof Error && /timeout/i.test(cause.message)
   if (code === 'ECONNREFUSED') return 'refused'
-  if (code === '57014' || code === '55P03' || code === 'ETIMEDOUT' || /timeout/i.test(message)) return 'timeout'
+  if (code === '57014' || code === '55P03' || code === 'ETIMEDOUT' || timedOut) return 'timeout'
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return 'busy'
   return 'down'
 }
 
 /**
- * Any store, with its failures logged the way an outage should be: the requests it refuses still get
- * their 503/507 and access line each, but the cause is logged once per second per kind of failure
- * (with the count refused since the last line), and once when the store is back (lib/failure-log.ts).
- * errors.ts leaves store failures to this wrapper instead of logging each one.
+ * Any store, observed the same way: each insert counted by outcome, timed (group-commit wait included)
+ * and traced; failures logged throttled (lib/failure-log.ts), which errors.ts leaves to this wrapper.
  */
-export function createObservedPlantRepository (inner: PlantRepository, { log, intervalMs = 1000 }: ObservedPlantRepositoryOptions): PlantRepository {
+export function createObservedPlantRepository (
+  inner: PlantRepository,
+  { log, metrics, tracing, intervalMs = 1000 }: ObservedPlantRepositoryOptions
+): PlantRepository {
   const failures = createFailureLog({ log, subject: 'store', counted: 'refused', intervalMs })
-
-  function observe (during: string): (error: unknown) => never {
-    return (error) => {
-      if (isStoreError(error)) {
-        failures.failed(failureKind(error), during, error)
-      }
-      throw error
-    }
+  metrics?.watchStore(inner)
+  const failed = (during: string, error: unknown): never => {
+    if (isStoreError(error)) failures.failed(failureKind(error), during, error)
+    throw error
   }
-  const insertFailed = observe('insert')
-  const readyFailed = observe('readyz')
-  const inserted = (outcome: InsertOutcome): InsertOutcome => {
-    if (failures.failing) failures.recovered()
-    return outcome
-  }
-  const isReady = (): void => {
-    if (failures.failing) failures.recovered()
-  }
-
-  const observed: PlantRepository = {
-    insert (id: PlantId, plant: Plant) {
-      return inner.insert(id, plant).then(inserted, insertFailed)
+  const recovered = (): void => { failures.recovered() }
+  return {
+    insert (id, plant) {
+      const start = performance.now()
+      const span = tracing?.startInsert()
+      return inner.insert(id, plant).then((outcome) => {
+        metrics?.storeInsert(outcome, (performance.now() - start) / 1000)
+        span?.(outcome)
+        recovered()
+        return outcome
+      }, (error: unknown) => {
+        const outcome = error instanceof StoreOutcomeUnknownError ? 'unknown' : 'error'
+        metrics?.storeInsert(outcome, (performance.now() - start) / 1000)
+        span?.('error', error)
+        return failed('insert', error)
+      })
     },
-    ready () {
-      return inner.ready().then(isReady, readyFailed)
-    },
+    ready: () => inner.ready().then(recovered, (error: unknown) => failed('readyz', error)),
     async close () {
       failures.close()
       await inner.close()
     }
   }
-  // What the adapter tells the metrics (plants/metered-plant-repository.ts) passes through unchanged.
-  if (inner.stats !== undefined) observed.stats = inner.stats.bind(inner)
-  if (inner.observe !== undefined) observed.observe = inner.observe.bind(inner)
-  return observed
 }

@@ -11,12 +11,7 @@ type Forward = (...args: unknown[]) => void
 /** A caller's request id is kept when it is short printable ASCII; otherwise one is made. */
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/
 
-/**
- * A made id is this process's random prefix (64 bits, so two processes or two runs do not share
- * one) and a sequence number in base 36: unique, in order within a process, and half the cost of
- * a random UUID per request (0.7 µs of CPU per request, bench/README.md). It tells a caller how
- * many requests this process has served, which is no secret here.
- */
+/** A made id: this process's random prefix and a sequence number, cheaper than a random UUID. */
 const ID_PREFIX = `${randomBytes(8).toString('hex')}-`
 let sequence = 0
 
@@ -25,13 +20,7 @@ export function requestId (request: IncomingMessage): string {
   return typeof given === 'string' && REQUEST_ID.test(given) ? given : ID_PREFIX + (++sequence).toString(36)
 }
 
-/**
- * request.log and reply.log: the pino child with the request id, made only when something logs
- * through it. Fastify makes a child per request by default, and pino's child() (bindings
- * serialised, a new logger object) was the dearest part of having a logger at all; most requests
- * only ever write the access line, which AccessLog writes through the root with the id itself.
- * Every other request-scoped line (errors.ts, Fastify, plugins) still carries the id, via the child.
- */
+/** request.log and reply.log: the pino child with the request id, made only when something logs through it. */
 export class RequestLogger implements FastifyBaseLogger {
   #child: FastifyBaseLogger | undefined
   readonly root: FastifyBaseLogger
@@ -51,7 +40,6 @@ export class RequestLogger implements FastifyBaseLogger {
   get level (): string { return this.#child?.level ?? this.#options.level ?? this.root.level }
   set level (level: string) { this.#log.level = level }
 
-  // Prototype methods, not per-instance closures: one small object per request is the whole cost.
   fatal (...args: unknown[]): void { const log = this.#log; (log.fatal as Forward).apply(log, args) }
   error (...args: unknown[]): void { const log = this.#log; (log.error as Forward).apply(log, args) }
   warn (...args: unknown[]): void { const log = this.#log; (log.warn as Forward).apply(log, args) }
@@ -66,15 +54,10 @@ export class RequestLogger implements FastifyBaseLogger {
 }
 
 /** Fastify's childLoggerFactory: the lazy RequestLogger instead of a pino child per request. */
-export function requestLoggerFactory (logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
-  return new RequestLogger(logger, bindings, options)
-}
+export const requestLoggerFactory = (logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions) =>
+  new RequestLogger(logger, bindings, options)
 
-/**
- * The caller's W3C trace context on its request's line, `traceId` and `parentSpanId`, when its
- * `traceparent` header is valid (lib/trace-context.ts); an invalid one is left out. Parsed only
- * when the header is there: a request without one pays a property read.
- */
+/** The caller's valid W3C `traceparent` on its request's line, as `traceId` and `parentSpanId`. */
 function withTrace<Fields extends object> (fields: Fields, request: FastifyRequest): Fields {
   const header = request.headers.traceparent
   if (header === undefined) return fields
@@ -83,29 +66,15 @@ function withTrace<Fields extends object> (fields: Fields, request: FastifyReque
 }
 
 /**
- * One line per completed request instead of Fastify's two: request id, method, route pattern,
- * client, status and duration. Never the URL (its query could carry a token) and never a header.
- * `client` is the accepted token's client (auth.ts: its name, or a label derived from the token's
- * SHA-256); a request without an accepted token (401, 404, a shed 503) has no `client` field.
+ * One line per completed request instead of Fastify's two: id, method, route, client, status and
+ * duration. Never the URL (its query could carry a token) and never a header.
  */
 export class AccessLog extends LogController {
-  /**
-   * Per method and route pattern (a bounded set: the app's routes), a child of the root logger
-   * with both bound: pino serialises bindings once, when the child is made, so each line
-   * serialises three fields instead of five (570 → 380 ns a line, bench/README.md). Below it, a
-   * child per client (the token set's Client objects: bounded, and let go when a reload replaces
-   * them) with `client` bound too: about 15 ns a line instead of about 100 ns as a field.
-   */
+  /** Per route and method, then client: children with those bound, as pino serialises bindings once. */
   readonly #routeLoggers = new Map<string, Map<string, RouteLoggers>>()
   readonly #completed: Completed | undefined
 
-  /**
-   * `completed` is called first for every request the access line is written for (with metrics
-   * on: app.ts counts the request there). Fastify calls requestCompleted after the onResponse
-   * hooks, for every reply that went through the hooks; doing that work here rather than in an
-   * onResponse hook spares every request Fastify's onResponse hook runner. It is given the route
-   * read here: Fastify's request.routeOptions builds a new object of twelve fields at each read.
-   */
+  /** `completed` (app.ts: the request metric) runs here, which spares each request an onResponse hook. */
   constructor (completed?: Completed) {
     super()
     this.#completed = completed
@@ -116,29 +85,29 @@ export class AccessLog extends LogController {
   override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     const route = request.routeOptions.url
     this.#completed?.(request, reply, route)
-    // The root logger with the id written here, the same line the child would write, without
-    // making the child (RequestLogger above) for it.
+    // The root with the id written here: the child's line without making the child.
     const root = reply.log instanceof RequestLogger ? reply.log.root : reply.log
+    const { id: reqId, method } = request
+    const status = reply.statusCode
     const ms = Math.round(reply.elapsedTime * 100) / 100
     if (error) {
-      root.error(withTrace({ reqId: request.id, method: request.method, route, client: request.client?.name, status: reply.statusCode, ms, err: error }, request), 'request failed')
+      const client = request.client?.name
+      root.error(withTrace({ reqId, method, route, client, status, ms, err: error }, request), 'request failed')
     } else if (route === undefined) {
       // No route (a 404): the method is whatever the client sent, so it is not a key to keep.
-      root.info(withTrace({ reqId: request.id, method: request.method, route, status: reply.statusCode, ms }, request), 'request')
+      root.info(withTrace({ reqId, method, route, status, ms }, request), 'request')
     } else {
-      this.#routeLogger(root, request.method, route, request.client).info(withTrace({ reqId: request.id, status: reply.statusCode, ms }, request), 'request')
+      this.#routeLogger(root, method, route, request.client).info(withTrace({ reqId, status, ms }, request), 'request')
     }
   }
 
-  /**
-   * Keyed by route, then method: both are strings Fastify and Node keep, so no key is built per
-   * line; then by the client object auth set, when there is one.
-   */
-  #routeLogger (root: FastifyBaseLogger, method: string, route: string, client: Client | null | undefined): FastifyBaseLogger {
+  #routeLogger (root: FastifyBaseLogger, method: string, route: string, client: Client | null | undefined) {
     let byMethod = this.#routeLoggers.get(route)
     if (byMethod === undefined) this.#routeLoggers.set(route, byMethod = new Map())
     let loggers = byMethod.get(method)
-    if (loggers === undefined) byMethod.set(method, loggers = { log: root.child({ method, route }), byClient: new WeakMap() })
+    if (loggers === undefined) {
+      byMethod.set(method, loggers = { log: root.child({ method, route }), byClient: new WeakMap() })
+    }
     if (client === null || client === undefined) return loggers.log
     let log = loggers.byClient.get(client)
     if (log === undefined) loggers.byClient.set(client, log = loggers.log.child({ client: client.name }))
@@ -146,7 +115,7 @@ export class AccessLog extends LogController {
   }
 }
 
-/** What else is done when a request completes: `route` is the matched route's template, undefined without one. */
+/** What else is done when a request completes: `route` is the matched route's template, if any. */
 export type Completed = (request: FastifyRequest, reply: FastifyReply, route: string | undefined) => void
 
 interface RouteLoggers {

@@ -1,99 +1,126 @@
-import { collectDefaultMetrics, Counter, Registry } from 'prom-client'
-import { HotHistogram, type HistogramChild } from '../lib/hot-metrics.js'
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { InsertOutcome, PlantRepository, StoreStats } from '../plants/plant-repository.js'
 
 /** Seconds: from 0.5 ms (a request served from memory) to 10 s (past every timeout). */
-export const HTTP_DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+/** Inserts per group commit; a PostgreSQL batch holds at most 1000. */
+export const BATCH_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000]
 
 /** `http_route` of a request that matched no route (404s, bad URLs, malformed HTTP): never the raw path. */
 export const UNMATCHED_ROUTE = 'unmatched'
 
-/**
- * Methods kept as they are on unmatched requests; any other becomes `_OTHER`, as the OpenTelemetry
- * HTTP conventions say. (A matched request's method is one its route declares.)
- */
-const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH', '_OTHER'])
+/** An unmatched request's method outside these is `_OTHER` (OpenTelemetry HTTP conventions). */
+const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH'])
 
-/**
- * http_server_request_duration_seconds, by method, route template and status. A child per label
- * set, found through maps keyed by the strings and number Fastify already holds (route, then
- * method, then status): no label string is built and nothing is hashed per request.
- */
-export class RequestMetrics {
-  readonly #histogram: HotHistogram
-  readonly #children = new Map<string, Map<string, Map<number, HistogramChild>>>()
-
-  constructor (registry: Registry) {
-    this.#histogram = new HotHistogram({
-      name: 'http_server_request_duration_seconds',
-      help: 'Duration of HTTP server requests, from the request\'s arrival to the end of its reply, in seconds. Every reply counts.',
-      labelNames: ['http_request_method', 'http_route', 'http_response_status_code'],
-      buckets: HTTP_DURATION_BUCKETS,
-      registry
-    })
-  }
-
-  /** `route` is the matched route's template, or undefined when none matched. */
-  observe (method: string, route: string | undefined, status: number, seconds: number): void {
-    let byMethod = this.#children.get(route ?? UNMATCHED_ROUTE)
-    if (byMethod === undefined) this.#children.set(route ?? UNMATCHED_ROUTE, byMethod = new Map())
-    let byStatus = byMethod.get(method)
-    if (byStatus === undefined) {
-      // Only an unmatched request's method can be anything Node's parser accepts: bound it.
-      if (route === undefined && !KNOWN_METHODS.has(method)) {
-        this.observe('_OTHER', route, status, seconds)
-        return
-      }
-      byMethod.set(method, byStatus = new Map())
-    }
-    let child = byStatus.get(status)
-    if (child === undefined) {
-      byStatus.set(status, child = this.#histogram.child({
-        http_request_method: method,
-        http_route: route ?? UNMATCHED_ROUTE,
-        http_response_status_code: String(status)
-      }))
-    }
-    child.observe(seconds)
-  }
-}
+/** The gauges a store's stats() can feed, by the field that feeds each. */
+const STAT_GAUGES: ReadonlyArray<[keyof StoreStats, string, string]> = [
+  ['plants', 'plant_store_memory_plants', 'Plants held by the memory store.'],
+  ['capacity', 'plant_store_memory_capacity_plants',
+    'Plants the memory store can hold (MAX_PLANTS); beyond it a create is a 507.'],
+  ['bytes', 'plant_store_memory_bytes',
+    'Bytes the memory store\'s plants hold (UTF-8 names and tags, the id index), against MEMORY_STORE_MAX_BYTES.'],
+  ['capacityBytes', 'plant_store_memory_capacity_bytes',
+    'Bytes the memory store\'s plants may hold (MEMORY_STORE_MAX_BYTES); beyond it a create is a 507.'],
+  ['poolConnections', 'plant_store_pool_connections', 'PostgreSQL connections the pool holds open, busy or idle.'],
+  ['poolIdleConnections', 'plant_store_pool_idle_connections', 'PostgreSQL connections open and idle in the pool.'],
+  ['poolWaitingRequests', 'plant_store_pool_waiting_requests', 'Store calls waiting for a free PostgreSQL connection.']
+]
 
 /** Everything the service exports, in a Registry of its own (never prom-client's global one). */
-export interface Metrics {
-  registry: Registry
-  requests: RequestMetrics
-  /** Counts a reload of API_TOKENS_FILE: taken, or refused (the previous tokens stay). */
-  tokenReload (taken: boolean): void
-  /** Counts log lines dropped because the log reader fell behind (lib/log-destination.ts). */
-  logLinesDropped (lines: number): void
-}
-
-export function createMetrics (): Metrics {
+export function createMetrics () {
   const registry = new Registry()
-  // process_resident_memory_bytes, process_cpu_seconds_total, nodejs_eventloop_lag_*, nodejs_gc_duration_seconds, nodejs_heap_*.
+  const registers = [registry]
   collectDefaultMetrics({ register: registry })
   // Gauges that prom-client names like counters (promtool: "non-counter metrics should not have
   // _total suffix"); nodejs_active_handles, _requests and _resources, by type, remain: sum them.
-  for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(name)
+  for (const kind of ['handles', 'requests', 'resources']) registry.removeSingleMetric(`nodejs_active_${kind}_total`)
   const reloads = new Counter({
     name: 'plant_store_token_reloads_total',
-    help: 'Reloads of API_TOKENS_FILE (SIGHUP or a change of the file): ok, or refused (the previous tokens stay accepted).',
+    help: 'Reloads of API_TOKENS_FILE (SIGHUP or a change of the file): ok, or refused ' +
+      '(the previous tokens stay accepted).',
     labelNames: ['result'],
-    registers: [registry]
+    registers
   })
-  const ok = reloads.labels('ok')
-  const refused = reloads.labels('refused')
-  // Exported as 0 from the start, so that increase() sees the first reload.
-  ok.inc(0)
-  refused.inc(0)
+  // Exported as 0 from the start, so that increase() sees the first one.
+  for (const result of ['ok', 'refused']) reloads.inc({ result }, 0)
   const dropped = new Counter({
     name: 'plant_store_log_lines_dropped_total',
     help: 'Log lines dropped because the log reader (stdout) fell behind by more than LOG_BUFFER_MAX_BYTES.',
-    registers: [registry]
+    registers
   })
+  const inserts = new Counter({
+    name: 'plant_store_inserts_total',
+    help: 'Store inserts by outcome: created, same (the identical plant was stored), conflict (another plant has ' +
+      'the id), error (the store failed: nothing stored), unknown (the store lost the write after it was sent: ' +
+      'stored or not).',
+    labelNames: ['outcome'],
+    registers
+  })
+  for (const outcome of ['created', 'same', 'conflict', 'error', 'unknown']) inserts.inc({ outcome }, 0)
+  const insertSeconds = new Histogram({
+    name: 'plant_store_insert_duration_seconds',
+    help: 'Time of one store insert, group-commit wait included, in seconds.',
+    buckets: DURATION_BUCKETS,
+    registers
+  })
+  const requestSeconds = new Histogram({
+    name: 'http_server_request_duration_seconds',
+    help: 'Duration of HTTP server requests, from the request\'s arrival to the end of its reply, in seconds. ' +
+      'Every reply counts.',
+    labelNames: ['http_request_method', 'http_route', 'http_response_status_code'],
+    buckets: DURATION_BUCKETS,
+    registers
+  })
+  // A child per route, method and status: no label object is built per request.
+  const children = new Map<string | undefined, Map<string, Map<number, Histogram.Internal<string>>>>()
+  function observe (method: string, route: string | undefined, status: number, seconds: number): void {
+    // Only an unmatched request's method can be anything Node's parser accepts: bound it.
+    if (route === undefined && !KNOWN_METHODS.has(method)) method = '_OTHER'
+    let byMethod = children.get(route)
+    if (byMethod === undefined) children.set(route, byMethod = new Map())
+    let byStatus = byMethod.get(method)
+    if (byStatus === undefined) byMethod.set(method, byStatus = new Map())
+    let child = byStatus.get(status)
+    if (child === undefined) {
+      byStatus.set(status, child = requestSeconds.labels(method, route ?? UNMATCHED_ROUTE, `${status}`))
+    }
+    child.observe(seconds)
+  }
+
   return {
     registry,
-    logLinesDropped: (lines) => { dropped.inc(lines) },
-    requests: new RequestMetrics(registry),
-    tokenReload: (taken) => (taken ? ok : refused).inc()
+    /** `route` is the matched route's template, or undefined when none matched. */
+    requests: { observe },
+    /** A reload of API_TOKENS_FILE: taken, or refused (the previous tokens stay). */
+    tokenReload: (taken: boolean) => { reloads.inc({ result: taken ? 'ok' : 'refused' }) },
+    logLinesDropped: () => { dropped.inc() },
+    /** One store insert, by outcome, and how long it took. */
+    storeInsert (outcome: InsertOutcome | 'error' | 'unknown', seconds: number) {
+      inserts.inc({ outcome })
+      insertSeconds.observe(seconds)
+    },
+    /** Exports what this store tells of itself: group-commit sizes, its pool or fill (read when scraped). */
+    watchStore (store: PlantRepository) {
+      if (store.observe !== undefined) {
+        const batches = new Histogram({
+          name: 'plant_store_group_commit_batch_size',
+          help: 'Inserts per group commit (one SQLite transaction, or one PostgreSQL statement).',
+          buckets: BATCH_SIZE_BUCKETS,
+          registers
+        })
+        store.observe({ batch: (size) => { batches.observe(size) } })
+      }
+      const stats = store.stats?.bind(store)
+      if (stats === undefined) return
+      const known = stats()
+      for (const [field, name, help] of STAT_GAUGES) {
+        if (known[field] === undefined) continue
+        // Read when scraped, never per request.
+        registry.registerMetric(new Gauge({ name, help, registers: [], collect () { this.set(stats()[field] ?? 0) } }))
+      }
+    }
   }
 }
+
+export type Metrics = ReturnType<typeof createMetrics>

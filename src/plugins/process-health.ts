@@ -13,7 +13,7 @@ const ms = (nanoseconds: number): number => Math.round(nanoseconds / 1e4) / 100
  * interval), RSS and heap: what the soak script (scripts/soak.mjs) reads to tell a leak or a
  * stalling loop, without a route of its own. At info and above this plugin is not registered.
  */
-export const processHealth = fp(async function processHealth (app: FastifyInstance, { intervalMs }: ProcessHealthOptions) {
+async function processHealthPlugin (app: FastifyInstance, { intervalMs }: ProcessHealthOptions) {
   const histogram = monitorEventLoopDelay({ resolution: 10 })
   histogram.enable()
   const timer = setInterval(() => {
@@ -30,4 +30,6 @@ export const processHealth = fp(async function processHealth (app: FastifyInstan
     clearInterval(timer)
     histogram.disable()
   })
-}, { name: 'process-health' })
+}
+
+export const processHealth = fp(processHealthPlugin, { name: 'process-health' })

@@ -4,24 +4,12 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core'
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
-import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { PlantRepository } from '../plants/plant-repository.js'
+import type { InsertOutcome } from '../plants/plant-repository.js'
 
 /** The resource's service.name: what a tracing backend lists the spans under. */
 export const SERVICE_NAME = 'plant-store'
-
-export interface TracingOptions {
-  /** OTEL_EXPORTER_OTLP_ENDPOINT: the receiver's base URL; spans go to `<endpoint>/v1/traces`. */
-  endpoint: string
-}
-
-export interface Tracing {
-  /** The hooks: a server span per request, continuing the caller's `traceparent`. */
-  plugin: FastifyPluginAsync
-  /** A child span of the request's span around each store insert. */
-  traceRepository (repository: PlantRepository): PlantRepository
-}
 
 /** The OpenTelemetry rule for OTEL_EXPORTER_OTLP_ENDPOINT: the signal's path appended to the base URL. */
 export function tracesUrl (endpoint: string): string {
@@ -29,18 +17,12 @@ export function tracesUrl (endpoint: string): string {
 }
 
 /**
- * OpenTelemetry tracing, exported as OTLP/HTTP (JSON). This module, and with it every
- * OpenTelemetry package, is imported only when OTEL_EXPORTER_OTLP_ENDPOINT is set (app.ts): without
- * it the service pays nothing, at start or per request. Nothing is registered globally (no global
- * tracer provider, propagator or context manager), so apps in one process never share state.
- *
- * Spans follow the OpenTelemetry HTTP conventions: a SERVER span named `POST /plants` (the method
- * alone when no route matched) with http.request.method, http.route, http.response.status_code,
- * and error.type on 5xx; its parent is the caller's span when the request carries a valid
- * `traceparent`, and the caller's sampling decision is kept. Requests refused before routing (a
- * malformed request line or URL) have no span.
+ * OpenTelemetry tracing, exported as OTLP/HTTP (JSON), loaded only when OTEL_EXPORTER_OTLP_ENDPOINT is
+ * set (app.ts). Nothing is registered globally, so apps in one process never share state. Spans follow
+ * the HTTP conventions: a SERVER span `POST /plants` (the method alone without a route), its parent the
+ * caller's valid `traceparent`, whose sampling decision is kept.
  */
-export function createTracing ({ endpoint }: TracingOptions): Tracing {
+export function createTracing (endpoint: string) {
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ 'service.name': SERVICE_NAME }),
     spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: tracesUrl(endpoint) }) })]
@@ -50,11 +32,19 @@ export function createTracing ({ endpoint }: TracingOptions): Tracing {
   const spans = new WeakMap<FastifyRequest, Span>()
   // The request's span while its handler runs, so that the store's span finds its parent.
   const active = new AsyncLocalStorage<Span>()
+  const end = (request: FastifyRequest, fn: (span: Span) => void): void => {
+    const span = spans.get(request)
+    if (span === undefined) return
+    spans.delete(request)
+    fn(span)
+    span.end()
+  }
 
   const plugin = fp(async function tracing (app: FastifyInstance) {
     app.addHook('onRequest', (request, _reply, done) => {
       const parent = propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter)
-      spans.set(request, tracer.startSpan(request.method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': request.method } }, parent))
+      const attributes = { 'http.request.method': request.method }
+      spans.set(request, tracer.startSpan(request.method, { kind: SpanKind.SERVER, attributes }, parent))
       done()
     })
     app.addHook('preHandler', (request, _reply, done) => {
@@ -63,9 +53,7 @@ export function createTracing ({ endpoint }: TracingOptions): Tracing {
       else active.run(span, done)
     })
     app.addHook('onResponse', (request, reply, done) => {
-      const span = spans.get(request)
-      if (span !== undefined) {
-        spans.delete(request)
+      end(request, (span) => {
         const route = request.routeOptions.url
         if (route !== undefined) {
           span.updateName(`${request.method} ${route}`)
@@ -76,17 +64,13 @@ export function createTracing ({ endpoint }: TracingOptions): Tracing {
           span.setAttribute('error.type', String(reply.statusCode))
           span.setStatus({ code: SpanStatusCode.ERROR })
         }
-        span.end()
-      }
+      })
       done()
     })
     app.addHook('onRequestAbort', (request, done) => {
-      const span = spans.get(request)
-      if (span !== undefined) {
-        spans.delete(request)
+      end(request, (span) => {
         span.setStatus({ code: SpanStatusCode.ERROR, message: 'the client closed the connection before the reply' })
-        span.end()
-      }
+      })
       done()
     })
     // After the last request: what is still buffered is sent before the process exits.
@@ -95,25 +79,20 @@ export function createTracing ({ endpoint }: TracingOptions): Tracing {
 
   return {
     plugin,
-    traceRepository (inner) {
-      return {
-        ...inner,
-        insert (id, plant) {
-          const parent = active.getStore()
-          if (parent === undefined) return inner.insert(id, plant)
-          const span = tracer.startSpan('plant_store insert', { kind: SpanKind.INTERNAL }, trace.setSpan(ROOT_CONTEXT, parent))
-          return inner.insert(id, plant).then((outcome) => {
-            span.setAttribute('plant_store.outcome', outcome)
-            span.end()
-            return outcome
-          }, (error: unknown) => {
-            span.setAttribute('plant_store.outcome', 'error')
-            span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) })
-            span.end()
-            throw error
-          })
-        }
+    /** A child span of the request's span for a store insert; the returned function ends it. */
+    startInsert () {
+      const parent = active.getStore()
+      if (parent === undefined) return undefined
+      const context = trace.setSpan(ROOT_CONTEXT, parent)
+      const span = tracer.startSpan('plant_store insert', { kind: SpanKind.INTERNAL }, context)
+      return (outcome: InsertOutcome | 'error', error?: unknown): void => {
+        span.setAttribute('plant_store.outcome', outcome)
+        const message = error instanceof Error ? error.message : String(error)
+        if (outcome === 'error') span.setStatus({ code: SpanStatusCode.ERROR, message })
+        span.end()
       }
     }
   }
 }
+
+export type Tracing = ReturnType<typeof createTracing>

@@ -129,7 +129,6 @@ describe('createFailureLog', () => {
     failures.recovered()
     expect(lines).toEqual([])
     for (let i = 0; i < 2; i++) failures.failed('refused', 'insert', refused)
-    expect(failures.failing).toBe(true)
     vi.advanceTimersByTime(100)
     failures.failed('refused', 'insert', refused)
     vi.advanceTimersByTime(150)
@@ -138,7 +137,6 @@ describe('createFailureLog', () => {
     expect(lines.map((line) => line.level)).toEqual(['warn', 'info'])
     // The outage is counted from its first failure, not its latest.
     expect(lines[1]).toEqual({ level: 'info', message: 'store back', fields: { subject: 'store', failedMs: 250, refused: 3 } })
-    expect(failures.failing).toBe(false)
     // The counted refusals were part of the outage's total: no late line after the recovery.
     vi.advanceTimersByTime(2000)
     expect(lines).toHaveLength(2)
@@ -176,6 +174,7 @@ describe('summarizeCause', () => {
     expect(summarizeCause(aggregate)).toEqual({ code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:1' })
     expect(summarizeCause(new AggregateError([refused], ''))).toEqual({ code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:1' })
     expect(summarizeCause(new AggregateError([refused], 'all attempts failed'))).toEqual({ message: 'all attempts failed' })
+    expect(summarizeCause(new AggregateError([], ''))).toEqual({ message: 'undefined' })
   })
 
   it('has no summary for no cause, and stops at a null cause', () => {

@@ -3,7 +3,7 @@ import { closeSync, constants, mkdtempSync, openSync, readFileSync, readSync, rm
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it, onTestFinished, vi } from 'vitest'
-import { TurnBatchedDestination } from '../../src/lib/log-destination.js'
+import { createLogDestination } from '../../src/lib/log-destination.js'
 
 const dirs: string[] = []
 afterEach(() => { for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true }) })
@@ -54,60 +54,47 @@ function fifo (): { writer: number, read: () => Buffer } {
   }
 }
 
-describe('TurnBatchedDestination', () => {
-  it('writes the lines of one event-loop turn together, in order, at the end of that turn', async () => {
+describe('createLogDestination', () => {
+  it('writes every line in order, text beyond ASCII as UTF-8 byte for byte, without waiting for more lines', async () => {
     const { path, fd } = tempFile()
-    const destination = new TurnBatchedDestination(fd, { maxBytes: 1 << 20 })
-    destination.write('{"n":1}\n')
-    destination.write('{"n":2}\n')
-    expect(readFileSync(path, 'utf8')).toBe('')
-    await nextTurn()
-    await written(path, '{"n":1}\n{"n":2}\n')
-    destination.write('{"n":3}\n')
-    await written(path, '{"n":1}\n{"n":2}\n{"n":3}\n')
-    closeSync(fd)
-  })
-
-  it('writes text beyond ASCII as UTF-8, byte for byte', async () => {
-    const { path, fd } = tempFile()
-    const destination = new TurnBatchedDestination(fd, { maxBytes: 1 << 20 })
+    const { stream } = createLogDestination(1 << 20, fd)
+    onTestFinished(() => { stream.destroy() })
     const lines = ['{"name":"Monstera déliciosa"}\n', '{"name":"蘭 🌵"}\n', '{"n":3}\n']
-    for (const line of lines) destination.write(line)
+    for (const line of lines) stream.write(line)
     await written(path, lines.join(''))
     expect(readFileSync(path)).toEqual(Buffer.from(lines.join(''), 'utf8'))
-    closeSync(fd)
+    stream.write('{"n":4}\n')
+    await written(path, `${lines.join('')}{"n":4}\n`)
   })
 
-  it('flushSync (pino\'s logger.flush) writes what is pending at once', () => {
+  it('flushSync (pino\'s exit hook) writes what is pending at once', () => {
     const { path, fd } = tempFile()
-    const destination = new TurnBatchedDestination(fd, { maxBytes: 1 << 20 })
-    destination.write('{"n":1}\n')
-    destination.flushSync()
+    const { stream } = createLogDestination(1 << 20, fd)
+    onTestFinished(() => { stream.destroy() })
+    stream.write('{"n":1}\n')
+    stream.flushSync()
     expect(readFileSync(path, 'utf8')).toBe('{"n":1}\n')
-    closeSync(fd)
   })
 
   it('holds at most maxBytes for a reader that does not read, drops and counts the lines beyond, and reports them once when the reader has caught up', async () => {
     const pipe = fifo()
     const maxBytes = 100_000
-    const destination = new TurnBatchedDestination(pipe.writer, { maxBytes })
-    const drops: number[] = []
+    const destination = createLogDestination(maxBytes, pipe.writer)
+    onTestFinished(() => { destination.stream.destroy() })
+    let dropped = 0
     const reports: number[] = []
-    destination.onDrop = (lines) => { drops.push(lines) }
-    destination.onCaughtUp = (dropped) => { reports.push(dropped) }
+    destination.onDrop = () => { dropped++ }
+    destination.onCaughtUp = (lines) => { reports.push(lines) }
     // 60 turns of 10 lines of 1,000 bytes: 600 kB, while the pipe takes 64 KiB and nobody reads.
     const line = (n: number) => `${JSON.stringify({ n, pad: 'x'.repeat(1000 - 16 - String(n).length) })}\n`
     expect(line(0)).toHaveLength(1000)
     let n = 0
     for (let turn = 0; turn < 60; turn++) {
-      for (let i = 0; i < 10; i++) destination.write(line(n++))
+      for (let i = 0; i < 10; i++) destination.stream.write(line(n++))
       await nextTurn()
     }
     await sleep(50)
-    expect(destination.dropped).toBeGreaterThan(0)
-    expect(drops.reduce((sum, lines) => sum + lines, 0)).toBe(destination.dropped)
-    // Dropped a turn's batch at a time (the drop event counts the batch's lines).
-    expect(drops.every((lines) => lines === 10)).toBe(true)
+    expect(dropped).toBeGreaterThan(0)
     expect(reports).toEqual([])
     // The reader comes back: everything held is written, then one report of what was dropped.
     let text = ''
@@ -117,32 +104,17 @@ describe('TurnBatchedDestination', () => {
     }, { timeout: 5000, interval: 20 })
     text += pipe.read().toString('utf8')
     const numbers = text.trim().split('\n').map((line) => (JSON.parse(line) as { n: number }).n)
-    expect(numbers.length + destination.dropped).toBe(600)
-    expect(reports).toEqual([destination.dropped])
+    expect(numbers.length + dropped).toBe(600)
+    expect(reports).toEqual([dropped])
     // In order, and what was held besides the pipe's own 64 KiB stayed within maxBytes.
     expect(numbers).toEqual([...numbers].sort((a, b) => a - b))
     expect(Buffer.byteLength(text) - 65536).toBeLessThanOrEqual(maxBytes)
-    // Drops began once a batch (10,000 bytes) no longer fitted: what was held by then is all read.
-    expect(Buffer.byteLength(text)).toBeGreaterThan(maxBytes - 10_000)
+    // Drops began only once the lines held reached maxBytes: all of those are read.
+    expect(Buffer.byteLength(text)).toBeGreaterThan(maxBytes)
     // Caught up: lines are written again, and no second report without new drops.
-    destination.write(line(600))
+    destination.stream.write(line(600))
     await vi.waitFor(() => { expect(pipe.read().toString('utf8')).toBe(line(600)) }, { timeout: 5000, interval: 5 })
-    await sleep(20)
+    await sleep(100)
     expect(reports).toHaveLength(1)
-  })
-
-  it('drops a line that would take one turn past a third of maxBytes in characters (at most maxBytes once encoded)', async () => {
-    const { path, fd } = tempFile()
-    const destination = new TurnBatchedDestination(fd, { maxBytes: 300 })
-    const reports: number[] = []
-    destination.onCaughtUp = (dropped) => { reports.push(dropped) }
-    destination.write(`${'a'.repeat(59)}\n`)
-    destination.write(`${'b'.repeat(37)}\n`)
-    destination.write('cc\n')
-    destination.write('d\n')
-    expect(destination.dropped).toBe(1)
-    await written(path, `${'a'.repeat(59)}\n${'b'.repeat(37)}\nd\n`)
-    await vi.waitFor(() => { expect(reports).toEqual([1]) })
-    closeSync(fd)
   })
 })

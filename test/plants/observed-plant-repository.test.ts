@@ -2,28 +2,92 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
-import { describe, expect, it, onTestFinished } from 'vitest'
+import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { StoreFullError, StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../../src/errors.js'
 import { createMemoryPlantRepository } from '../../src/plants/memory-plant-repository.js'
 import { createSqlitePlantRepository } from '../../src/plants/sqlite-plant-repository.js'
 import { createObservedPlantRepository, failureKind } from '../../src/plants/observed-plant-repository.js'
-import type { PlantRepository } from '../../src/plants/plant-repository.js'
+import type { PlantRepository, StoreObserver, StoreStats } from '../../src/plants/plant-repository.js'
+import { createMetrics } from '../../src/plugins/metrics.js'
+import { sampleValue } from '../helpers.js'
 import { repositoryContract } from './repository-contract.js'
 
 const silent = { warn: () => {}, info: () => {} }
 const withCode = (message: string, code: string): Error => Object.assign(new Error(message), { code })
 
+/** A store that commits in groups and has a pool, as the PostgreSQL adapter does, under test control. */
+function poolStore () {
+  let observer: StoreObserver | undefined
+  const stats: StoreStats = { poolConnections: 4, poolIdleConnections: 1, poolWaitingRequests: 7 }
+  const store: PlantRepository = {
+    insert: async (id) => {
+      if (id === 13) throw new StoreFullError()
+      if (id === 14) throw new StoreOutcomeUnknownError()
+      return 'created'
+    },
+    ready: async () => {},
+    close: async () => {},
+    stats: () => stats,
+    observe: (next) => { observer = next }
+  }
+  return { store, stats, batch: (size: number) => observer?.batch(size) }
+}
+
 repositoryContract('memory, observed', async () => createObservedPlantRepository(createMemoryPlantRepository({ maxPlants: 1000 }), { log: silent }))
 
 describe('createObservedPlantRepository', () => {
-  it('passes the adapter\'s stats and observer hooks through, so the metrics see the wrapped store', async () => {
-    const store = createObservedPlantRepository(createMemoryPlantRepository({ maxPlants: 1000 }), { log: silent })
+  it('exports the group-commit size histogram and the pool gauges, read at scrape time', async () => {
+    const metrics = createMetrics()
+    const fake = poolStore()
+    createObservedPlantRepository(fake.store, { log: silent, metrics })
+    fake.batch(1)
+    fake.batch(3)
+    fake.batch(600)
+    let text = await metrics.registry.metrics()
+    expect(sampleValue(text, 'plant_store_group_commit_batch_size_count')).toBe(3)
+    expect(sampleValue(text, 'plant_store_group_commit_batch_size_sum')).toBe(604)
+    expect(sampleValue(text, 'plant_store_group_commit_batch_size_bucket', { le: '1' })).toBe(1)
+    expect(sampleValue(text, 'plant_store_group_commit_batch_size_bucket', { le: '4' })).toBe(2)
+    expect(sampleValue(text, 'plant_store_group_commit_batch_size_bucket', { le: '512' })).toBe(2)
+    expect(sampleValue(text, 'plant_store_group_commit_batch_size_bucket', { le: '1000' })).toBe(3)
+    expect(sampleValue(text, 'plant_store_pool_connections')).toBe(4)
+    expect(sampleValue(text, 'plant_store_pool_idle_connections')).toBe(1)
+    expect(sampleValue(text, 'plant_store_pool_waiting_requests')).toBe(7)
+    fake.stats.poolWaitingRequests = 0
+    text = await metrics.registry.metrics()
+    expect(sampleValue(text, 'plant_store_pool_waiting_requests')).toBe(0)
+    expect(text).not.toContain('plant_store_memory_')
+  })
+
+  it('exports the memory store\'s fill, and nothing of a store that tells nothing about itself', async () => {
+    const metrics = createMetrics()
+    const store = createObservedPlantRepository(createMemoryPlantRepository({ maxPlants: 1000 }), { log: silent, metrics })
     await store.insert(1, { name: 'fern' })
-    expect(store.stats?.()).toEqual({ plants: 1, capacity: 1000 })
-    const bare: PlantRepository = { insert: async () => 'created', ready: async () => {}, close: async () => {} }
-    const observed = createObservedPlantRepository(bare, { log: silent })
-    expect(observed.stats).toBeUndefined()
-    expect(observed.observe).toBeUndefined()
+    const text = await metrics.registry.metrics()
+    expect(sampleValue(text, 'plant_store_memory_plants')).toBe(1)
+    expect(sampleValue(text, 'plant_store_memory_capacity_plants')).toBe(1000)
+    const bare = createMetrics()
+    createObservedPlantRepository({ insert: async () => 'created', ready: async () => {}, close: async () => {} }, { log: silent, metrics: bare })
+    const bareText = await bare.registry.metrics()
+    expect(bareText).not.toContain('plant_store_memory_')
+    expect(bareText).not.toContain('plant_store_group_commit_batch_size')
+  })
+
+  it('passes outcomes and errors through unchanged, counting and timing each, a lost write as unknown and not as error', async () => {
+    const metrics = createMetrics()
+    const store = createObservedPlantRepository(poolStore().store, { log: silent, metrics })
+    expect(await store.insert(1, { name: 'fern' })).toBe('created')
+    await expect(store.insert(13, { name: 'fern' })).rejects.toBeInstanceOf(StoreFullError)
+    await expect(store.insert(14, { name: 'fern' })).rejects.toBeInstanceOf(StoreOutcomeUnknownError)
+    const text = await metrics.registry.metrics()
+    expect(sampleValue(text, 'plant_store_inserts_total', { outcome: 'created' })).toBe(1)
+    expect(sampleValue(text, 'plant_store_inserts_total', { outcome: 'same' })).toBe(0)
+    expect(sampleValue(text, 'plant_store_inserts_total', { outcome: 'error' })).toBe(1)
+    expect(sampleValue(text, 'plant_store_inserts_total', { outcome: 'unknown' })).toBe(1)
+    expect(sampleValue(text, 'plant_store_insert_duration_seconds_count')).toBe(3)
+    // In seconds: three inserts of a store in memory take far less than one.
+    expect(sampleValue(text, 'plant_store_insert_duration_seconds_sum')).toBeGreaterThan(0)
+    expect(sampleValue(text, 'plant_store_insert_duration_seconds_sum')).toBeLessThan(1)
   })
 
   it('logs a store outage once with its count, not once per refused insert, and once when the store is back', async () => {
@@ -49,16 +113,37 @@ describe('createObservedPlantRepository', () => {
     expect(lines.map((line) => line.message)).toEqual(['store failing (refused, insert)', 'store failing (refused, readyz)'])
     down = false
     expect(await store.insert(1, { name: 'fern' })).toBe('created')
-    await store.ready()
     expect(lines.map((line) => line.message)).toEqual(['store failing (refused, insert)', 'store failing (refused, readyz)', 'store back'])
+    await store.ready()
+    expect(lines).toHaveLength(3)
     expect(lines[2]?.fields).toMatchObject({ subject: 'store', refused: 101 })
     await store.close()
+  })
+
+  it('closes the store on close, and stops the failure lines still to be written', async () => {
+    vi.useFakeTimers()
+    onTestFinished(() => { vi.useRealTimers() })
+    const lines: string[] = []
+    const log = { warn: (_fields: object, message: string) => { lines.push(message) }, info: () => {} }
+    let closed = 0
+    const store = createObservedPlantRepository({
+      insert: async () => { throw new StoreUnavailableError() },
+      ready: async () => {},
+      close: async () => { closed++ }
+    }, { log })
+    for (let i = 0; i < 2; i++) await expect(store.insert(i, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
+    expect(lines).toEqual(['store failing (closed, insert)'])
+    await store.close()
+    expect(closed).toBe(1)
+    vi.advanceTimersByTime(5000)
+    expect(lines).toHaveLength(1)
   })
 
   it('names the kinds of failure an operator tells apart', () => {
     const unavailable = (cause?: unknown): Error => new StoreUnavailableError(cause === undefined ? {} : { cause })
     expect(failureKind(unavailable(withCode('connect ECONNREFUSED', 'ECONNREFUSED')))).toBe('refused')
     expect(failureKind(unavailable(withCode('canceling statement due to statement timeout', '57014')))).toBe('timeout')
+    expect(failureKind(unavailable(withCode('canceling statement due to user request', '57014')))).toBe('timeout')
     expect(failureKind(unavailable(new Error('timeout exceeded when trying to connect')))).toBe('timeout')
     expect(failureKind(unavailable(withCode('database is locked', 'SQLITE_BUSY')))).toBe('busy')
     expect(failureKind(unavailable(withCode('terminating connection due to administrator command', '57P01')))).toBe('down')
@@ -67,6 +152,13 @@ describe('createObservedPlantRepository', () => {
     // Whatever ended the connection, a write whose outcome nobody knows is counted apart.
     expect(failureKind(new StoreOutcomeUnknownError({ cause: withCode('Connection terminated unexpectedly', 'ECONNRESET') }))).toBe('outcome unknown')
     expect(failureKind(new WritesFailingError('6000'))).toBe('writes failing')
+    // The innermost cause decides, however deep; a code alone, or a prefix of SQLite's extended codes.
+    expect(failureKind(unavailable(new Error('pool', { cause: new Error('socket', { cause: withCode('connect', 'ECONNREFUSED') }) })))).toBe('refused')
+    expect(failureKind(unavailable(withCode('read failed', 'ETIMEDOUT')))).toBe('timeout')
+    expect(failureKind(unavailable(withCode('lock not available', '55P03')))).toBe('timeout')
+    expect(failureKind(unavailable(withCode('database is locked', 'SQLITE_BUSY_SNAPSHOT')))).toBe('busy')
+    expect(failureKind(unavailable(withCode('database table is locked', 'SQLITE_LOCKED_SHAREDCACHE')))).toBe('busy')
+    expect(failureKind(unavailable({ code: 'EPIPE', message: 'a timeout, but not an Error' }))).toBe('down')
   })
 
   it('logs a SQLite file that is busy (another process writes) and full as their own kinds, once each with the count', async () => {

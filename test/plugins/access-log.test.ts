@@ -70,7 +70,7 @@ describe('access log', () => {
       for (const line of lines) expect(line.match(/"reqId"/g)).toHaveLength(1)
     }
   })
-  it('writes only the access line for a request refused by a store failure, with its 503 Error record and Retry-After', async () => {
+  it('writes only the access line for a request refused by a store failure, with its 503 Error record and Retry-After; the store\'s wrapper logs the outage once', async () => {
     const lines: string[] = []
     const repository: PlantRepository = {
       insert: async () => { throw new StoreUnavailableError({ cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }) }) },
@@ -82,7 +82,13 @@ describe('access log', () => {
     expect(res.statusCode).toBe(503)
     expect(res.headers['retry-after']).toBe('1')
     expect(res.json()).toEqual({ error: 503, message: 'the plant store is unavailable, retry later' })
-    expect(parse(lines)).toEqual([expect.objectContaining({ level: 30, reqId: 'caller-id-2', status: 503, msg: 'request' })])
+    await postPlant(app, { id: 2, name: 'fern' }, { ...JSON_AUTH, 'x-request-id': 'caller-id-3' })
+    expect(parse(lines)).toEqual([
+      expect.objectContaining({ level: 40, subject: 'store', failure: 'refused', during: 'insert', refused: 1, msg: 'store failing (refused, insert)' }),
+      expect.objectContaining({ level: 30, reqId: 'caller-id-2', status: 503, msg: 'request' }),
+      expect.objectContaining({ level: 30, reqId: 'caller-id-3', status: 503, msg: 'request' })
+    ])
+    expect(parse(lines)[0]).not.toHaveProperty('reqId')
   })
 
   describe('client', () => {
