@@ -196,15 +196,16 @@ function refuseConnect (app: FastifyInstance, metrics: Metrics | undefined): voi
   })
 }
 
-/** The last two replies begun on a connection, in order. */
-export interface Turns { last: ServerResponse, previous: ServerResponse | undefined }
+/** The last two replies begun on a connection, held weakly: a finished reply must not outlive its request. */
+export interface Turns { last: WeakRef<ServerResponse>, previous: WeakRef<ServerResponse> | undefined }
 
 /**
  * The reply malformed bytes must wait for: replies are written in order, so the last one to a complete
  * request (the last request is incomplete when its own body broke) finishes after all others.
  */
 export function replyInFlight (turns: Turns | undefined): ServerResponse | undefined {
-  const reply = turns?.last.req.complete === false ? turns.previous : turns?.last
+  const last = turns?.last.deref()
+  const reply = last?.req.complete === false ? turns?.previous?.deref() : last
   return reply?.writableFinished === false ? reply : undefined
 }
 
@@ -218,10 +219,10 @@ export function awaitTurn (request: FastifyRequest, reply: FastifyReply, turns: 
   const response = reply.raw
   const socket = request.raw.socket
   const seen = turns.get(socket)
-  if (seen === undefined) turns.set(socket, { last: response, previous: undefined })
+  if (seen === undefined) turns.set(socket, { last: new WeakRef(response), previous: undefined })
   else {
     seen.previous = seen.last
-    seen.last = response
+    seen.last = new WeakRef(response)
   }
   if (response.socket !== null) {
     // Its reply owns the connection, unless an earlier reply has already ended it.

@@ -31,19 +31,21 @@ describe('onlyContinue: an Expect field value met by 100 Continue alone', () => 
 
 describe('replyInFlight: the reply malformed bytes on a connection must wait for', () => {
   const reply = (complete: boolean, writableFinished: boolean) => ({ req: { complete }, writableFinished }) as ServerResponse
+  const turns = (last: ServerResponse, previous?: ServerResponse) =>
+    ({ last: new WeakRef(last), previous: previous === undefined ? undefined : new WeakRef(previous) })
 
   it('is the last reply begun, while it is being written to a request that fully arrived', () => {
     const last = reply(true, false)
-    expect(replyInFlight({ last, previous: reply(true, false) })).toBe(last)
-    expect(replyInFlight({ last: reply(true, true), previous: reply(true, false) })).toBeUndefined()
+    expect(replyInFlight(turns(last, reply(true, false)))).toBe(last)
+    expect(replyInFlight(turns(reply(true, true), reply(true, false)))).toBeUndefined()
     expect(replyInFlight(undefined)).toBeUndefined()
   })
 
   it('is the one before when the last request is the one whose body broke, or none', () => {
     const previous = reply(true, false)
-    expect(replyInFlight({ last: reply(false, false), previous })).toBe(previous)
-    expect(replyInFlight({ last: reply(false, false), previous: reply(true, true) })).toBeUndefined()
-    expect(replyInFlight({ last: reply(false, false), previous: undefined })).toBeUndefined()
+    expect(replyInFlight(turns(reply(false, false), previous))).toBe(previous)
+    expect(replyInFlight(turns(reply(false, false), reply(true, true)))).toBeUndefined()
+    expect(replyInFlight(turns(reply(false, false)))).toBeUndefined()
   })
 })
 
