@@ -47,7 +47,8 @@ async function main (): Promise<void> {
 
 main().catch((error: unknown) => {
   // One clear line, naming the variable for configuration errors, then exit status 1.
-  const message = error instanceof ConfigError ? error.message : `cannot start: ${error instanceof Error ? error.message : String(error)}`
+  const reason = error instanceof Error ? error.message : String(error)
+  const message = error instanceof ConfigError ? error.message : `cannot start: ${reason}`
   process.stderr.write(`plant-store: ${message}\n`)
   process.exit(1)
 })

@@ -16,19 +16,19 @@ export interface StorageOptions {
   log?: FailureLogger
 }
 
-/**
- * The one place that picks a store. Each adapter is imported only when chosen, so the memory
- * store never loads a database driver (better-sqlite3 is a native module).
- */
-async function createStore ({ databaseUrl, maxPlants, memoryStoreMaxBytes, databasePoolMax, databaseStatementTimeoutMs, databasePreparedStatements, log }: StorageOptions): Promise<PlantRepository> {
+/** The one place that picks a store, importing its driver only when chosen (better-sqlite3 is native). */
+export async function createRepository (options: StorageOptions): Promise<PlantRepository> {
+  const { databaseUrl, memoryStoreMaxBytes, log } = options
   if (databaseUrl === 'memory:') {
     const { createMemoryPlantRepository } = await import('./plants/memory-plant-repository.js')
-    return createMemoryPlantRepository({ maxPlants, ...(memoryStoreMaxBytes === undefined ? {} : { maxBytes: memoryStoreMaxBytes }) })
+    const maxBytes = memoryStoreMaxBytes === undefined ? {} : { maxBytes: memoryStoreMaxBytes }
+    return createMemoryPlantRepository({ maxPlants: options.maxPlants, ...maxBytes })
   }
   if (databaseUrl.startsWith('sqlite:')) {
     const path = databaseUrl.slice('sqlite:'.length)
     if (path === '' || path === ':memory:') {
-      throw new ConfigError('DATABASE_URL: sqlite: needs a file path, e.g. sqlite:./data/plants.db (for a store in memory, use memory:)')
+      throw new ConfigError('DATABASE_URL: sqlite: needs a file path, e.g. sqlite:./data/plants.db ' +
+        '(for a store in memory, use memory:)')
     }
     const { createSqlitePlantRepository } = await import('./plants/sqlite-plant-repository.js')
     return createSqlitePlantRepository({ path })
@@ -37,16 +37,15 @@ async function createStore ({ databaseUrl, maxPlants, memoryStoreMaxBytes, datab
     const { createPostgresPlantRepository } = await import('./plants/postgres-plant-repository.js')
     return createPostgresPlantRepository({
       connectionString: databaseUrl,
-      maxConnections: databasePoolMax,
-      statementTimeoutMs: databaseStatementTimeoutMs,
-      preparedStatements: databasePreparedStatements,
+      maxConnections: options.databasePoolMax,
+      statementTimeoutMs: options.databaseStatementTimeoutMs,
+      preparedStatements: options.databasePreparedStatements,
       // After a failover, the line that says where the writes go now.
       hostSelected: (host) => { log?.info({ subject: 'store', host }, 'store host selected') }
     })
   }
   // Only the scheme is named: the rest of a URL may carry a password.
   const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:/.exec(databaseUrl)?.[0]
-  throw new ConfigError(`DATABASE_URL: ${scheme === undefined ? 'no store scheme given' : `unsupported store "${scheme}"`}; use memory:, sqlite:<path> or postgres://…`)
+  const problem = scheme === undefined ? 'no store scheme given' : `unsupported store "${scheme}"`
+  throw new ConfigError(`DATABASE_URL: ${problem}; use memory:, sqlite:<path> or postgres://…`)
 }
-
-export { createStore as createRepository }

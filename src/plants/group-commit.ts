@@ -39,8 +39,11 @@ export interface GroupCommit<Item, Outcome> {
  * promise settles only after the commit that holds it. setImmediate runs after the poll phase, so
  * every request read in this turn joins the batch.
  */
-export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<Item, Outcome>): GroupCommit<Item, Outcome> {
-  const { commit, maxBatch = Infinity, maxInFlight = 1, maxQueueMs, expired = options.closed, closed: closedError } = options
+export function createGroupCommit<Item, Outcome> (
+  options: GroupCommitOptions<Item, Outcome>
+): GroupCommit<Item, Outcome> {
+  const { commit, maxBatch = Infinity, maxInFlight = 1, maxQueueMs, closed: closedError } = options
+  const { expired = options.closed } = options
   let queue: Array<Pending<Item, Outcome>> = []
   let scheduled = false
   let closed = false
@@ -79,7 +82,8 @@ export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<It
     expiry = undefined
     const now = performance.now()
     let count = 0
-    while (count < queue.length && now - (queue[count] as Pending<Item, Outcome>).queuedAt >= (maxQueueMs as number)) count++
+    const waited = (index: number) => now - (queue[index] as Pending<Item, Outcome>).queuedAt
+    while (count < queue.length && waited(count) >= (maxQueueMs as number)) count++
     if (count > 0) {
       const gone = queue.slice(0, count)
       queue = queue.slice(count)

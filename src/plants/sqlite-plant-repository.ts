@@ -44,7 +44,8 @@ interface Row {
  * in the same turn of the event loop share one transaction (group commit): each promise settles
  * only after the commit that holds its row.
  */
-export function createSqlitePlantRepository ({ path, busyTimeoutMs = 1000, maxPageCount }: SqlitePlantRepositoryOptions): PlantRepository {
+export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptions): PlantRepository {
+  const { path, busyTimeoutMs = 1000, maxPageCount } = options
   const db = open(path)
   try {
     db.pragma(`busy_timeout = ${Math.trunc(busyTimeoutMs)}`)
@@ -62,8 +63,10 @@ export function createSqlitePlantRepository ({ path, busyTimeoutMs = 1000, maxPa
     throw new Error(`SQLite database ${path}: ${messageOf(error)}`, { cause: error })
   }
 
-  const insertRow = db.prepare<[bigint, string, string | null]>('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING')
-  const selectRow = db.prepare<[bigint], { name: string, tag: string | null }>('SELECT name, tag FROM plants WHERE id = ?')
+  const insertRow = db.prepare<[bigint, string, string | null]>(
+    'INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING')
+  const selectRow = db.prepare<[bigint], { name: string, tag: string | null }>(
+    'SELECT name, tag FROM plants WHERE id = ?')
   const begin = db.prepare('BEGIN IMMEDIATE')
   const commit = db.prepare('COMMIT')
 
@@ -78,7 +81,8 @@ export function createSqlitePlantRepository ({ path, busyTimeoutMs = 1000, maxPa
         } else {
           const row = selectRow.get(id)
           if (row === undefined) throw new Error(`plant ${id} neither inserted nor found`)
-          outcomes.push(samePlant(row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag }, plant) ? 'same' : 'conflict')
+          const stored = row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag }
+          outcomes.push(samePlant(stored, plant) ? 'same' : 'conflict')
         }
       }
       commit.run()
@@ -131,7 +135,8 @@ function open (path: string): Database.Database {
 function migrate (db: Database.Database): void {
   db.exec('BEGIN IMMEDIATE')
   try {
-    db.exec('CREATE TABLE IF NOT EXISTS plant_store_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL) STRICT')
+    db.exec('CREATE TABLE IF NOT EXISTS plant_store_migrations ' +
+      '(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL) STRICT')
     const current = Number(db.prepare('SELECT coalesce(max(version), 0) FROM plant_store_migrations').pluck().get())
     if (current > MIGRATIONS.length) {
       throw new Error(`schema version ${current} is newer than this release knows (${MIGRATIONS.length})`)
