@@ -95,6 +95,13 @@ describe('memory store under a memory bound (MEMORY_STORE_MAX_BYTES): the bytes 
     expect(await store.insert(2, { name: 'fern' })).toBe('created')
   })
 
+  it('reserves the id index for MAX_PLANTS up front, at most a quarter of maxBytes: the bytes an empty store holds', () => {
+    // A quarter of 10^6 bytes is 7,812 plants of 32 bytes: 15,624 slots, rounded up to 2^14 slots of 16 bytes.
+    expect(createMemoryPlantRepository({ maxPlants: 100000, maxBytes: 1e6 }).stats?.().bytes).toBe(2 ** 14 * 16)
+    // MAX_PLANTS 1,000 binds first: 2,000 slots, rounded up to 2^11.
+    expect(createMemoryPlantRepository({ maxPlants: 1000, maxBytes: 1e6 }).stats?.().bytes).toBe(2 ** 11 * 16)
+  })
+
   it('has no bound but MAX_PLANTS without maxBytes (or with 0)', async () => {
     for (const options of [{ maxPlants: 3 }, { maxPlants: 3, maxBytes: 0 }]) {
       const store = createMemoryPlantRepository(options)
