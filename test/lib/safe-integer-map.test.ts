@@ -48,6 +48,17 @@ describe('SafeIntegerMap', () => {
     expect(map.get(first + 200_000)).toBeUndefined()
   })
 
+  it('keeps values set while it grows: a key replaced before it moved to the larger table keeps the new value, counted once', () => {
+    const map = new SafeIntegerMap(16)
+    // The 9th key doubles the table; the next sets move the previous table's slots a few at a time.
+    for (let key = 1; key <= 9; key++) map.set(key * 2 ** 33, key)
+    for (let key = 1; key <= 9; key++) map.set(key * 2 ** 33, -key)
+    for (let key = 10; key <= 40; key++) map.set(key * 2 ** 33, key)
+    expect(map.size).toBe(40)
+    for (let key = 1; key <= 9; key++) expect(map.get(key * 2 ** 33)).toBe(-key)
+    for (let key = 10; key <= 40; key++) expect(map.get(key * 2 ** 33)).toBe(key)
+  })
+
   it('treats 0 and -0 as one key, as a Map does', () => {
     const map = new SafeIntegerMap()
     map.set(-0, 1)
