@@ -32,6 +32,11 @@ const { values: args } = parseArgs({
     out: { type: 'string' },
     quick: { type: 'boolean', default: false },
     'no-pin': { type: 'boolean', default: false },
+    url: { type: 'string' },
+    pid: { type: 'string' },
+    file: { type: 'string' },
+    label: { type: 'string', default: 'external' },
+    rebuild: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false }
   }
 })
@@ -46,6 +51,9 @@ if (args.help) {
   --out FILE        the JSON result file to write and to continue (fills complete there are skipped)
   --quick           a few minutes in all
   --no-pin          do not pin the server to CPU 0 and wrk to CPU 1
+  --url URL         load a server already running there (e.g. the image) instead of starting one;
+                    --label NAME names it in the results, --pid PID reads its RSS, --file PATH its SQLite file
+  --rebuild         with --out: recompute the steps, checks and Markdown of that file from its windows
 env: BENCH_DATABASE_URL (PostgreSQL server; a fresh database per fill, dropped after)`)
   process.exit(0)
 }
@@ -60,12 +68,12 @@ const positive = (value, fallback, name) => {
   }
   return n
 }
-const stores = args.stores.split(',').map((s) => s.trim()).filter(Boolean)
+const stores = args.url === undefined ? args.stores.split(',').map((s) => s.trim()).filter(Boolean) : [args.label]
 const idPatterns = args.ids.split(',').map((s) => s.trim()).filter(Boolean)
-for (const s of stores) if (!STORES.includes(s)) { console.error(`bench:scale: unknown store ${s}`); process.exit(2) }
+for (const s of stores) if (args.url === undefined && !STORES.includes(s)) { console.error(`bench:scale: unknown store ${s}`); process.exit(2) }
 for (const p of idPatterns) if (p !== 'random' && p !== 'ascending') { console.error(`bench:scale: unknown id pattern ${p}`); process.exit(2) }
 if (!has('wrk', ['--version'])) { console.error('bench:scale needs wrk (apt-get install wrk)'); process.exit(2) }
-const plantsFor = (store) => Math.round(positive(args.plants, quick ? 200_000 : DEFAULT_PLANTS[store], 'plants'))
+const plantsFor = (store) => Math.round(positive(args.plants, quick ? 200_000 : DEFAULT_PLANTS[store] ?? 10_000_000, 'plants'))
 const step = Math.round(positive(args.step, quick ? 50_000 : 1_000_000, 'step'))
 const windowS = positive(args.window, quick ? 2 : 5, 'window')
 const connections = Math.round(positive(args.connections, 32, 'connections'))
@@ -94,6 +102,7 @@ const result = existsSync(outFile)
 
 /** What to start for a store: { script, env, service, file?, pgUrl?, cleanup }. */
 async function prepare (store, plants, label) {
+  if (args.url !== undefined) return { external: true, file: args.file }
   const maxPlants = String(Math.max(16_000_000, plants + 1_000_000))
   if (store === 'memory') return { script: join(ROOT, 'dist', 'server.js'), service: true, env: serviceEnv({ MAX_PLANTS: maxPlants }) }
   if (store === 'peer') return { script: join(BENCH, 'peer.js'), env: { ...process.env, API_TOKENS: TOKEN, LOG_LEVEL: 'info', METRICS_PORT: '0' } }
@@ -184,7 +193,9 @@ async function fill (store, ids) {
   let server
   let pg
   try {
-    server = await start(target, label)
+    server = target.external
+      ? { port: Number(new URL(args.url).port), child: { pid: args.pid === undefined ? null : Number(args.pid) } }
+      : await start(target, label)
     if (target.pgUrl) pg = await pgClient(target.pgUrl)
     const rss0 = vmRssBytes(server.child.pid)
     record.emptyRssBytes = rss0
@@ -209,7 +220,10 @@ async function fill (store, ids) {
         rps: r.requests / (r.durationUs / 1e6),
         p50: r.p50Us / 1000,
         p99: r.p99Us / 1000,
-        max: r.maxUs / 1000,
+        // No request answered in the whole window: the server stalled at least that long (wrk counts
+        // only answered requests, so its own max would read 0).
+        max: r.requests === 0 ? r.durationUs / 1000 : r.maxUs / 1000,
+        stalled: r.requests === 0,
         errors,
         cpuUsPerReq: cpu0 === null || cpu1 === null ? null : (cpu1 - cpu0) * 1e6 / r.requests,
         rssBytes: vmRssBytes(server.child.pid)
@@ -221,7 +235,7 @@ async function fill (store, ids) {
       record.elapsedS = (Date.now() - t0) / 1000
       save()
       console.log(`${label} ${fmt(stored).padStart(11)} plants  ${fmt(w.rps).padStart(7)} req/s  p50 ${fmt(w.p50, 2)}  p99 ${fmt(w.p99, 2)}  max ${fmt(w.max, 1)} ms` +
-        `  rss ${fmt(w.rssBytes / 2 ** 20)} MB` + (w.fileBytes ? `  file ${fmt(w.fileBytes / 2 ** 20)} MB` : '') +
+        (w.rssBytes === null ? '' : `  rss ${fmt(w.rssBytes / 2 ** 20)} MB`) + (w.fileBytes ? `  file ${fmt(w.fileBytes / 2 ** 20)} MB` : '') +
         (w.totalBytes ? `  table+index ${fmt(w.totalBytes / 2 ** 20)} MB` : '') + (errors > 0 ? `  !! ${errors} errors` : ''))
       if (errors > 0 && r.requests === r.non2xx) throw new Error('every request of a window failed')
     }
@@ -236,16 +250,16 @@ async function fill (store, ids) {
     return record
   } finally {
     await pg?.end().catch(() => {})
-    if (server) await stop(server.child)
+    if (server && !target.external) await stop(server.child)
     await target.cleanup?.().catch(() => {})
   }
 }
 
 /** Windows grouped by the step their last plant falls in: one row per step of `step` plants. */
-function steps (ws, rss0) {
+function steps (ws, rss0, size = step) {
   const groups = new Map()
   for (const w of ws) {
-    const k = Math.ceil(w.plants / step)
+    const k = Math.ceil(w.plants / size)
     if (!groups.has(k)) groups.set(k, [])
     groups.get(k).push(w)
   }
@@ -253,14 +267,16 @@ function steps (ws, rss0) {
     const last = g[g.length - 1]
     const requests = g.reduce((a, w) => a + w.requests, 0)
     const seconds = g.reduce((a, w) => a + w.seconds, 0)
+    const answered = g.filter((w) => !w.stalled)
     return {
-      plants: Math.min(k * step, last.plants),
+      plants: Math.min(k * size, last.plants),
       plantsAtEnd: last.plants,
       windows: g.length,
       rps: requests / seconds,
-      p50: median(g.map((w) => w.p50)),
-      p99: median(g.map((w) => w.p99)),
-      p99Worst: Math.max(...g.map((w) => w.p99)),
+      p50: median(answered.map((w) => w.p50)),
+      p99: median(answered.map((w) => w.p99)),
+      p99Worst: Math.max(...answered.map((w) => w.p99)),
+      stalledWindows: g.length - answered.length,
       max: Math.max(...g.map((w) => w.max)),
       errors: g.reduce((a, w) => a + w.errors, 0),
       cpuUsPerReq: median(g.map((w) => w.cpuUsPerReq)),
@@ -303,7 +319,7 @@ function markdown () {
     for (const s of f.steps) {
       const disk = s.fileBytes ?? s.totalBytes
       const diskPer = s.fileBytesPerPlant ?? s.totalBytesPerPlant
-      lines.push(`| ${fmt(s.plants)} | ${fmt(s.rps)} | ${fmt(s.p50, 2)} | ${fmt(s.p99, 2)} | ${fmt(s.p99Worst, 2)} | ${fmt(s.max, 1)} | ${fmt(s.cpuUsPerReq)} | ${fmt(s.rssBytes / 2 ** 20)} | ${fmt(s.rssBytesPerPlant)} | ${disk === undefined ? '–' : fmt(disk / 2 ** 20)}${s.indexBytes === undefined ? '' : ` (index ${fmt(s.indexBytes / 2 ** 20)})`} | ${diskPer === undefined ? '–' : fmt(diskPer)} | ${s.errors} |`)
+      lines.push(`| ${fmt(s.plants)} | ${fmt(s.rps)} | ${fmt(s.p50, 2)} | ${fmt(s.p99, 2)} | ${fmt(s.p99Worst, 2)} | ${fmt(s.max, 1)} | ${fmt(s.cpuUsPerReq)} | ${s.rssBytes === null ? '–' : fmt(s.rssBytes / 2 ** 20)} | ${fmt(s.rssBytesPerPlant)} | ${disk === undefined ? '–' : fmt(disk / 2 ** 20)}${s.indexBytes === undefined ? '' : ` (index ${fmt(s.indexBytes / 2 ** 20)})`} | ${diskPer === undefined ? '–' : fmt(diskPer)} | ${s.errors} |`)
     }
     lines.push('')
     for (const c of f.checks ?? []) lines.push(`- ${c.pass ? 'PASS' : 'FAIL'} ${c.measure}: ${fmt(c.value, 2)} (target ${c.target})`)
@@ -322,6 +338,21 @@ function save () {
 
 // ---------------------------------------------------------------------------------------------
 // The run
+
+if (args.rebuild) {
+  for (const f of result.fills) {
+    if (!f.windows) continue
+    for (const w of f.windows) {
+      if (w.requests === 0) Object.assign(w, { max: w.seconds * 1000, stalled: true })
+    }
+    f.steps = steps(f.windows, f.emptyRssBytes ?? null, f.step ?? result.step)
+    if (f.complete) f.checks = flatness(f.steps)
+  }
+  save()
+  rmSync(runTmp, { recursive: true, force: true })
+  console.log(`rebuilt ${outFile}`)
+  process.exit(0)
+}
 
 console.log(`bench:scale ${startedAt.toISOString()}; ${machine.cpu}, ${machine.cores} cores, node ${machine.node}`)
 console.log(`stores ${stores.join(', ')}; ids ${idPatterns.join(', ')}; ${connections} connections; ${windowS} s windows; steps of ${fmt(step)}; results ${outFile}`)
