@@ -231,7 +231,7 @@ async function fill (store, ids) {
       if (target.file) w.fileBytes = fileBytes(target.file)
       if (pg) Object.assign(w, await pgSizes(pg))
       record.windows.push(w)
-      record.steps = steps(record.windows, rss0)
+      record.steps = steps(record.windows, rss0, step, plants)
       record.elapsedS = (Date.now() - t0) / 1000
       save()
       console.log(`${label} ${fmt(stored).padStart(11)} plants  ${fmt(w.rps).padStart(7)} req/s  p50 ${fmt(w.p50, 2)}  p99 ${fmt(w.p99, 2)}  max ${fmt(w.max, 1)} ms` +
@@ -256,21 +256,21 @@ async function fill (store, ids) {
 }
 
 /** Windows grouped by the step their last plant falls in: one row per step of `step` plants. */
-function steps (ws, rss0, size = step) {
+function steps (ws, rss0, size = step, target = Infinity) {
   const groups = new Map()
   for (const w of ws) {
-    const k = Math.ceil(w.plants / size)
+    // The window that passes the target counts in the last step, not in a step of its own.
+    const k = Math.min(Math.ceil(w.plants / size), Math.ceil(target / size))
     if (!groups.has(k)) groups.set(k, [])
     groups.get(k).push(w)
   }
-  return [...groups].map(([k, g]) => {
+  return [...groups.values()].map((g) => {
     const last = g[g.length - 1]
     const requests = g.reduce((a, w) => a + w.requests, 0)
     const seconds = g.reduce((a, w) => a + w.seconds, 0)
     const answered = g.filter((w) => !w.stalled)
     return {
-      plants: Math.min(k * size, last.plants),
-      plantsAtEnd: last.plants,
+      plants: last.plants,
       windows: g.length,
       rps: requests / seconds,
       p50: median(answered.map((w) => w.p50)),
@@ -345,7 +345,7 @@ if (args.rebuild) {
     for (const w of f.windows) {
       if (w.requests === 0) Object.assign(w, { max: w.seconds * 1000, stalled: true })
     }
-    f.steps = steps(f.windows, f.emptyRssBytes ?? null, f.step ?? result.step)
+    f.steps = steps(f.windows, f.emptyRssBytes ?? null, f.step ?? result.step, f.target)
     if (f.complete) f.checks = flatness(f.steps)
   }
   save()
