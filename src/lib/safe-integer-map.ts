@@ -18,13 +18,13 @@ export class SafeIntegerMap {
    * operating system maps its pages only as slots are used (filling 32 MiB with NaN at start cost
    * 13 ms of the start time). The key 0 itself lives outside the table, in #zeroValue.
    */
-  #entries: Float64Array
+  #entries: Float64Array<ArrayBuffer>
   /**
    * While the table grows: the previous one, read-only, whose keys move into #entries a few slots
    * per set (#moved: slots moved so far). Rehashing millions of keys at once stopped every request
    * for hundreds of milliseconds (docs/performance.md, "Scale").
    */
-  #old: Float64Array | undefined
+  #old: Float64Array<ArrayBuffer> | undefined
   #moved = 0
   #zeroValue: number | undefined
   #size = 0
@@ -86,7 +86,7 @@ export class SafeIntegerMap {
    * rate the old one is empty after half of them.
    */
   #move (): void {
-    const old = this.#old as Float64Array
+    const old = this.#old as Float64Array<ArrayBuffer>
     const entries = this.#entries
     const end = Math.min(this.#moved + MOVES_PER_SET, old.length >>> 1)
     for (let s = this.#moved; s < end; s++) {
@@ -99,7 +99,12 @@ export class SafeIntegerMap {
       }
     }
     this.#moved = end
-    if (end === old.length >>> 1) this.#old = undefined
+    if (end === old.length >>> 1) {
+      // Its memory is released now: dropped, it would stay resident until a major GC, which a store
+      // that keeps nothing on the JS heap may not see for millions of inserts.
+      old.buffer.transfer(0)
+      this.#old = undefined
+    }
   }
 }
 
@@ -120,7 +125,7 @@ function valueIn (entries: Float64Array, key: number): number | undefined {
 }
 
 /** A table of `capacity` empty slots: all zero, as allocated. */
-function emptyEntries (capacity: number): Float64Array {
+function emptyEntries (capacity: number): Float64Array<ArrayBuffer> {
   return new Float64Array(2 * capacity)
 }
 
