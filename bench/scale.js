@@ -37,6 +37,7 @@ const { values: args } = parseArgs({
     file: { type: 'string' },
     label: { type: 'string', default: 'external' },
     rebuild: { type: 'boolean', default: false },
+    minutes: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false }
   }
 })
@@ -53,6 +54,7 @@ if (args.help) {
   --no-pin          do not pin the server to CPU 0 and wrk to CPU 1
   --url URL         load a server already running there (e.g. the image) instead of starting one;
                     --label NAME names it in the results, --pid PID reads its RSS, --file PATH its SQLite file
+  --minutes M       stop each fill after M minutes of load, whatever its count (its steps and checks are kept)
   --rebuild         with --out: recompute the steps, checks and Markdown of that file from its windows
 env: BENCH_DATABASE_URL (PostgreSQL server; a fresh database per fill, dropped after)`)
   process.exit(0)
@@ -206,7 +208,8 @@ async function fill (store, ids) {
     stored += warm.requests
     idBase += warm.requests + 1000
     const t0 = Date.now()
-    while (stored < plants) {
+    const deadline = args.minutes === undefined ? Infinity : t0 + positive(args.minutes, 0, 'minutes') * 60000
+    while (stored < plants && Date.now() < deadline) {
       const cpu0 = cpuSeconds(server.child.pid)
       const r = await loadWindow(server.port, ids, idBase, windowS)
       const cpu1 = cpuSeconds(server.child.pid)
@@ -239,7 +242,8 @@ async function fill (store, ids) {
         (w.totalBytes ? `  table+index ${fmt(w.totalBytes / 2 ** 20)} MB` : '') + (errors > 0 ? `  !! ${errors} errors` : ''))
       if (errors > 0 && r.requests === r.non2xx) throw new Error('every request of a window failed')
     }
-    record.complete = true
+    record.complete = stored >= plants
+    if (!record.complete) record.stopped = `after --minutes ${args.minutes}`
     record.checks = flatness(record.steps)
     save()
     return record
@@ -312,7 +316,7 @@ function markdown () {
     `machine: ${result.machine.cpu}, ${result.machine.cores} cores, ${result.machine.memoryGB} GB, ${result.machine.os}, node ${result.machine.node}; ` +
     `wrk, ${result.connections} keep-alive connections, ${result.windowS} s windows${result.pinned ? ', server on CPU 0, wrk on CPU 1' : ''}`, '']
   for (const f of result.fills) {
-    lines.push(`## ${f.store}, ${f.ids} ids, to ${fmt(f.target)} plants${f.complete ? '' : f.skipped ? ` (skipped: ${f.skipped})` : ` (stopped at ${fmt(f.windows?.at(-1)?.plants ?? 0)}${f.error ? `: ${f.error}` : ''})`}`, '')
+    lines.push(`## ${f.store}, ${f.ids} ids, to ${fmt(f.target)} plants${f.complete ? '' : f.skipped ? ` (skipped: ${f.skipped})` : ` (stopped at ${fmt(f.windows?.at(-1)?.plants ?? 0)}${f.error ?? f.stopped ? `: ${f.error ?? f.stopped}` : ''})`}`, '')
     if (!f.steps?.length) continue
     lines.push('| plants | req/s | p50 ms | p99 ms | worst window p99 ms | longest request ms | CPU µs/req | RSS MB | RSS bytes/plant | file or table+index MB | bytes/plant on disk | errors |',
       '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
@@ -346,7 +350,7 @@ if (args.rebuild) {
       if (w.requests === 0) Object.assign(w, { max: w.seconds * 1000, stalled: true })
     }
     f.steps = steps(f.windows, f.emptyRssBytes ?? null, f.step ?? result.step, f.target)
-    if (f.complete) f.checks = flatness(f.steps)
+    if (f.steps.length > 0) f.checks = flatness(f.steps)
   }
   save()
   rmSync(runTmp, { recursive: true, force: true })
