@@ -61,7 +61,7 @@ const spec = {
   },
   data: { values: rows },
   vconcat: METRICS.map((m, i) => panel(m, i === METRICS.length - 1)),
-  config: { background: 'white', axisY: { titleFontSize: 10 } }
+  config: { background: 'white', axisY: { titleFontSize: 10 }, legend: { labelLimit: 320 } }
 }
 
 const view = new vega.View(vega.parse(compile(spec).spec), { renderer: 'none' })
