@@ -168,6 +168,15 @@ async function loadWindow (port, ids, idBase, seconds) {
   return r
 }
 
+/** Bytes a process has caused to be written to storage so far (/proc/<pid>/io), or null. */
+function writtenBytes (pid) {
+  try {
+    return Number(/^write_bytes: (\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))?.[1] ?? Number.NaN)
+  } catch {
+    return null
+  }
+}
+
 const fileBytes = (file) => ['', '-wal'].reduce((total, suffix) => {
   try { return total + statSync(`${file}${suffix}`).size } catch { return total }
 }, 0)
@@ -211,8 +220,10 @@ async function fill (store, ids) {
     const deadline = args.minutes === undefined ? Infinity : t0 + positive(args.minutes, 0, 'minutes') * 60000
     while (stored < plants && Date.now() < deadline) {
       const cpu0 = cpuSeconds(server.child.pid)
+      const written0 = writtenBytes(server.child.pid)
       const r = await loadWindow(server.port, ids, idBase, windowS)
       const cpu1 = cpuSeconds(server.child.pid)
+      const written1 = writtenBytes(server.child.pid)
       const errors = r.non2xx + r.connectErrors + r.readErrors + r.writeErrors + r.timeouts
       stored += r.requests - r.non2xx
       idBase += r.requests + 1000
@@ -229,6 +240,8 @@ async function fill (store, ids) {
         stalled: r.requests === 0,
         errors,
         cpuUsPerReq: cpu0 === null || cpu1 === null ? null : (cpu1 - cpu0) * 1e6 / r.requests,
+        // What the server wrote to storage per request (the SQLite WAL and checkpoints; its log goes to a file too).
+        writtenBytesPerReq: written0 === null || written1 === null ? null : (written1 - written0) / r.requests,
         rssBytes: vmRssBytes(server.child.pid)
       }
       if (target.file) w.fileBytes = fileBytes(target.file)
@@ -284,6 +297,7 @@ function steps (ws, rss0, size = step, target = Infinity) {
       max: Math.max(...g.map((w) => w.max)),
       errors: g.reduce((a, w) => a + w.errors, 0),
       cpuUsPerReq: median(g.map((w) => w.cpuUsPerReq)),
+      writtenBytesPerReq: median(g.map((w) => w.writtenBytesPerReq)),
       rssBytes: last.rssBytes,
       rssBytesPerPlant: rss0 === null || last.rssBytes === null ? null : (last.rssBytes - rss0) / last.plants,
       ...(last.fileBytes === undefined ? {} : { fileBytes: last.fileBytes, fileBytesPerPlant: last.fileBytes / last.plants }),
@@ -318,12 +332,12 @@ function markdown () {
   for (const f of result.fills) {
     lines.push(`## ${f.store}, ${f.ids} ids, to ${fmt(f.target)} plants${f.complete ? '' : f.skipped ? ` (skipped: ${f.skipped})` : ` (stopped at ${fmt(f.windows?.at(-1)?.plants ?? 0)}${f.error ?? f.stopped ? `: ${f.error ?? f.stopped}` : ''})`}`, '')
     if (!f.steps?.length) continue
-    lines.push('| plants | req/s | p50 ms | p99 ms | worst window p99 ms | longest request ms | CPU µs/req | RSS MB | RSS bytes/plant | file or table+index MB | bytes/plant on disk | errors |',
-      '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+    lines.push('| plants | req/s | p50 ms | p99 ms | worst window p99 ms | longest request ms | CPU µs/req | written bytes/req | RSS MB | RSS bytes/plant | file or table+index MB | bytes/plant on disk | errors |',
+      '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
     for (const s of f.steps) {
       const disk = s.fileBytes ?? s.totalBytes
       const diskPer = s.fileBytesPerPlant ?? s.totalBytesPerPlant
-      lines.push(`| ${fmt(s.plants)} | ${fmt(s.rps)} | ${fmt(s.p50, 2)} | ${fmt(s.p99, 2)} | ${fmt(s.p99Worst, 2)} | ${fmt(s.max, 1)} | ${fmt(s.cpuUsPerReq)} | ${s.rssBytes === null ? '–' : fmt(s.rssBytes / 2 ** 20)} | ${fmt(s.rssBytesPerPlant)} | ${disk === undefined ? '–' : fmt(disk / 2 ** 20)}${s.indexBytes === undefined ? '' : ` (index ${fmt(s.indexBytes / 2 ** 20)})`} | ${diskPer === undefined ? '–' : fmt(diskPer)} | ${s.errors} |`)
+      lines.push(`| ${fmt(s.plants)} | ${fmt(s.rps)} | ${fmt(s.p50, 2)} | ${fmt(s.p99, 2)} | ${fmt(s.p99Worst, 2)} | ${fmt(s.max, 1)} | ${fmt(s.cpuUsPerReq)} | ${fmt(s.writtenBytesPerReq)} | ${s.rssBytes === null ? '–' : fmt(s.rssBytes / 2 ** 20)} | ${fmt(s.rssBytesPerPlant)} | ${disk === undefined ? '–' : fmt(disk / 2 ** 20)}${s.indexBytes === undefined ? '' : ` (index ${fmt(s.indexBytes / 2 ** 20)})`} | ${diskPer === undefined ? '–' : fmt(diskPer)} | ${s.errors} |`)
     }
     lines.push('')
     for (const c of f.checks ?? []) lines.push(`- ${c.pass ? 'PASS' : 'FAIL'} ${c.measure}: ${fmt(c.value, 2)} (target ${c.target})`)
