@@ -18,7 +18,14 @@ export class SafeIntegerMap {
    * operating system maps its pages only as slots are used (filling 32 MiB with NaN at start cost
    * 13 ms of the start time). The key 0 itself lives outside the table, in #zeroValue.
    */
-  #entries: Float64Array
+  #entries: Float64Array<ArrayBuffer>
+  /**
+   * While the table grows: the previous one, read-only, whose keys move into #entries a few slots
+   * per set (#moved: slots moved so far). Rehashing millions of keys at once stopped every request
+   * for hundreds of milliseconds (docs/performance.md, "Scale").
+   */
+  #old: Float64Array<ArrayBuffer> | undefined
+  #moved = 0
   #zeroValue: number | undefined
   #size = 0
 
@@ -37,13 +44,7 @@ export class SafeIntegerMap {
 
   get (key: number): number | undefined {
     if (key === 0) return this.#zeroValue
-    const entries = this.#entries
-    const mask = (entries.length >>> 1) - 1
-    for (let i = slot(key, mask); ; i = (i + 1) & mask) {
-      const k = entries[2 * i] as number
-      if (k === key) return entries[2 * i + 1]
-      if (k === 0) return undefined
-    }
+    return valueIn(this.#entries, key) ?? (this.#old === undefined ? undefined : valueIn(this.#old, key))
   }
 
   /** Adds or replaces the value of a safe-integer key. */
@@ -54,48 +55,77 @@ export class SafeIntegerMap {
       this.#zeroValue = value
       return
     }
-    if ((this.#size + 1) * 4 > this.#entries.length) this.#grow()
-    this.#put(key, value)
+    if (this.#old !== undefined) this.#move()
+    else if ((this.#size + 1) * 4 > this.#entries.length) this.#grow()
+    const entries = this.#entries
+    const i = probe(entries, key)
+    const added = entries[2 * i] === 0
+    entries[2 * i] = key
+    entries[2 * i + 1] = value
+    // A key still waiting in the previous table is already counted.
+    if (added && (this.#old === undefined || valueIn(this.#old, key) === undefined)) this.#size++
   }
 
   clear (): void {
     this.#entries = emptyEntries(this.#entries.length >>> 1)
+    this.#old = undefined
     this.#zeroValue = undefined
     this.#size = 0
   }
 
-  /** Stores a key other than 0. */
-  #put (key: number, value: number): void {
-    const entries = this.#entries
-    const mask = (entries.length >>> 1) - 1
-    for (let i = slot(key, mask); ; i = (i + 1) & mask) {
-      const k = entries[2 * i] as number
-      if (k === key) {
-        entries[2 * i + 1] = value
-        return
-      }
-      if (k === 0) {
-        entries[2 * i] = key
-        entries[2 * i + 1] = value
-        this.#size++
-        return
-      }
-    }
+  /** A table twice as large; the keys move into it as later keys are set. */
+  #grow (): void {
+    this.#old = this.#entries
+    this.#moved = 0
+    this.#entries = emptyEntries(this.#old.length)
   }
 
-  #grow (): void {
-    const old = this.#entries
-    this.#entries = emptyEntries(old.length)
-    this.#size = this.#zeroValue === undefined ? 0 : 1
-    for (let i = 0; i < old.length; i += 2) {
-      const k = old[i] as number
-      if (k !== 0) this.#put(k, old[i + 1] as number)
+  /**
+   * Moves the next MOVES_PER_SET slots of the previous table, keeping a value set since. The new
+   * table has room for as many keys again as the old one held before it grows in turn; at this
+   * rate the old one is empty after half of them.
+   */
+  #move (): void {
+    const old = this.#old as Float64Array<ArrayBuffer>
+    const entries = this.#entries
+    const end = Math.min(this.#moved + MOVES_PER_SET, old.length >>> 1)
+    for (let s = this.#moved; s < end; s++) {
+      const key = old[2 * s] as number
+      if (key === 0) continue
+      const i = probe(entries, key)
+      if (entries[2 * i] === 0) {
+        entries[2 * i] = key
+        entries[2 * i + 1] = old[2 * s + 1] as number
+      }
+    }
+    this.#moved = end
+    if (end === old.length >>> 1) {
+      // Its memory is released now: dropped, it would stay resident until a major GC, which a store
+      // that keeps nothing on the JS heap may not see for millions of inserts.
+      old.buffer.transfer(0)
+      this.#old = undefined
     }
   }
 }
 
+const MOVES_PER_SET = 4
+
+/** The slot that holds a key other than 0, or the empty slot where it would go (linear probing). */
+function probe (entries: Float64Array, key: number): number {
+  const mask = (entries.length >>> 1) - 1
+  for (let i = slot(key, mask); ; i = (i + 1) & mask) {
+    const k = entries[2 * i] as number
+    if (k === key || k === 0) return i
+  }
+}
+
+function valueIn (entries: Float64Array, key: number): number | undefined {
+  const i = probe(entries, key)
+  return entries[2 * i] === key ? entries[2 * i + 1] : undefined
+}
+
 /** A table of `capacity` empty slots: all zero, as allocated. */
-function emptyEntries (capacity: number): Float64Array {
+function emptyEntries (capacity: number): Float64Array<ArrayBuffer> {
   return new Float64Array(2 * capacity)
 }
 

@@ -48,6 +48,32 @@ describe('SafeIntegerMap', () => {
     expect(map.get(first + 200_000)).toBeUndefined()
   })
 
+  it('keeps values set while it grows: a key replaced before it moved to the larger table keeps the new value, counted once', () => {
+    const map = new SafeIntegerMap(16)
+    // The 9th key doubles the table; the next sets move the previous table's slots a few at a time.
+    for (let key = 1; key <= 9; key++) map.set(key * 2 ** 33, key)
+    for (let key = 1; key <= 9; key++) map.set(key * 2 ** 33, -key)
+    for (let key = 10; key <= 40; key++) map.set(key * 2 ** 33, key)
+    expect(map.size).toBe(40)
+    for (let key = 1; key <= 9; key++) expect(map.get(key * 2 ** 33)).toBe(-key)
+    for (let key = 10; key <= 40; key++) expect(map.get(key * 2 ** 33)).toBe(key)
+  })
+
+  it('releases the previous table as soon as its keys have moved, without waiting for a garbage collection', () => {
+    const slots = 2 ** 20 // 16 MiB of table
+    const map = new SafeIntegerMap(slots)
+    let key = 1
+    while (map.size < slots / 2) map.set(key++, 1)
+    const before = process.memoryUsage().arrayBuffers
+    // One more key doubles the table (32 MiB more); the old one's slots then move four per set.
+    for (let i = 0; i < slots / 4 + 1; i++) map.set(key++, 1)
+    // 32 MiB in place of 16: 16 MiB more, not 32 (both tables).
+    const grown = process.memoryUsage().arrayBuffers - before
+    expect(grown).toBeGreaterThan(12 * 2 ** 20)
+    expect(grown).toBeLessThan(20 * 2 ** 20)
+    expect(map.get(1)).toBe(1)
+  })
+
   it('treats 0 and -0 as one key, as a Map does', () => {
     const map = new SafeIntegerMap()
     map.set(-0, 1)

@@ -1,0 +1,393 @@
+// npm run bench:scale: how the cost grows as a store fills (issue 31). Each store is started empty
+// and filled under steady load (wrk, 32 keep-alive connections, bench/scale-ids.lua) with random or
+// ascending ids, in windows of a few seconds; after each window the server's RSS, the SQLite file and
+// the PostgreSQL table and index sizes are read. Per step of plants (a million by default) the report
+// shows throughput, p50/p99 (median of the windows' own percentiles, and the worst window's p99), the
+// longest single request, and memory or disk per plant. See bench/README.md, "Scale".
+//
+// Results: bench/results/scale-<date>.{json,md} and scale-latest.{json,md}, rewritten after every
+// window, so a run that is cut off keeps what it measured. `--out FILE` continues a result file: fills
+// already complete there are skipped (a long default run can be resumed, one fill at a time).
+// `node bench/scale-chart.js` draws docs/scale.svg from result files.
+import { spawn } from 'node:child_process'
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { freshDatabase, pgClient, postgresAvailable } from './postgres.js'
+import { serviceEnv } from './targets.js'
+import { BENCH, call, cpuSeconds, fmt, freePort, has, median, resultLine, RESULTS, ROOT, run, sleep, TOKEN, vmRssBytes } from './util.js'
+
+const STORES = ['memory', 'peer', 'sqlite', 'postgres']
+const DEFAULT_PLANTS = { memory: 10_000_000, peer: 10_000_000, sqlite: 50_000_000, postgres: 50_000_000 }
+
+const { values: args } = parseArgs({
+  options: {
+    stores: { type: 'string', default: STORES.join(',') },
+    ids: { type: 'string', default: 'random,ascending' },
+    plants: { type: 'string' },
+    step: { type: 'string' },
+    window: { type: 'string' },
+    connections: { type: 'string', default: '32' },
+    out: { type: 'string' },
+    quick: { type: 'boolean', default: false },
+    'no-pin': { type: 'boolean', default: false },
+    url: { type: 'string' },
+    pid: { type: 'string' },
+    file: { type: 'string' },
+    label: { type: 'string', default: 'external' },
+    rebuild: { type: 'boolean', default: false },
+    minutes: { type: 'string' },
+    help: { type: 'boolean', short: 'h', default: false }
+  }
+})
+if (args.help) {
+  console.log(`npm run bench:scale -- [options]
+  --stores a,b      any of ${STORES.join(', ')} (default: all)
+  --ids a,b         random, ascending (default: both); random ids are uniform below 2^53
+  --plants N        plants per fill (default: memory and peer ${fmt(DEFAULT_PLANTS.memory)}, sqlite and postgres ${fmt(DEFAULT_PLANTS.sqlite)}; --quick 200,000)
+  --step N          plants per reported step (default 1,000,000; --quick 50,000)
+  --window S        seconds per load window (default 5; --quick 2)
+  --connections N   keep-alive connections (default 32)
+  --out FILE        the JSON result file to write and to continue (fills complete there are skipped)
+  --quick           a few minutes in all
+  --no-pin          do not pin the server to CPU 0 and wrk to CPU 1
+  --url URL         load a server already running there (e.g. the image) instead of starting one;
+                    --label NAME names it in the results, --pid PID reads its RSS, --file PATH its SQLite file
+  --minutes M       stop each fill after M minutes of load, whatever its count (its steps and checks are kept)
+  --rebuild         with --out: recompute the steps, checks and Markdown of that file from its windows
+env: BENCH_DATABASE_URL (PostgreSQL server; a fresh database per fill, dropped after)`)
+  process.exit(0)
+}
+
+const quick = args.quick
+const positive = (value, fallback, name) => {
+  if (value === undefined) return fallback
+  const n = Number(value)
+  if (!Number.isFinite(n) || n <= 0) {
+    console.error(`bench:scale: --${name} must be a positive number, got ${value}`)
+    process.exit(2)
+  }
+  return n
+}
+const stores = args.url === undefined ? args.stores.split(',').map((s) => s.trim()).filter(Boolean) : [args.label]
+const idPatterns = args.ids.split(',').map((s) => s.trim()).filter(Boolean)
+for (const s of stores) if (args.url === undefined && !STORES.includes(s)) { console.error(`bench:scale: unknown store ${s}`); process.exit(2) }
+for (const p of idPatterns) if (p !== 'random' && p !== 'ascending') { console.error(`bench:scale: unknown id pattern ${p}`); process.exit(2) }
+if (!has('wrk', ['--version'])) { console.error('bench:scale needs wrk (apt-get install wrk)'); process.exit(2) }
+const plantsFor = (store) => Math.round(positive(args.plants, quick ? 200_000 : DEFAULT_PLANTS[store] ?? 10_000_000, 'plants'))
+const step = Math.round(positive(args.step, quick ? 50_000 : 1_000_000, 'step'))
+const windowS = positive(args.window, quick ? 2 : 5, 'window')
+const connections = Math.round(positive(args.connections, 32, 'connections'))
+const pin = !args['no-pin'] && os.cpus().length >= 2 && has('taskset', ['-c', '0', 'true'])
+const pinned = (cpus, argv) => pin ? ['taskset', ['-c', cpus, ...argv]] : [argv[0], argv.slice(1)]
+
+mkdirSync(RESULTS, { recursive: true })
+const runTmp = join(RESULTS, `scale-tmp-${process.pid}`)
+mkdirSync(runTmp, { recursive: true })
+const startedAt = new Date()
+const stamp = startedAt.toISOString().replace(/[:.]/g, '-')
+const outFile = args.out ?? join(RESULTS, `scale-${stamp}.json`)
+const machine = {
+  cpu: os.cpus()[0]?.model ?? 'unknown',
+  cores: os.cpus().length,
+  memoryGB: Math.round(os.totalmem() / 2 ** 30),
+  os: `${os.type()} ${os.release()}`,
+  node: process.version
+}
+const result = existsSync(outFile)
+  ? JSON.parse(readFileSync(outFile, 'utf8'))
+  : { startedAt: startedAt.toISOString(), machine, connections, windowS, step, pinned: pin, fills: [] }
+
+// ---------------------------------------------------------------------------------------------
+// Servers
+
+/** What to start for a store: { script, env, service, file?, pgUrl?, cleanup }. */
+async function prepare (store, plants, label) {
+  if (args.url !== undefined) return { external: true, file: args.file }
+  const maxPlants = String(Math.max(16_000_000, plants + 1_000_000))
+  if (store === 'memory') return { script: join(ROOT, 'dist', 'server.js'), service: true, env: serviceEnv({ MAX_PLANTS: maxPlants }) }
+  if (store === 'peer') return { script: join(BENCH, 'peer.js'), env: { ...process.env, API_TOKENS: TOKEN, LOG_LEVEL: 'info', METRICS_PORT: '0' } }
+  if (store === 'sqlite') {
+    // On the project's disk, so that the fsync of each commit is a real one.
+    const file = join(runTmp, `${label}.db`)
+    return {
+      script: join(ROOT, 'dist', 'server.js'),
+      service: true,
+      file,
+      env: serviceEnv({ DATABASE_URL: `sqlite:${file}`, MAX_PLANTS: maxPlants }),
+      cleanup: async () => { for (const suffix of ['', '-wal', '-shm']) rmSync(`${file}${suffix}`, { force: true }) }
+    }
+  }
+  const available = await postgresAvailable()
+  if (!available.ok) return { skipped: available.note }
+  const db = await freshDatabase(`scale_${label}`.replace(/-/g, '_'))
+  return { script: join(ROOT, 'dist', 'server.js'), service: true, pgUrl: db.url, env: serviceEnv({ DATABASE_URL: db.url, MAX_PLANTS: maxPlants }), cleanup: db.drop }
+}
+
+async function start (target, label) {
+  const port = await freePort()
+  const stdout = openSync(join(runTmp, `${label}.stdout`), 'w')
+  const [command, rest] = pinned('0', [process.execPath, target.script])
+  const child = spawn(command, rest, { env: { ...target.env, PORT: String(port), HOST: '127.0.0.1' }, cwd: ROOT, stdio: ['ignore', stdout, 'pipe'] })
+  closeSync(stdout)
+  let stderr = ''
+  child.stderr.setEncoding('utf8').on('data', (chunk) => { stderr = (stderr + chunk).slice(-4000) })
+  const deadline = Date.now() + 20000
+  while (Date.now() < deadline && child.exitCode === null) {
+    const probe = await call(port, 'GET', target.service ? '/readyz' : '/livez').catch(() => null)
+    // The peer has no health route: any answer (401: no token) says that it listens.
+    if (probe !== null && (probe.status === 200 || !target.service)) return { child, port }
+    await sleep(50)
+  }
+  child.kill('SIGKILL')
+  throw new Error(`the ${label} server did not start: ${stderr.trim().split('\n').slice(-2).join(' | ')}`)
+}
+
+async function stop (child) {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  child.kill('SIGTERM')
+  const timer = setTimeout(() => child.kill('SIGKILL'), 30000)
+  await exited
+  clearTimeout(timer)
+}
+
+// ---------------------------------------------------------------------------------------------
+// One window of load, and what is read after it
+
+let windows = 0
+async function loadWindow (port, ids, idBase, seconds) {
+  windows += 1
+  const env = { ...process.env, BENCH_TOKEN: TOKEN, SCALE_IDS: ids, SCALE_ID_BASE: String(idBase), SCALE_SEED: String(process.pid * 1000 + windows) }
+  const argv = ['wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', join(BENCH, 'scale-ids.lua'), `http://127.0.0.1:${port}/plants`]
+  const [command, rest] = pinned('1', argv)
+  const { status, stdout, stderr } = await run(command, rest, { env, timeoutMs: (seconds + 30) * 1000 })
+  const r = resultLine(stdout)
+  if (r === null) throw new Error(`wrk failed (status ${status}): ${stderr.trim().split('\n').slice(-3).join(' | ')}`)
+  return r
+}
+
+/** Bytes a process has caused to be written to storage so far (/proc/<pid>/io), or null. */
+function writtenBytes (pid) {
+  try {
+    return Number(/^write_bytes: (\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))?.[1] ?? Number.NaN)
+  } catch {
+    return null
+  }
+}
+
+const fileBytes = (file) => ['', '-wal'].reduce((total, suffix) => {
+  try { return total + statSync(`${file}${suffix}`).size } catch { return total }
+}, 0)
+
+async function pgSizes (client) {
+  const { rows } = await client.query("SELECT pg_relation_size('plants') AS t, pg_indexes_size('plants') AS i, pg_total_relation_size('plants') AS a")
+  return { tableBytes: Number(rows[0].t), indexBytes: Number(rows[0].i), totalBytes: Number(rows[0].a) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One fill: a store from empty to `plants`, with one id pattern
+
+async function fill (store, ids) {
+  const plants = plantsFor(store)
+  const label = `${store}-${ids}`
+  const target = await prepare(store, plants, `${label}-${process.pid}`)
+  if (target.skipped) {
+    console.log(`${label}: SKIPPED: ${target.skipped}`)
+    return { store, ids, plants, skipped: target.skipped }
+  }
+  const record = { store, ids, target: plants, step, windowS, connections, machine, startedAt: new Date().toISOString(), windows: [], steps: [], complete: false }
+  const existing = result.fills.findIndex((f) => f.store === store && f.ids === ids)
+  if (existing >= 0) result.fills[existing] = record
+  else result.fills.push(record)
+  let server
+  let pg
+  try {
+    server = target.external
+      ? { port: Number(new URL(args.url).port), child: { pid: args.pid === undefined ? null : Number(args.pid) } }
+      : await start(target, label)
+    if (target.pgUrl) pg = await pgClient(target.pgUrl)
+    const rss0 = vmRssBytes(server.child.pid)
+    record.emptyRssBytes = rss0
+    let stored = 0
+    let idBase = 1_000_000
+    // A short warm-up (JIT, first pages): its plants count as stored, its figures are not reported.
+    const warm = await loadWindow(server.port, ids, idBase, 1)
+    stored += warm.requests
+    idBase += warm.requests + 1000
+    const t0 = Date.now()
+    const deadline = args.minutes === undefined ? Infinity : t0 + positive(args.minutes, 0, 'minutes') * 60000
+    while (stored < plants && Date.now() < deadline) {
+      const cpu0 = cpuSeconds(server.child.pid)
+      const written0 = writtenBytes(server.child.pid)
+      const r = await loadWindow(server.port, ids, idBase, windowS)
+      const cpu1 = cpuSeconds(server.child.pid)
+      const written1 = writtenBytes(server.child.pid)
+      const errors = r.non2xx + r.connectErrors + r.readErrors + r.writeErrors + r.timeouts
+      stored += r.requests - r.non2xx
+      idBase += r.requests + 1000
+      const w = {
+        plants: stored,
+        requests: r.requests,
+        seconds: r.durationUs / 1e6,
+        rps: r.requests / (r.durationUs / 1e6),
+        p50: r.p50Us / 1000,
+        p99: r.p99Us / 1000,
+        // No request answered in the whole window: the server stalled at least that long (wrk counts
+        // only answered requests, so its own max would read 0).
+        max: r.requests === 0 ? r.durationUs / 1000 : r.maxUs / 1000,
+        stalled: r.requests === 0,
+        errors,
+        cpuUsPerReq: cpu0 === null || cpu1 === null ? null : (cpu1 - cpu0) * 1e6 / r.requests,
+        // What the server wrote to storage per request (the SQLite WAL and checkpoints; its log goes to a file too).
+        writtenBytesPerReq: written0 === null || written1 === null ? null : (written1 - written0) / r.requests,
+        rssBytes: vmRssBytes(server.child.pid)
+      }
+      if (target.file) w.fileBytes = fileBytes(target.file)
+      if (pg) Object.assign(w, await pgSizes(pg))
+      record.windows.push(w)
+      record.steps = steps(record.windows, rss0, step, plants)
+      record.elapsedS = (Date.now() - t0) / 1000
+      save()
+      console.log(`${label} ${fmt(stored).padStart(11)} plants  ${fmt(w.rps).padStart(7)} req/s  p50 ${fmt(w.p50, 2)}  p99 ${fmt(w.p99, 2)}  max ${fmt(w.max, 1)} ms` +
+        (w.rssBytes === null ? '' : `  rss ${fmt(w.rssBytes / 2 ** 20)} MB`) + (w.fileBytes ? `  file ${fmt(w.fileBytes / 2 ** 20)} MB` : '') +
+        (w.totalBytes ? `  table+index ${fmt(w.totalBytes / 2 ** 20)} MB` : '') + (errors > 0 ? `  !! ${errors} errors` : ''))
+      if (errors > 0 && r.requests === r.non2xx) throw new Error('every request of a window failed')
+    }
+    record.complete = stored >= plants
+    if (!record.complete) record.stopped = `after --minutes ${args.minutes}`
+    record.checks = flatness(record.steps)
+    save()
+    return record
+  } catch (error) {
+    record.error = error.message
+    save()
+    console.log(`${label}: FAILED: ${error.message}`)
+    return record
+  } finally {
+    await pg?.end().catch(() => {})
+    if (server && !target.external) await stop(server.child)
+    await target.cleanup?.().catch(() => {})
+  }
+}
+
+/** Windows grouped by the step their last plant falls in: one row per step of `step` plants. */
+function steps (ws, rss0, size = step, target = Infinity) {
+  const groups = new Map()
+  for (const w of ws) {
+    // The window that passes the target counts in the last step, not in a step of its own.
+    const k = Math.min(Math.ceil(w.plants / size), Math.ceil(target / size))
+    if (!groups.has(k)) groups.set(k, [])
+    groups.get(k).push(w)
+  }
+  return [...groups.values()].map((g) => {
+    const last = g[g.length - 1]
+    const requests = g.reduce((a, w) => a + w.requests, 0)
+    const seconds = g.reduce((a, w) => a + w.seconds, 0)
+    const answered = g.filter((w) => !w.stalled)
+    return {
+      plants: last.plants,
+      windows: g.length,
+      rps: requests / seconds,
+      p50: median(answered.map((w) => w.p50)),
+      p99: median(answered.map((w) => w.p99)),
+      p99Worst: Math.max(...answered.map((w) => w.p99)),
+      stalledWindows: g.length - answered.length,
+      max: Math.max(...g.map((w) => w.max)),
+      errors: g.reduce((a, w) => a + w.errors, 0),
+      cpuUsPerReq: median(g.map((w) => w.cpuUsPerReq)),
+      writtenBytesPerReq: median(g.map((w) => w.writtenBytesPerReq)),
+      rssBytes: last.rssBytes,
+      rssBytesPerPlant: rss0 === null || last.rssBytes === null ? null : (last.rssBytes - rss0) / last.plants,
+      ...(last.fileBytes === undefined ? {} : { fileBytes: last.fileBytes, fileBytesPerPlant: last.fileBytes / last.plants }),
+      ...(last.totalBytes === undefined
+        ? {}
+        : { tableBytes: last.tableBytes, indexBytes: last.indexBytes, totalBytes: last.totalBytes, totalBytesPerPlant: last.totalBytes / last.plants })
+    }
+  })
+}
+
+/** Issue 31's flatness targets, against the first step (the empty store). */
+function flatness (ss) {
+  if (ss.length === 0) return []
+  const first = ss[0]
+  const minRps = Math.min(...ss.map((s) => s.rps))
+  const maxP99 = Math.max(...ss.map((s) => s.p99))
+  const longest = Math.max(...ss.map((s) => s.max))
+  return [
+    { measure: 'lowest step throughput vs the first step', target: '≥ 0.8×', value: minRps / first.rps, pass: minRps / first.rps >= 0.8 },
+    { measure: 'highest step p99 vs the first step', target: '≤ 2×', value: maxP99 / first.p99, pass: maxP99 / first.p99 <= 2 },
+    { measure: 'longest single request (ms)', target: '≤ 100 ms', value: longest, pass: longest <= 100 }
+  ]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files
+
+function markdown () {
+  const lines = [`# bench:scale, ${result.startedAt}`, '',
+    `machine: ${result.machine.cpu}, ${result.machine.cores} cores, ${result.machine.memoryGB} GB, ${result.machine.os}, node ${result.machine.node}; ` +
+    `wrk, ${result.connections} keep-alive connections, ${result.windowS} s windows${result.pinned ? ', server on CPU 0, wrk on CPU 1' : ''}`, '']
+  for (const f of result.fills) {
+    lines.push(`## ${f.store}, ${f.ids} ids, to ${fmt(f.target)} plants${f.complete ? '' : f.skipped ? ` (skipped: ${f.skipped})` : ` (stopped at ${fmt(f.windows?.at(-1)?.plants ?? 0)}${f.error ?? f.stopped ? `: ${f.error ?? f.stopped}` : ''})`}`, '')
+    if (!f.steps?.length) continue
+    lines.push('| plants | req/s | p50 ms | p99 ms | worst window p99 ms | longest request ms | CPU µs/req | written bytes/req | RSS MB | RSS bytes/plant | file or table+index MB | bytes/plant on disk | errors |',
+      '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+    for (const s of f.steps) {
+      const disk = s.fileBytes ?? s.totalBytes
+      const diskPer = s.fileBytesPerPlant ?? s.totalBytesPerPlant
+      lines.push(`| ${fmt(s.plants)} | ${fmt(s.rps)} | ${fmt(s.p50, 2)} | ${fmt(s.p99, 2)} | ${fmt(s.p99Worst, 2)} | ${fmt(s.max, 1)} | ${fmt(s.cpuUsPerReq)} | ${fmt(s.writtenBytesPerReq)} | ${s.rssBytes === null ? '–' : fmt(s.rssBytes / 2 ** 20)} | ${fmt(s.rssBytesPerPlant)} | ${disk === undefined ? '–' : fmt(disk / 2 ** 20)}${s.indexBytes === undefined ? '' : ` (index ${fmt(s.indexBytes / 2 ** 20)})`} | ${diskPer === undefined ? '–' : fmt(diskPer)} | ${s.errors} |`)
+    }
+    lines.push('')
+    for (const c of f.checks ?? []) lines.push(`- ${c.pass ? 'PASS' : 'FAIL'} ${c.measure}: ${fmt(c.value, 2)} (target ${c.target})`)
+    if (f.checks) lines.push('')
+  }
+  return lines.join('\n')
+}
+
+function save () {
+  writeFileSync(outFile, JSON.stringify(result, null, 1))
+  const md = markdown()
+  writeFileSync(outFile.replace(/\.json$/, '') + '.md', md)
+  writeFileSync(join(RESULTS, 'scale-latest.json'), JSON.stringify(result, null, 1))
+  writeFileSync(join(RESULTS, 'scale-latest.md'), md)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run
+
+if (args.rebuild) {
+  for (const f of result.fills) {
+    if (!f.windows) continue
+    for (const w of f.windows) {
+      if (w.requests === 0) Object.assign(w, { max: w.seconds * 1000, stalled: true })
+    }
+    f.steps = steps(f.windows, f.emptyRssBytes ?? null, f.step ?? result.step, f.target)
+    if (f.steps.length > 0) f.checks = flatness(f.steps)
+  }
+  save()
+  rmSync(runTmp, { recursive: true, force: true })
+  console.log(`rebuilt ${outFile}`)
+  process.exit(0)
+}
+
+console.log(`bench:scale ${startedAt.toISOString()}; ${machine.cpu}, ${machine.cores} cores, node ${machine.node}`)
+console.log(`stores ${stores.join(', ')}; ids ${idPatterns.join(', ')}; ${connections} connections; ${windowS} s windows; steps of ${fmt(step)}; results ${outFile}`)
+let failed = false
+try {
+  for (const ids of idPatterns) {
+    for (const store of stores) {
+      const done = result.fills.find((f) => f.store === store && f.ids === ids && f.complete && f.target === plantsFor(store))
+      if (done) { console.log(`${store}-${ids}: complete in ${outFile}, skipped`); continue }
+      const record = await fill(store, ids)
+      if (record.error || record.windows?.some((w) => w.errors > 0)) failed = true
+      for (const c of record.checks ?? []) console.log(`  ${c.pass ? 'PASS' : 'FAIL'} ${store} ${ids}: ${c.measure}: ${fmt(c.value, 2)} (target ${c.target})`)
+    }
+  }
+} finally {
+  rmSync(runTmp, { recursive: true, force: true })
+}
+save()
+console.log(`written: ${outFile} (and .md), bench/results/scale-latest.{json,md}`)
+process.exitCode = failed ? 1 : 0
