@@ -196,16 +196,19 @@ function refuseConnect (app: FastifyInstance, metrics: Metrics | undefined): voi
   })
 }
 
-/** The last two replies begun on a connection, held weakly: a finished reply must not outlive its request. */
-export interface Turns { last: WeakRef<ServerResponse>, previous: WeakRef<ServerResponse> | undefined }
+/**
+ * The last two replies begun on a connection, each forgotten once written: a reply held past its end
+ * (strongly or by a WeakRef) lived into the old generation, +10 MB of RSS under load.
+ */
+export interface Turns { last: ServerResponse | undefined, previous: ServerResponse | undefined }
 
 /**
  * The reply malformed bytes must wait for: replies are written in order, so the last one to a complete
  * request (the last request is incomplete when its own body broke) finishes after all others.
  */
 export function replyInFlight (turns: Turns | undefined): ServerResponse | undefined {
-  const last = turns?.last.deref()
-  const reply = last?.req.complete === false ? turns?.previous?.deref() : last
+  const last = turns?.last
+  const reply = last?.req.complete === false ? turns?.previous : last
   return reply?.writableFinished === false ? reply : undefined
 }
 
@@ -219,11 +222,14 @@ export function awaitTurn (request: FastifyRequest, reply: FastifyReply, turns: 
   const response = reply.raw
   const socket = request.raw.socket
   const seen = turns.get(socket)
-  if (seen === undefined) turns.set(socket, { last: new WeakRef(response), previous: undefined })
-  else {
-    seen.previous = seen.last
-    seen.last = new WeakRef(response)
-  }
+  const turn = seen ?? { last: undefined, previous: undefined }
+  if (seen === undefined) turns.set(socket, turn)
+  turn.previous = turn.last
+  turn.last = response
+  response.once('finish', () => {
+    if (turn.last === response) turn.last = undefined
+    if (turn.previous === response) turn.previous = undefined
+  })
   if (response.socket !== null) {
     // Its reply owns the connection, unless an earlier reply has already ended it.
     if (response.socket.writable) proceed()

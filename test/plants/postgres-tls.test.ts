@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { StoreUnavailableError } from '../../src/errors.js'
+import { createObservedPlantRepository } from '../../src/plants/observed-plant-repository.js'
 import { createRepository } from '../../src/storage.js'
 import { runAs } from './pgbouncer.js'
 import { findPostgresBinaries } from './postgres-standby.js'
@@ -90,7 +91,10 @@ describe.skipIf(skip !== undefined)(skip !== undefined ? `PostgreSQL TLS tests s
   function open (url: string) {
     const lines: Array<{ fields: object, message: string }> = []
     const record = (fields: object, message: string): void => { lines.push({ fields, message }) }
-    const store = createRepository({ databaseUrl: url, maxPlants: 100, databaseStatementTimeoutMs: 1000, log: { warn: record, info: record } })
+    const log = { warn: record, info: record }
+    // Failures are logged by the wrapper app.ts puts around any store.
+    const store = createRepository({ databaseUrl: url, maxPlants: 100, databaseStatementTimeoutMs: 1000, log })
+      .then((inner) => createObservedPlantRepository(inner, { log }))
     onTestFinished(async () => { await (await store).close() })
     return { store, lines }
   }

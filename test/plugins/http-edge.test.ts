@@ -31,14 +31,15 @@ describe('onlyContinue: an Expect field value met by 100 Continue alone', () => 
 
 describe('replyInFlight: the reply malformed bytes on a connection must wait for', () => {
   const reply = (complete: boolean, writableFinished: boolean) => ({ req: { complete }, writableFinished }) as ServerResponse
-  const turns = (last: ServerResponse, previous?: ServerResponse) =>
-    ({ last: new WeakRef(last), previous: previous === undefined ? undefined : new WeakRef(previous) })
+  const turns = (last: ServerResponse | undefined, previous?: ServerResponse) => ({ last, previous })
 
   it('is the last reply begun, while it is being written to a request that fully arrived', () => {
     const last = reply(true, false)
     expect(replyInFlight(turns(last, reply(true, false)))).toBe(last)
     expect(replyInFlight(turns(reply(true, true), reply(true, false)))).toBeUndefined()
     expect(replyInFlight(undefined)).toBeUndefined()
+    // Forgotten once written.
+    expect(replyInFlight(turns(undefined, reply(true, false)))).toBeUndefined()
   })
 
   it('is the one before when the last request is the one whose body broke, or none', () => {
