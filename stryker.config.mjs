@@ -19,7 +19,8 @@ export default {
     'src/config/**/*.ts',
     'src/plugins/http-edge.ts',
     'src/plugins/cors.ts',
-    'src/lib/failure-log.ts'
+    'src/lib/failure-log.ts',
+    'src/plants/observed-plant-repository.ts'
   ],
   // The sandbox copies only what the suites need (not node_modules, dist, reports or data).
   ignorePatterns: ['dist', 'reports', 'data', 'bench/results', 'coverage', '.ci'],
