@@ -1,19 +1,10 @@
-import { once } from 'node:events'
-import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { run } from '../e2e/server-process.js'
+import { freePort } from '../plants/postgres-test-schemas.js'
 
 const LADDER = fileURLToPath(new URL('../../bench/feature-ladder.js', import.meta.url))
 const TOKEN = 'ladder-token-0123456789'
-
-async function freePort (): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as { port: number }
-  server.close()
-  return port
-}
 
 /**
  * `npm run bench -- --targets ladder-1,…` and `npm run bench:instructions` start these steps from
