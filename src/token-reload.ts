@@ -1,6 +1,6 @@
 import { unwatchFile, watchFile, type Stats } from 'node:fs'
 import type { FastifyBaseLogger } from 'fastify'
-import { readTokensFile, type TokenEntry } from './config.js'
+import { readTokensFile } from './config.js'
 import type { TokenSet } from './plugins/auth.js'
 
 export interface TokenReloadOptions {
@@ -8,8 +8,6 @@ export interface TokenReloadOptions {
   file: string
   tokens: TokenSet
   log: FastifyBaseLogger
-  /** How often the file is checked for a change, in ms. */
-  pollIntervalMs?: number
   /** Told of each reload: taken, or refused (metrics). */
   onReload?: (taken: boolean) => void
 }
@@ -20,24 +18,23 @@ export interface TokenReloadOptions {
  * typo or a missing mount must not lock clients out. Returns whether the new set was taken.
  */
 export function reloadTokens ({ file, tokens, log, onReload }: TokenReloadOptions): boolean {
-  let next: TokenEntry[]
   try {
-    next = readTokensFile(file)
+    const next = readTokensFile(file)
+    tokens.replace(next)
+    log.info({ tokens: next.length }, 'tokens reloaded')
   } catch (error) {
     // The message names the variable and the reason; it never contains a token.
     log.warn({ reason: (error as Error).message }, 'tokens not reloaded; the previous tokens stay accepted')
     onReload?.(false)
     return false
   }
-  tokens.replace(next)
-  log.info({ tokens: next.length }, 'tokens reloaded')
   onReload?.(true)
   return true
 }
 
 /**
- * Reloads on SIGHUP and when the file changes, polled by path (fs.watchFile), so that the symlink
- * swap Kubernetes uses to update a mounted secret is seen too. Returns a function that stops both.
+ * Reloads on SIGHUP and when the file changes, polled by path every 2 s (fs.watchFile), so that the
+ * symlink swap Kubernetes uses to update a mounted secret is seen too. Returns a function that stops both.
  */
 export function watchTokens (options: TokenReloadOptions): () => void {
   const onSignal = (): void => { reloadTokens(options) }
@@ -47,7 +44,7 @@ export function watchTokens (options: TokenReloadOptions): () => void {
   }
   process.on('SIGHUP', onSignal)
   // Not persistent: the watcher must not keep the process alive after close.
-  watchFile(options.file, { interval: options.pollIntervalMs ?? 2000, persistent: false }, onChange)
+  watchFile(options.file, { interval: 2000, persistent: false }, onChange)
   return () => {
     process.removeListener('SIGHUP', onSignal)
     unwatchFile(options.file, onChange)

@@ -62,7 +62,12 @@ function phrase (error: ValueError): string {
 
 /** The variables Env names, with defaults and numbers converted; one ConfigError lists every bad one. */
 export function readEnv (env: NodeJS.ProcessEnv): Env {
-  const given = Object.fromEntries(Object.keys(Env.properties).map((name) => [name, env[name]]))
+  // A copy, which Value.Default fills in. Blank is unset for these, so that a variable the Docker image
+  // sets can be unset with `-e NAME=`.
+  const given = { ...env }
+  for (const name of ['API_TOKENS', 'METRICS_PORT', 'OTEL_EXPORTER_OTLP_ENDPOINT']) {
+    if (given[name]?.trim() === '') given[name] = undefined
+  }
   const values = Value.Convert(Env, Value.Default(Env, given))
   if (Value.Check(Env, values)) return values
   const problems = new Map<string, string>()

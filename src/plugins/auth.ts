@@ -21,13 +21,7 @@ declare module 'fastify' {
   }
 }
 
-export interface TokenSet {
-  /** The client the presented token belongs to, or undefined when it is not accepted. */
-  identify (token: string): Client | undefined
-  verify (token: string): boolean
-  /** Swaps the accepted tokens at once (rotation); refuses an empty set and a token listed twice. */
-  replace (entries: readonly (TokenEntry | string)[]): void
-}
+export type TokenSet = ReturnType<typeof createTokenSet>
 
 /** The rate limit's key for an unnamed token: a digest apart from the token's plain SHA-256, never the token. */
 export function tokenRateLimitKey (token: string): string {
@@ -40,18 +34,17 @@ function clientsByDigest (entries: readonly (TokenEntry | string)[]): Map<string
   const clients = new Map<string, Client>()
   for (const given of entries) {
     const entry = typeof given === 'string' ? { token: given } : given
+    let rateLimitKey = `client:${entry.name}`
     let digest: string
-    let rateLimitKey: string
     if ('sha256' in entry) {
       if (!/^[0-9a-f]{64}$/.test(entry.sha256)) {
         throw new Error('refusing a SHA-256 that is not 64 lowercase hex digits')
       }
       digest = entry.sha256
-      rateLimitKey = `client:${entry.name}`
     } else {
       if (entry.token.length === 0) throw new Error('refusing an empty token')
       digest = hash('sha256', entry.token)
-      rateLimitKey = entry.name === undefined ? tokenRateLimitKey(entry.token) : `client:${entry.name}`
+      if (entry.name === undefined) rateLimitKey = tokenRateLimitKey(entry.token)
     }
     if (clients.has(digest)) throw new Error('refusing a token listed twice')
     clients.set(digest, { name: entry.name ?? `sha256:${digest.slice(0, 12)}`, rateLimitKey })
@@ -62,20 +55,16 @@ function clientsByDigest (entries: readonly (TokenEntry | string)[]): Map<string
 /**
  * The presented token's digest is looked up among the known ones: the lookup's time depends on the
  * digest, which an attacker cannot steer towards a known token, so it tells nothing about them.
+ * `identify` gives the client a token belongs to (undefined: not accepted); `replace` swaps the
+ * accepted tokens at once (rotation), refusing an empty set and a token listed twice.
  */
-export function createTokenSet (entries: readonly (TokenEntry | string)[]): TokenSet {
+export function createTokenSet (entries: readonly (TokenEntry | string)[]) {
   let clients = clientsByDigest(entries)
   return {
-    identify: (token) => clients.get(hash('sha256', token)),
-    verify: (token) => clients.has(hash('sha256', token)),
-    replace (next) { clients = clientsByDigest(next) }
+    identify: (token: string): Client | undefined => clients.get(hash('sha256', token)),
+    verify: (token: string): boolean => clients.has(hash('sha256', token)),
+    replace (next: readonly (TokenEntry | string)[]): void { clients = clientsByDigest(next) }
   }
-}
-
-const MISSING_HEADER = 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER'
-
-export interface AuthOptions {
-  tokens: TokenSet
 }
 
 /**
@@ -84,7 +73,7 @@ export interface AuthOptions {
  * its failures come back here as the named 401s. Two Authorization headers are a 400 (RFC 6750 §3.1);
  * an unmet Expect is a 417 once the token is accepted, never before.
  */
-export const auth = fp(async function auth (app: FastifyInstance, { tokens }: AuthOptions) {
+export const auth = fp<{ tokens: TokenSet }>(async function auth (app, { tokens }) {
   app.decorateRequest('client', null)
   // The access line is a 401's record: no verifyErrorLogLevel (bearer-auth writes no line through pino).
   await app.register(bearerAuth, {
@@ -100,8 +89,9 @@ export const auth = fp(async function auth (app: FastifyInstance, { tokens }: Au
   app.addHook('onRequest', (request, reply, done) => {
     verify(request, reply, (error) => {
       if (error === undefined) done(unmetExpectation(request))
-      else if ((error as { code?: string }).code === MISSING_HEADER) done(new MissingTokenError())
-      else done(duplicateAuthorization(request) ?? (reply.statusCode === 401 ? new InvalidTokenError() : error))
+      else if ((error as { code?: string }).code === 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER') {
+        done(new MissingTokenError())
+      } else done(duplicateAuthorization(request) ?? (reply.statusCode === 401 ? new InvalidTokenError() : error))
     })
   })
 }, { name: 'auth' })

@@ -2,18 +2,12 @@ import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { Redis } from 'ioredis'
-import type { RateLimitConfig } from '../config.js'
+import type { Config } from '../config.js'
 import { RateLimitedError } from '../errors.js'
 import { createFailureLog } from '../lib/failure-log.js'
 import { tokenRateLimitKey } from './auth.js'
 
-export interface TokenRateLimitOptions {
-  limit: RateLimitConfig
-  /** How long the start waits for Redis before it goes on without it (fail-open). */
-  redisConnectTimeoutMs?: number
-}
-
-const BEARER = 'bearer '
+type RateLimit = NonNullable<Config['rateLimit']>
 
 /**
  * The counter's key, the same on every replica: the client's, set by auth (it runs first), so a
@@ -22,7 +16,7 @@ const BEARER = 'bearer '
  */
 export function rateLimitKey (request: FastifyRequest): string {
   return request.client?.rateLimitKey ??
-    tokenRateLimitKey((request.headers.authorization ?? '').slice(BEARER.length).trim())
+    tokenRateLimitKey((request.headers.authorization ?? '').slice('bearer '.length).trim())
 }
 
 /**
@@ -31,28 +25,22 @@ export function rateLimitKey (request: FastifyRequest): string {
  * unreachable the limit fails open (skipOnError), since an outage of a helper must not become one of
  * the service, and authentication still applies.
  */
-export const tokenRateLimit = fp(async function tokenRateLimit (app: FastifyInstance, options: TokenRateLimitOptions) {
-  const { limit, redisConnectTimeoutMs = 2000 } = options
-  let redis: Redis | undefined
-  if (limit.redisUrl !== undefined) {
-    redis = await connectRedis(app, limit.redisUrl, redisConnectTimeoutMs)
-    const client = redis
-    app.addHook('onClose', async () => {
-      await client.quit().catch(() => client.disconnect())
-    })
-  }
+export const tokenRateLimit = fp<{ limit: RateLimit }>(async function tokenRateLimit (app, { limit }) {
+  const redis = limit.redisUrl === undefined ? undefined : await connectRedis(app, limit.redisUrl)
   await app.register(rateLimit, {
     max: limit.perMinute,
     timeWindow: 60000,
     keyGenerator: rateLimitKey,
     enableDraftSpec: true,
     skipOnError: true,
-    ...(redis === undefined ? {} : { redis, nameSpace: 'plant-store:rate-limit:' }),
+    ...(redis !== undefined && { redis, nameSpace: 'plant-store:rate-limit:' }),
     errorResponseBuilder: (_request, context) => new RateLimitedError(context.max, Math.ceil(context.ttl / 1000))
   })
 }, { name: 'token-rate-limit' })
 
-async function connectRedis (app: FastifyInstance, url: string, timeoutMs: number): Promise<Redis> {
+/** Waits at most 2 s for Redis at start, then goes on without it (fail-open). */
+async function connectRedis (app: FastifyInstance, url: string): Promise<Redis> {
+  const timeoutMs = 2000
   const redis = new Redis(url, {
     // Fail fast while Redis is away instead of queueing commands (and requests) behind it.
     enableOfflineQueue: false,
@@ -69,7 +57,10 @@ async function connectRedis (app: FastifyInstance, url: string, timeoutMs: numbe
     failures.failed(err.code === 'ECONNREFUSED' ? 'refused' : 'down', 'connection', err)
   })
   redis.on('ready', () => failures.recovered())
-  app.addHook('onClose', async () => failures.close())
+  app.addHook('onClose', async () => {
+    await redis.quit().catch(() => redis.disconnect())
+    failures.close()
+  })
   const connected = redis.connect().then(() => true, () => false)
   const timedOut = new Promise<false>((resolve) => setTimeout(resolve, timeoutMs, false).unref())
   if (!await Promise.race([connected, timedOut])) {

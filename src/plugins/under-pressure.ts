@@ -1,25 +1,22 @@
 import underPressure from '@fastify/under-pressure'
-import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import type { OverloadLimits } from '../config.js'
+import type { Config } from '../config.js'
 import { OverloadedError } from '../errors.js'
 import { residentAnonymousBytes } from '../lib/memory-limit.js'
 
 export interface OverloadOptions {
-  limits: OverloadLimits
+  limits: Config['overload']
   /** The resident anonymous memory now; tests pass their own. Default: lib/memory-limit.ts. */
   rssAnonBytes?: () => number
 }
 
-/** Routes that answer under pressure: a liveness probe that failed would get a busy process killed. */
-const EXEMPT = new Set(['/livez'])
-
 /**
  * Sheds requests in onRequest (before auth, body or store) with a 503 Error record and Retry-After
  * while the event loop or memory is over its limit: a saturated process says quickly that it is
- * busy. /readyz is shed too, which is how it reports the pressure to the load balancer.
+ * busy. /readyz is shed too, which is how it reports the pressure to the load balancer; /livez is
+ * not, since a liveness probe that failed would get a busy process killed.
  */
-export const overload = fp(async function overload (app: FastifyInstance, options: OverloadOptions) {
+export const overload = fp<OverloadOptions>(async function overload (app, options) {
   const { limits, rssAnonBytes = residentAnonymousBytes } = options
   // The pressure is measured again only after one sample interval: retrying sooner is pointless.
   const retryAfter = String(Math.max(1, Math.ceil(limits.sampleIntervalMs / 1000)))
@@ -37,7 +34,7 @@ export const overload = fp(async function overload (app: FastifyInstance, option
     maxRssBytes: limits.maxRssBytes,
     sampleInterval: limits.sampleIntervalMs,
     pressureHandler: (request, reply, type, value) => {
-      if (EXEMPT.has(request.routeOptions.url ?? '')) return undefined
+      if (request.routeOptions.url === '/livez') return undefined
       // Once per sample interval, not per request: logging is what a shed request would spend most on.
       const now = Date.now()
       if (now - lastLogged >= limits.sampleIntervalMs) {
