@@ -31,17 +31,15 @@ const httpLimits = (values: Env) => ({
 })
 
 /** When to shed requests with 503 instead of queueing them; 0 turns a check off. */
-function overloadLimits (values: Env, limit: number | undefined) {
-  return {
-    maxEventLoopDelayMs: values.MAX_EVENT_LOOP_DELAY_MS,
-    // V8 sizes its heap from the machine, not the container: under a limit, shed at half of it in heap.
-    maxHeapUsedBytes: values.MAX_HEAP_USED_BYTES ??
-      Math.min(defaultMaxHeapUsedBytes(), Math.floor((limit ?? Infinity) / 2)),
-    maxRssBytes: values.MAX_RSS_BYTES,
-    maxRssAnonBytes: values.MAX_RSS_ANON_BYTES ?? share(limit, RSS_ANON_SHARE_OF_LIMIT),
-    sampleIntervalMs: 1000
-  }
-}
+const overloadLimits = (values: Env, limit: number | undefined) => ({
+  maxEventLoopDelayMs: values.MAX_EVENT_LOOP_DELAY_MS,
+  // V8 sizes its heap from the machine, not the container: under a limit, shed at half of it in heap.
+  maxHeapUsedBytes: values.MAX_HEAP_USED_BYTES ??
+    Math.min(defaultMaxHeapUsedBytes(), Math.floor((limit ?? Infinity) / 2)),
+  maxRssBytes: values.MAX_RSS_BYTES,
+  maxRssAnonBytes: values.MAX_RSS_ANON_BYTES ?? share(limit, RSS_ANON_SHARE_OF_LIMIT),
+  sampleIntervalMs: 1000
+})
 
 // The defaults are the schema's (config/env.ts), for callers that build an app without the environment.
 const defaults = readEnv({})

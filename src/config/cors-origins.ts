@@ -7,12 +7,10 @@ import { ConfigError } from '../lib/config-error.js'
 export function parseCorsOrigins (text: string): string[] | undefined {
   const origins = [...new Set(text.split(',').map((origin) => origin.trim()).filter((origin) => origin !== ''))]
   if (origins.length === 0) return undefined
-  if (origins.includes('*')) {
-    if (origins.length > 1) {
-      throw new ConfigError('CORS_ORIGINS: * allows every origin: write it alone, or list origins without it')
-    }
-    return ['*']
+  if (origins.length > 1 && origins.includes('*')) {
+    throw new ConfigError('CORS_ORIGINS: * allows every origin: write it alone, or list origins without it')
   }
+  if (origins[0] === '*') return origins
   origins.forEach((origin, index) => {
     const problem = `CORS_ORIGINS: origin ${index + 1} (${origin}) is not scheme://host[:port]`
     if (origin.includes('*')) {
@@ -20,9 +18,7 @@ export function parseCorsOrigins (text: string): string[] | undefined {
     }
     const url = URL.parse(origin)
     if (url === null) throw new ConfigError(problem)
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-      throw new ConfigError(`${problem}: the scheme must be http or https`)
-    }
+    if (!/^https?:$/.test(url.protocol)) throw new ConfigError(`${problem}: the scheme must be http or https`)
     if (url.origin !== origin) {
       throw new ConfigError(`${problem} as a browser sends it: write ${url.origin} ` +
         '(no path, no trailing /, lower-case host, no default port)')

@@ -73,8 +73,7 @@ export function readEnv (env: NodeJS.ProcessEnv): Env {
   const problems = new Map<string, string>()
   for (const error of Value.Errors(Env, values)) {
     // The last error is told: TypeBox checks bounds before multipleOf, and "1.5" is not whole before it is small.
-    const name = error.path.slice(1)
-    problems.set(name, `${name} ${phrase(error)}`)
+    problems.set(error.path, `${error.path.slice(1)} ${phrase(error)}`)
   }
   throw new ConfigError([...problems.values()].join(', '))
 }

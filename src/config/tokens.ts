@@ -44,13 +44,10 @@ export function parseTokens (text: string, source: 'API_TOKENS' | 'API_TOKENS_FI
       const first = names.get(name)
       if (first !== undefined) throw bad(`duplicate client name (first on ${unit} ${first}); names are unique`)
       names.set(name, position)
-      if (rest.startsWith('sha256:')) {
-        const hex = rest.slice('sha256:'.length)
-        if (!SHA256_HEX.test(hex)) {
-          throw bad('sha256: must be followed by exactly 64 hex digits, the SHA-256 of the token')
-        }
-        entry = { name, sha256: hex.toLowerCase() }
-      } else entry = { name, token: token(rest) }
+      const hex = rest.startsWith('sha256:') ? rest.slice('sha256:'.length) : undefined
+      if (hex === undefined) entry = { name, token: token(rest) }
+      else if (SHA256_HEX.test(hex)) entry = { name, sha256: hex.toLowerCase() }
+      else throw bad('sha256: must be followed by exactly 64 hex digits, the SHA-256 of the token')
     }
     const digest = 'sha256' in entry ? entry.sha256 : hash('sha256', entry.token)
     const same = digests.get(digest)

@@ -13,15 +13,13 @@ export function memoryLimit (
   return constrained > 0 && constrained < machine ? constrained : undefined
 }
 
-const RSS_ANON = /^RssAnon:\s+(\d+) kB$/m
-
 /**
  * Resident anonymous memory: what the process wrote and cannot be reclaimed without swap. Unlike RSS, it
  * leaves out pages of mapped files (Node's own binary) that the system drops under pressure.
  */
 export function residentAnonymousBytes (status = '/proc/self/status'): number {
   try {
-    const match = RSS_ANON.exec(readFileSync(status, 'latin1'))
+    const match = /^RssAnon:\s+(\d+) kB$/m.exec(readFileSync(status, 'latin1'))
     if (match?.[1] !== undefined) return Number(match[1]) * 1024
   } catch {
     // Not Linux: the RSS below.
