@@ -70,10 +70,9 @@ export function readEnv (env: NodeJS.ProcessEnv): Env {
   }
   const values = Value.Convert(Env, Value.Default(Env, given))
   if (Value.Check(Env, values)) return values
-  const problems = new Map<string, string>()
-  for (const error of Value.Errors(Env, values)) {
-    // The last error is told: TypeBox checks bounds before multipleOf, and "1.5" is not whole before it is small.
-    problems.set(error.path, `${error.path.slice(1)} ${phrase(error)}`)
-  }
+  // A variable's last error is told (a Map keeps the first position and the last value): TypeBox checks
+  // bounds before multipleOf, and "1.5" is not whole before it is small.
+  const problems = new Map([...Value.Errors(Env, values)]
+    .map((error): [string, string] => [error.path, `${error.path.slice(1)} ${phrase(error)}`]))
   throw new ConfigError([...problems.values()].join(', '))
 }

@@ -67,6 +67,8 @@ export function createTokenSet (entries: readonly (TokenEntry | string)[]) {
   }
 }
 
+const MISSING_HEADER = 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER'
+
 /**
  * Guards every route registered after it in the same scope. @fastify/bearer-auth reads the header
  * (RFC 6749 mode: the scheme word in any case) in onRequest, before the body; with `addHook: false`
@@ -89,9 +91,8 @@ export const auth = fp<{ tokens: TokenSet }>(async function auth (app, { tokens 
   app.addHook('onRequest', (request, reply, done) => {
     verify(request, reply, (error) => {
       if (error === undefined) done(unmetExpectation(request))
-      else if ((error as { code?: string }).code === 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER') {
-        done(new MissingTokenError())
-      } else done(duplicateAuthorization(request) ?? (reply.statusCode === 401 ? new InvalidTokenError() : error))
+      else if ((error as { code?: string }).code === MISSING_HEADER) done(new MissingTokenError())
+      else done(duplicateAuthorization(request) ?? (reply.statusCode === 401 ? new InvalidTokenError() : error))
     })
   })
 }, { name: 'auth' })

@@ -26,20 +26,19 @@ export function rateLimitKey (request: FastifyRequest): string {
  * the service, and authentication still applies.
  */
 export const tokenRateLimit = fp<{ limit: RateLimit }>(async function tokenRateLimit (app, { limit }) {
-  const redis = limit.redisUrl === undefined ? undefined : await connectRedis(app, limit.redisUrl)
   await app.register(rateLimit, {
     max: limit.perMinute,
     timeWindow: 60000,
     keyGenerator: rateLimitKey,
     enableDraftSpec: true,
     skipOnError: true,
-    ...(redis !== undefined && { redis, nameSpace: 'plant-store:rate-limit:' }),
+    ...(limit.redisUrl !== undefined && await redisStore(app, limit.redisUrl)),
     errorResponseBuilder: (_request, context) => new RateLimitedError(context.max, Math.ceil(context.ttl / 1000))
   })
 }, { name: 'token-rate-limit' })
 
-/** Waits at most 2 s for Redis at start, then goes on without it (fail-open). */
-async function connectRedis (app: FastifyInstance, url: string): Promise<Redis> {
+/** Redis as the limit's store: waits at most 2 s for it at start, then goes on without it (fail-open). */
+async function redisStore (app: FastifyInstance, url: string) {
   const timeoutMs = 2000
   const redis = new Redis(url, {
     // Fail fast while Redis is away instead of queueing commands (and requests) behind it.
@@ -67,5 +66,5 @@ async function connectRedis (app: FastifyInstance, url: string): Promise<Redis> 
     app.log.warn('rate limit store (Redis) not reachable at start; ' +
       'starting without it, requests are served without a limit until it is')
   }
-  return redis
+  return { redis, nameSpace: 'plant-store:rate-limit:' }
 }

@@ -23,12 +23,11 @@ export const overload = fp<OverloadOptions>(async function overload (app, option
   // One error for every shed request, as under-pressure does: no stack captured per request.
   const overloaded = new OverloadedError()
   let lastLogged = 0
-  // Resident anonymous memory, not RSS (MAX_RSS_BYTES), which also counts Node's own mapped binary.
-  const memoryCheck = limits.maxRssAnonBytes > 0
-    ? { healthCheck: async () => rssAnonBytes() < limits.maxRssAnonBytes, healthCheckInterval: limits.sampleIntervalMs }
-    : {}
   await app.register(underPressure, {
-    ...memoryCheck,
+    // Resident anonymous memory, not RSS (MAX_RSS_BYTES), which also counts Node's own mapped binary.
+    ...(limits.maxRssAnonBytes > 0 && {
+      healthCheck: async () => rssAnonBytes() < limits.maxRssAnonBytes, healthCheckInterval: limits.sampleIntervalMs
+    }),
     maxEventLoopDelay: limits.maxEventLoopDelayMs,
     maxHeapUsedBytes: limits.maxHeapUsedBytes,
     maxRssBytes: limits.maxRssBytes,
