@@ -66,12 +66,11 @@ export function parseTokens (text: string, source: 'API_TOKENS' | 'API_TOKENS_FI
 }
 
 export function readTokensFile (path: string): TokenEntry[] {
-  let text: string
   try {
-    text = readFileSync(path, 'utf8')
+    return parseTokens(readFileSync(path, 'utf8'), 'API_TOKENS_FILE')
   } catch (error) {
+    if (error instanceof ConfigError) throw error
     const reason = (error as NodeJS.ErrnoException).code ?? String(error)
     throw new ConfigError(`API_TOKENS_FILE: cannot read ${path}: ${reason}`)
   }
-  return parseTokens(text, 'API_TOKENS_FILE')
 }
