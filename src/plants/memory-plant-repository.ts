@@ -1,7 +1,6 @@
 import { StoreFullError } from '../errors.js'
 import { SafeIntegerMap } from '../lib/safe-integer-map.js'
 import { TextArena } from '../lib/text-arena.js'
-import type { PlantId } from '../schemas.js'
 import { samePlant, type PlantRepository } from './plant-repository.js'
 
 export interface MemoryPlantRepositoryOptions {
@@ -30,24 +29,19 @@ const BIG_ID_BYTES = 64
  */
 export function createMemoryPlantRepository (options: MemoryPlantRepositoryOptions): PlantRepository {
   const { maxPlants, maxBytes = 0 } = options
-  const texts = new TextArena()
+  let texts = new TextArena()
   const underBound = Math.floor((maxBytes || Infinity) * INDEX_SHARE / INDEX_BYTES_PER_PLANT)
   const plants = new SafeIntegerMap(2 * Math.min(maxPlants, RESERVED_PLANTS, underBound))
   const bigPlants = new Map<bigint, number>()
-  const find = (id: PlantId): number | undefined => typeof id === 'number' ? plants.get(id) : bigPlants.get(id)
+  const count = (): number => plants.size + bigPlants.size
   // The index as it will be with one more id: a doubling counts in full before it happens.
   const heldBytes = (safeIds: number): number =>
     texts.byteLength + plants.byteLengthWith(safeIds) + BIG_ID_BYTES * bigPlants.size
-  const full = (): boolean => {
-    const count = plants.size + bigPlants.size
-    if (count >= maxPlants) return true
-    return maxBytes > 0 && heldBytes(plants.size + 1) >= maxBytes
-  }
   return {
     async insert (id, plant) {
-      const stored = find(id)
+      const stored = typeof id === 'number' ? plants.get(id) : bigPlants.get(id)
       if (stored !== undefined) return samePlant(texts.read(stored), plant) ? 'same' : 'conflict'
-      if (full()) throw new StoreFullError()
+      if (count() >= maxPlants || (maxBytes > 0 && heldBytes(plants.size + 1) >= maxBytes)) throw new StoreFullError()
       const handle = texts.add(plant.name, plant.tag)
       if (typeof id === 'number') plants.set(id, handle)
       else bigPlants.set(id, handle)
@@ -55,14 +49,14 @@ export function createMemoryPlantRepository (options: MemoryPlantRepositoryOptio
     },
     async ready () {},
     stats: () => ({
-      plants: plants.size + bigPlants.size,
+      plants: count(),
       capacity: maxPlants,
       ...(maxBytes > 0 ? { bytes: heldBytes(plants.size), capacityBytes: maxBytes } : {})
     }),
     async close () {
       plants.clear()
       bigPlants.clear()
-      texts.clear()
+      texts = new TextArena()
     }
   }
 }
