@@ -9,9 +9,8 @@ import {
 import { INT64_MAX, INT64_MIN, type PlantId } from '../schemas.js'
 
 // RFC 9110 §8.4.1: `deflate` is the zlib format, `x-gzip` is gzip.
-const DECODERS = new Map([
-  ['gzip', gunzipSync], ['x-gzip', gunzipSync], ['deflate', inflateSync], ['br', brotliDecompressSync]
-])
+const DECODERS = new Map([['gzip', gunzipSync], ['x-gzip', gunzipSync], ['deflate', inflateSync],
+  ['br', brotliDecompressSync]])
 const ACCEPTED = 'gzip, deflate, br'
 const ACCEPT_ENCODING = { 'accept-encoding': ACCEPTED }
 // Extras are ignored, so prototype-poisoning keys are dropped rather than refused.
@@ -73,12 +72,10 @@ export const jsonBody = fp(async function jsonBody (app: FastifyInstance) {
   // JSON only: Fastify's text/plain parser goes too, so any other type is a 415.
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    let value: unknown
     try {
-      value = parseBody(body as Buffer, request.headers['content-encoding'], request.routeOptions.bodyLimit)
+      done(null, parseBody(body as Buffer, request.headers['content-encoding'], request.routeOptions.bodyLimit))
     } catch (error) {
-      return done(error as Error)
+      done(error as Error)
     }
-    done(null, value)
   })
 }, { name: 'json-body' })
