@@ -3,16 +3,6 @@ import { SafeIntegerMap } from '../lib/safe-integer-map.js'
 import { TextArena } from '../lib/text-arena.js'
 import { samePlant, type PlantRepository } from './plant-repository.js'
 
-export interface MemoryPlantRepositoryOptions {
-  /** Capacity; an insert beyond it is refused with StoreFullError (507). */
-  maxPlants: number
-  /**
-   * MEMORY_STORE_MAX_BYTES: the bytes the plants hold (UTF-8 names and tags, the id index); a new plant
-   * that would pass it is a 507. Only stored plants move it, never load (that is the overload check's 503).
-   */
-  maxBytes?: number
-}
-
 /** Plants the id index has room for from the start (32 MiB for a million): growing it costs every id a move. */
 const RESERVED_PLANTS = 1_000_000
 /** Two Float64 slots per plant at a load of at most a half. */
@@ -26,8 +16,12 @@ const BIG_ID_BYTES = 64
  * Plants in memory with nothing per plant on the JS heap (names and tags in a TextArena, ids in a
  * SafeIntegerMap), so millions of plants cost the garbage collector nothing (docs/performance.md).
  * Single-threaded, so check-then-set needs no lock. Forgotten on restart.
+ *
+ * maxPlants is the capacity: an insert beyond it is refused with StoreFullError (507). maxBytes is
+ * MEMORY_STORE_MAX_BYTES: the bytes the plants hold (UTF-8 names and tags, the id index); a new plant
+ * that would pass it is a 507. Only stored plants move it, never load (that is the overload check's 503).
  */
-export function createMemoryPlantRepository (options: MemoryPlantRepositoryOptions): PlantRepository {
+export function createMemoryPlantRepository (options: { maxPlants: number, maxBytes?: number }): PlantRepository {
   const { maxPlants, maxBytes = 0 } = options
   let texts = new TextArena()
   const underBound = Math.floor((maxBytes || Infinity) * INDEX_SHARE / INDEX_BYTES_PER_PLANT)
