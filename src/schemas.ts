@@ -7,9 +7,7 @@ export const INT64_MAX = 2n ** 63n - 1n
 export type PlantId = number | bigint
 
 TypeRegistry.Set('Int64', (_schema: unknown, value: unknown) =>
-  typeof value === 'number'
-    ? Number.isSafeInteger(value)
-    : typeof value === 'bigint' && value >= INT64_MIN && value <= INT64_MAX)
+  Number.isSafeInteger(value) || (typeof value === 'bigint' && value >= INT64_MIN && value <= INT64_MAX))
 
 /**
  * `integer/int64` for the document, checked by the `Int64` kind (JSON Schema validators cannot see bigints).
