@@ -13,8 +13,8 @@ TypeRegistry.Set('Int64', (_schema: unknown, value: unknown) =>
  * `integer/int64` for the document, checked by the `Int64` kind (JSON Schema validators cannot see bigints).
  * The range is in the description: 2^63 - 1 has no exact JavaScript number and would be published rounded.
  */
-const Int64 = (options: { description: string, examples?: number[] }): TUnsafe<PlantId> =>
-  Type.Unsafe<PlantId>({ [Kind]: 'Int64', type: 'integer', format: 'int64', ...options })
+const Int64 = (description: string, example: number): TUnsafe<PlantId> =>
+  Type.Unsafe<PlantId>({ [Kind]: 'Int64', type: 'integer', format: 'int64', description, examples: [example] })
 
 /**
  * Text every store keeps exactly: no U+0000 (PostgreSQL text cannot hold it) and no lone surrogate
@@ -40,11 +40,8 @@ export const Plant = Type.Object({
 export type Plant = Static<typeof Plant>
 
 export const NewPlant = Type.Object({
-  id: Int64({
-    description: `Identification number of the plant: an integer from ${INT64_MIN} to ${INT64_MAX}, ` +
-      'exact over the whole range',
-    examples: [10]
-  }),
+  id: Int64(`Identification number of the plant: an integer from ${INT64_MIN} to ${INT64_MAX}, ` +
+    'exact over the whole range', 10),
   ...Plant.properties
 }, {
   $id: 'NewPlant',
