@@ -16,16 +16,13 @@ const ASCII_LOOP_MAX = 64
  */
 function writeUtf8 (buffer: Buffer, text: string, offset: number): number {
   const length = text.length
-  if (length <= ASCII_LOOP_MAX) {
-    let i = 0
-    for (; i < length; i++) {
-      const unit = text.charCodeAt(i)
-      if (unit >= 0x80) break
-      buffer[offset + i] = unit
-    }
-    if (i === length) return length
+  let i = 0
+  for (const end = length <= ASCII_LOOP_MAX ? length : 0; i < end; i++) {
+    const unit = text.charCodeAt(i)
+    if (unit >= 0x80) break
+    buffer[offset + i] = unit
   }
-  return buffer.write(text, offset, 'utf8')
+  return i === length ? length : buffer.write(text, offset, 'utf8')
 }
 
 /**
