@@ -60,11 +60,10 @@ export class SafeIntegerMap {
     const entries = this.#entries
     const k = key === 0 ? ZERO_KEY : key
     const i = probe(entries, k)
-    const added = entries[2 * i] === 0
+    // A key still waiting in the previous table is already counted.
+    if (entries[2 * i] === 0 && (this.#old === undefined || valueIn(this.#old, k) === undefined)) this.#size++
     entries[2 * i] = k
     entries[2 * i + 1] = value
-    // A key still waiting in the previous table is already counted.
-    if (added && (this.#old === undefined || valueIn(this.#old, k) === undefined)) this.#size++
   }
 
   clear (): void {
