@@ -43,7 +43,8 @@ function decode (body: Buffer, header: string, limit: number): Buffer {
  */
 function exactId (key: string, value: unknown, { source }: { source?: string } = {}): unknown {
   if (key !== 'id' || typeof value !== 'number') return value
-  const [, whole, fraction = '', exponent = ''] = NUMBER.exec(String(source)) ?? []
+  // Every JSON number literal matches NUMBER: there is no null to handle.
+  const [, whole, fraction = '', exponent = ''] = NUMBER.exec(String(source)) as RegExpExecArray
   const digits = BigInt(`${whole}${fraction}`)
   if (digits === 0n) return 0
   // A non-zero integer is at least 1 as a double: this bounds the powers of ten to the text's length.
