@@ -7,16 +7,14 @@ export const INT64_MAX = 2n ** 63n - 1n
 export type PlantId = number | bigint
 
 TypeRegistry.Set('Int64', (_schema: unknown, value: unknown) =>
-  typeof value === 'number'
-    ? Number.isSafeInteger(value)
-    : typeof value === 'bigint' && value >= INT64_MIN && value <= INT64_MAX)
+  Number.isSafeInteger(value) || (typeof value === 'bigint' && value >= INT64_MIN && value <= INT64_MAX))
 
 /**
  * `integer/int64` for the document, checked by the `Int64` kind (JSON Schema validators cannot see bigints).
  * The range is in the description: 2^63 - 1 has no exact JavaScript number and would be published rounded.
  */
-const Int64 = (options: { description: string, examples?: number[] }): TUnsafe<PlantId> =>
-  Type.Unsafe<PlantId>({ [Kind]: 'Int64', type: 'integer', format: 'int64', ...options })
+const Int64 = (description: string, example: number): TUnsafe<PlantId> =>
+  Type.Unsafe<PlantId>({ [Kind]: 'Int64', type: 'integer', format: 'int64', description, examples: [example] })
 
 /**
  * Text every store keeps exactly: no U+0000 (PostgreSQL text cannot hold it) and no lone surrogate
@@ -42,13 +40,9 @@ export const Plant = Type.Object({
 export type Plant = Static<typeof Plant>
 
 export const NewPlant = Type.Object({
-  id: Int64({
-    description: `Identification number of the plant: an integer from ${INT64_MIN} to ${INT64_MAX}, ` +
-      'exact over the whole range',
-    examples: [10]
-  }),
-  name: Plant.properties.name,
-  tag: Plant.properties.tag
+  id: Int64(`Identification number of the plant: an integer from ${INT64_MIN} to ${INT64_MAX}, ` +
+    'exact over the whole range', 10),
+  ...Plant.properties
 }, {
   $id: 'NewPlant',
   description: 'A plant to create. Properties other than id, name and tag are accepted and ignored, at any depth: ' +
@@ -74,29 +68,23 @@ export const errorExamples = {
   invalidGzip: example(400, 'body is not valid gzip data', 'Content-Encoding: gzip on a body that is not gzip'),
   missingToken: example(401, 'a bearer token is required: send "Authorization: Bearer <token>"', 'No bearer token'),
   invalidToken: example(401, 'the bearer token is not valid', 'A token that is not accepted'),
-  conflict: example(409, 'a plant with id 10 already exists with another name or tag',
-    'Id 10 is stored with another name or tag'),
+  conflict: example(409, CONFLICT, 'Id 10 is stored with another name or tag'),
   tooLarge: example(413, 'body must not be larger than 16384 bytes', 'A body over BODY_LIMIT (16384 by default)'),
   tooLargeDecoded: example(413, 'body must not be larger than 16384 bytes once decoded',
     'A compressed body over BODY_LIMIT once decoded (decoding stops there)'),
   notJson: example(415, 'content-type must be application/json', 'Content-Type is not application/json'),
-  unsupportedEncoding: example(
-    415,
+  unsupportedEncoding: example(415,
     'content-encoding "x-unknown" is not supported: send the body with one of gzip, deflate, br, or with none',
-    'A Content-Encoding the service does not decode'
-  ),
+    'A Content-Encoding the service does not decode'),
   rateLimited: example(429, 'too many requests with this token: at most 600 per minute, retry in 42 s',
     'Over RATE_LIMIT_PER_MINUTE=600'),
   unexpected: example(500, 'internal server error', 'Anything unexpected: the detail is in the log only'),
   overloaded: example(503, 'the service is overloaded, retry later', 'Shed while overloaded'),
   storeUnavailable: example(503, 'the plant store is unavailable, retry later',
     'The store cannot be reached or refused the write: nothing was stored'),
-  storeOutcomeUnknown: example(
-    503,
-    'the plant store did not confirm the write: the outcome is unknown; ' +
-      'retrying the identical request is safe, it answers 200 if the plant was stored',
-    'The store lost the write after it was sent (PostgreSQL): it may be stored'
-  ),
+  storeOutcomeUnknown: example(503, 'the plant store did not confirm the write: the outcome is unknown; ' +
+    'retrying the identical request is safe, it answers 200 if the plant was stored',
+  'The store lost the write after it was sent (PostgreSQL): it may be stored'),
   writesFailing: example(503, 'the service is not ready: creates have failed for 5210 ms with no success',
     'Creates have failed for longer than the statement timeout (PostgreSQL)'),
   notReady: example(503, 'the service is not ready', 'The store is unreachable or the service is shutting down'),
@@ -114,11 +102,9 @@ export const errorExamples = {
     'Two Authorization headers (with WWW-Authenticate error="invalid_request")'),
   methodNotAllowed: example(405, 'GET is not allowed on /plants; allowed: POST, OPTIONS',
     'GET (or any method but POST and OPTIONS) on /plants'),
-  expectationFailed: example(
-    417,
+  expectationFailed: example(417,
     'the expectation "x-fancy" cannot be met: send no Expect header, or Expect: 100-continue',
-    'Expect: x-fancy, once the token is accepted'
-  )
+    'Expect: x-fancy, once the token is accepted')
 } satisfies Record<string, { summary: string, value: ErrorRecord }>
 export type ErrorExampleName = keyof typeof errorExamples
 
@@ -131,9 +117,8 @@ export const replyHeaders = {
   'x-request-id': header('The request\'s id, in every log line about it: the caller\'s own X-Request-Id when it is ' +
     '1 to 128 printable ASCII characters, else one the service made. ' +
     'Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists)', '4f3c2a1b9e8d7c6a-1'),
-  'www-authenticate': header('The bearer challenge: `Bearer realm="plants"`, ' +
-    'with `error="invalid_token"` when a token was sent and refused, ' +
-    '`error="invalid_request"` (on a 400) when two Authorization headers were sent',
+  'www-authenticate': header('The bearer challenge: `Bearer realm="plants"`, with `error="invalid_token"` when a ' +
+    'token was sent and refused, `error="invalid_request"` (on a 400) when two Authorization headers were sent',
   'Bearer realm="plants", error="invalid_token"'),
   'retry-after': count('Seconds to wait before retrying', 1),
   allow: header('The methods the path answers to, on a 405 and on the 204 to OPTIONS: `POST, OPTIONS` for /plants, ' +
@@ -151,20 +136,18 @@ export type ReplyHeaderName = keyof typeof replyHeaders
 export const responseHeaders = (...names: ReplyHeaderName[]) =>
   Object.fromEntries((['x-request-id', ...names] as const).map((name) => [name, replyHeaders[name]]))
 
-const errorContent = (names: ErrorExampleName[]) => ({
-  'application/json': {
-    schema: Type.Ref(ErrorRecord),
-    examples: Object.fromEntries(names.map((name) => [name, errorExamples[name]]))
-  }
-})
+/**
+ * An Error record response for a reply made before a request exists (errors.ts): no request id, so no header.
+ * Its examples are by media type: a `$ref` can carry no sibling `examples`.
+ */
+export const bareErrorResponse = (description: string, names: ErrorExampleName[]) => {
+  const examples = Object.fromEntries(names.map((name) => [name, errorExamples[name]]))
+  return { description, content: { 'application/json': { schema: Type.Ref(ErrorRecord), examples } } }
+}
 
-/** An Error record response, by media type: a `$ref` can carry no sibling `examples`. */
+/** The same with x-request-id and the named headers (between the description and the content in the document). */
 export const errorResponse = (description: string, names: ErrorExampleName[], headers: ReplyHeaderName[] = []) =>
-  ({ description, headers: responseHeaders(...headers), content: errorContent(names) })
-
-/** The same for a reply made before a request exists (errors.ts): no request id, so no header. */
-export const bareErrorResponse = (description: string, names: ErrorExampleName[]) =>
-  ({ description, content: errorContent(names) })
+  ({ description, headers: responseHeaders(...headers), content: bareErrorResponse(description, names).content })
 
 /** What any operation can meet before it runs; each probe's 4XX and the OPTIONS operation's. */
 export const malformedHttpResponse = bareErrorResponse('Malformed HTTP (400), headers over MAX_HEADER_BYTES (431), ' +

@@ -16,7 +16,7 @@ export class SafeIntegerMap {
    *
    * Empty is 0, the bytes a new Float64Array starts with: a new table needs no writing, and the
    * operating system maps its pages only as slots are used (filling 32 MiB with NaN at start cost
-   * 13 ms of the start time). The key 0 itself lives outside the table, in #zeroValue.
+   * 13 ms of the start time). The key 0 itself is stored as ZERO_KEY.
    */
   #entries: Float64Array<ArrayBuffer>
   /**
@@ -26,11 +26,10 @@ export class SafeIntegerMap {
    */
   #old: Float64Array<ArrayBuffer> | undefined
   #moved = 0
-  #zeroValue: number | undefined
   #size = 0
 
   constructor (initialCapacity = 1024) {
-    this.#entries = emptyEntries(2 ** Math.max(4, Math.ceil(Math.log2(initialCapacity))))
+    this.#entries = new Float64Array(2 * 2 ** Math.max(4, Math.ceil(Math.log2(initialCapacity))))
   }
 
   get size (): number { return this.#size }
@@ -43,41 +42,34 @@ export class SafeIntegerMap {
   }
 
   get (key: number): number | undefined {
-    if (key === 0) return this.#zeroValue
-    return valueIn(this.#entries, key) ?? (this.#old === undefined ? undefined : valueIn(this.#old, key))
+    const k = key === 0 ? ZERO_KEY : key
+    return valueIn(this.#entries, k) ?? (this.#old === undefined ? undefined : valueIn(this.#old, k))
   }
 
   /** Adds or replaces the value of a safe-integer key. */
   set (key: number, value: number): void {
     if (!Number.isSafeInteger(key)) throw new RangeError(`SafeIntegerMap keys must be safe integers, got ${key}`)
-    if (key === 0) {
-      if (this.#zeroValue === undefined) this.#size++
-      this.#zeroValue = value
-      return
+    if (this.#old !== undefined) {
+      this.#move(this.#old)
+    } else if ((this.#size + 1) * 4 > this.#entries.length) {
+      // A table twice as large; the keys move into it as later keys are set.
+      this.#old = this.#entries
+      this.#moved = 0
+      this.#entries = new Float64Array(2 * this.#old.length)
     }
-    if (this.#old !== undefined) this.#move()
-    else if ((this.#size + 1) * 4 > this.#entries.length) this.#grow()
     const entries = this.#entries
-    const i = probe(entries, key)
-    const added = entries[2 * i] === 0
-    entries[2 * i] = key
-    entries[2 * i + 1] = value
+    const k = key === 0 ? ZERO_KEY : key
+    const i = probe(entries, k)
     // A key still waiting in the previous table is already counted.
-    if (added && (this.#old === undefined || valueIn(this.#old, key) === undefined)) this.#size++
+    if (entries[2 * i] === 0 && (this.#old === undefined || valueIn(this.#old, k) === undefined)) this.#size++
+    entries[2 * i] = k
+    entries[2 * i + 1] = value
   }
 
   clear (): void {
-    this.#entries = emptyEntries(this.#entries.length >>> 1)
+    this.#entries = new Float64Array(this.#entries.length)
     this.#old = undefined
-    this.#zeroValue = undefined
     this.#size = 0
-  }
-
-  /** A table twice as large; the keys move into it as later keys are set. */
-  #grow (): void {
-    this.#old = this.#entries
-    this.#moved = 0
-    this.#entries = emptyEntries(this.#old.length)
   }
 
   /**
@@ -85,8 +77,7 @@ export class SafeIntegerMap {
    * table has room for as many keys again as the old one held before it grows in turn; at this
    * rate the old one is empty after half of them.
    */
-  #move (): void {
-    const old = this.#old as Float64Array<ArrayBuffer>
+  #move (old: Float64Array<ArrayBuffer>): void {
     const entries = this.#entries
     const end = Math.min(this.#moved + MOVES_PER_SET, old.length >>> 1)
     for (let s = this.#moved; s < end; s++) {
@@ -109,6 +100,8 @@ export class SafeIntegerMap {
 }
 
 const MOVES_PER_SET = 4
+/** Stands for the key 0, whose slot would look empty: not a safe integer, so never a key of its own. */
+const ZERO_KEY = 2 ** 53
 
 /** The slot that holds a key other than 0, or the empty slot where it would go (linear probing). */
 function probe (entries: Float64Array, key: number): number {
@@ -122,11 +115,6 @@ function probe (entries: Float64Array, key: number): number {
 function valueIn (entries: Float64Array, key: number): number | undefined {
   const i = probe(entries, key)
   return entries[2 * i] === key ? entries[2 * i + 1] : undefined
-}
-
-/** A table of `capacity` empty slots: all zero, as allocated. */
-function emptyEntries (capacity: number): Float64Array<ArrayBuffer> {
-  return new Float64Array(2 * capacity)
 }
 
 /** Per process, so that which ids collide cannot be worked out in advance (hash flooding). */

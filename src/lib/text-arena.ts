@@ -16,16 +16,13 @@ const ASCII_LOOP_MAX = 64
  */
 function writeUtf8 (buffer: Buffer, text: string, offset: number): number {
   const length = text.length
-  if (length <= ASCII_LOOP_MAX) {
-    let i = 0
-    for (; i < length; i++) {
-      const unit = text.charCodeAt(i)
-      if (unit >= 0x80) break
-      buffer[offset + i] = unit
-    }
-    if (i === length) return length
+  let i = 0
+  for (const end = length <= ASCII_LOOP_MAX ? length : 0; i < end; i++) {
+    const unit = text.charCodeAt(i)
+    if (unit >= 0x80) break
+    buffer[offset + i] = unit
   }
-  return buffer.write(text, offset, 'utf8')
+  return i === length ? length : buffer.write(text, offset, 'utf8')
 }
 
 /**
@@ -55,7 +52,12 @@ export class TextArena {
     const reserve = HEADER_BYTES + 3 * (name.length + (tag?.length ?? 0))
     // A record starts below CHUNK_BYTES (the handle's arithmetic); it may end beyond it only in a
     // chunk made larger for it.
-    if (this.#used + reserve > this.#chunk.length || this.#used >= CHUNK_BYTES) this.#newChunk(reserve)
+    if (this.#used + reserve > this.#chunk.length || this.#used >= CHUNK_BYTES) {
+      // Not zero-filled: only bytes that add() wrote are ever read.
+      this.#chunk = Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, reserve))
+      this.#chunks.push(this.#chunk)
+      this.#used = 0
+    }
     const chunk = this.#chunk
     const start = this.#used
     const nameBytes = writeUtf8(chunk, name, start + HEADER_BYTES)
@@ -76,20 +78,5 @@ export class TextArena {
     const tagBytes = chunk.readInt32LE(start + 4)
     const name = chunk.toString('utf8', start + HEADER_BYTES, nameEnd)
     return tagBytes === NO_TAG ? { name } : { name, tag: chunk.toString('utf8', nameEnd, nameEnd + tagBytes) }
-  }
-
-  /** Forgets every text; handles given out before are no longer valid. */
-  clear (): void {
-    this.#chunks = []
-    this.#chunk = Buffer.alloc(0)
-    this.#used = 0
-    this.#bytes = 0
-  }
-
-  #newChunk (atLeast: number): void {
-    // Not zero-filled: only bytes that add() wrote are ever read.
-    this.#chunk = Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, atLeast))
-    this.#chunks.push(this.#chunk)
-    this.#used = 0
   }
 }

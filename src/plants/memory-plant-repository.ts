@@ -1,18 +1,7 @@
 import { StoreFullError } from '../errors.js'
 import { SafeIntegerMap } from '../lib/safe-integer-map.js'
 import { TextArena } from '../lib/text-arena.js'
-import type { PlantId } from '../schemas.js'
 import { samePlant, type PlantRepository } from './plant-repository.js'
-
-export interface MemoryPlantRepositoryOptions {
-  /** Capacity; an insert beyond it is refused with StoreFullError (507). */
-  maxPlants: number
-  /**
-   * MEMORY_STORE_MAX_BYTES: the bytes the plants hold (UTF-8 names and tags, the id index); a new plant
-   * that would pass it is a 507. Only stored plants move it, never load (that is the overload check's 503).
-   */
-  maxBytes?: number
-}
 
 /** Plants the id index has room for from the start (32 MiB for a million): growing it costs every id a move. */
 const RESERVED_PLANTS = 1_000_000
@@ -27,27 +16,26 @@ const BIG_ID_BYTES = 64
  * Plants in memory with nothing per plant on the JS heap (names and tags in a TextArena, ids in a
  * SafeIntegerMap), so millions of plants cost the garbage collector nothing (docs/performance.md).
  * Single-threaded, so check-then-set needs no lock. Forgotten on restart.
+ *
+ * maxPlants is the capacity: an insert beyond it is refused with StoreFullError (507). maxBytes is
+ * MEMORY_STORE_MAX_BYTES: the bytes the plants hold (UTF-8 names and tags, the id index); a new plant
+ * that would pass it is a 507. Only stored plants move it, never load (that is the overload check's 503).
  */
-export function createMemoryPlantRepository (options: MemoryPlantRepositoryOptions): PlantRepository {
+export function createMemoryPlantRepository (options: { maxPlants: number, maxBytes?: number }): PlantRepository {
   const { maxPlants, maxBytes = 0 } = options
-  const texts = new TextArena()
+  let texts = new TextArena()
   const underBound = Math.floor((maxBytes || Infinity) * INDEX_SHARE / INDEX_BYTES_PER_PLANT)
   const plants = new SafeIntegerMap(2 * Math.min(maxPlants, RESERVED_PLANTS, underBound))
   const bigPlants = new Map<bigint, number>()
-  const find = (id: PlantId): number | undefined => typeof id === 'number' ? plants.get(id) : bigPlants.get(id)
+  const count = (): number => plants.size + bigPlants.size
   // The index as it will be with one more id: a doubling counts in full before it happens.
   const heldBytes = (safeIds: number): number =>
     texts.byteLength + plants.byteLengthWith(safeIds) + BIG_ID_BYTES * bigPlants.size
-  const full = (): boolean => {
-    const count = plants.size + bigPlants.size
-    if (count >= maxPlants) return true
-    return maxBytes > 0 && heldBytes(plants.size + 1) >= maxBytes
-  }
   return {
     async insert (id, plant) {
-      const stored = find(id)
+      const stored = typeof id === 'number' ? plants.get(id) : bigPlants.get(id)
       if (stored !== undefined) return samePlant(texts.read(stored), plant) ? 'same' : 'conflict'
-      if (full()) throw new StoreFullError()
+      if (count() >= maxPlants || (maxBytes > 0 && heldBytes(plants.size + 1) >= maxBytes)) throw new StoreFullError()
       const handle = texts.add(plant.name, plant.tag)
       if (typeof id === 'number') plants.set(id, handle)
       else bigPlants.set(id, handle)
@@ -55,14 +43,14 @@ export function createMemoryPlantRepository (options: MemoryPlantRepositoryOptio
     },
     async ready () {},
     stats: () => ({
-      plants: plants.size + bigPlants.size,
+      plants: count(),
       capacity: maxPlants,
       ...(maxBytes > 0 ? { bytes: heldBytes(plants.size), capacityBytes: maxBytes } : {})
     }),
     async close () {
       plants.clear()
       bigPlants.clear()
-      texts.clear()
+      texts = new TextArena()
     }
   }
 }

@@ -20,19 +20,13 @@ export interface PlantRepository {
   observe? (observer: StoreObserver): void
 }
 
-/** Each store fills in what it knows; a field it leaves out is not exported. */
-export interface StoreStats {
-  /** The memory store: plants stored, and its capacity (MAX_PLANTS). */
-  plants?: number
-  capacity?: number
-  /** The memory store under MEMORY_STORE_MAX_BYTES: bytes its plants hold, and that bound. */
-  bytes?: number
-  capacityBytes?: number
-  /** PostgreSQL: connections the pool holds open, how many of them are idle, and calls waiting for one. */
-  poolConnections?: number
-  poolIdleConnections?: number
-  poolWaitingRequests?: number
-}
+/**
+ * Each store fills in what it knows; a field it leaves out is not exported. The memory store: plants stored,
+ * and its capacity (MAX_PLANTS); under MEMORY_STORE_MAX_BYTES, bytes its plants hold, and that bound.
+ * PostgreSQL: connections the pool holds open, how many of them are idle, and calls waiting for one.
+ */
+export type StoreStats = Partial<Record<'plants' | 'capacity' | 'bytes' | 'capacityBytes' |
+  'poolConnections' | 'poolIdleConnections' | 'poolWaitingRequests', number>>
 
 export interface StoreObserver {
   /** A group commit of this many inserts (one transaction or statement) has been sent. */

@@ -6,12 +6,11 @@ import secureJson from 'secure-json-parse'
 import {
   DecodedBodyTooLargeError, InvalidEncodedBodyError, InvalidJsonError, InvalidUtf8Error, UnsupportedEncodingError
 } from '../errors.js'
-import { INT64_MAX, INT64_MIN, type PlantId } from '../schemas.js'
+import { INT64_MAX, INT64_MIN } from '../schemas.js'
 
 // RFC 9110 §8.4.1: `deflate` is the zlib format, `x-gzip` is gzip.
-const DECODERS = new Map([
-  ['gzip', gunzipSync], ['x-gzip', gunzipSync], ['deflate', inflateSync], ['br', brotliDecompressSync]
-])
+const DECODERS = new Map([['gzip', gunzipSync], ['x-gzip', gunzipSync], ['deflate', inflateSync],
+  ['br', brotliDecompressSync]])
 const ACCEPTED = 'gzip, deflate, br'
 const ACCEPT_ENCODING = { 'accept-encoding': ACCEPTED }
 // Extras are ignored, so prototype-poisoning keys are dropped rather than refused.
@@ -38,9 +37,14 @@ function decode (body: Buffer, header: string, limit: number): Buffer {
   }
 }
 
-/** The int64 a number literal denotes exactly, or NaN (the schema refuses it). */
-function int64 (value: number, source: string): PlantId {
-  const [, whole, fraction = '', exponent = ''] = NUMBER.exec(source) ?? []
+/**
+ * The reviver that reads an `id` number from its source text, which Node 22+ hands a reviver (TC39 JSON.parse
+ * source text access): the int64 the literal denotes exactly, or NaN (the schema refuses it).
+ */
+function exactId (key: string, value: unknown, { source }: { source?: string } = {}): unknown {
+  if (key !== 'id' || typeof value !== 'number') return value
+  // Every JSON number literal matches NUMBER: there is no null to handle.
+  const [, whole, fraction = '', exponent = ''] = NUMBER.exec(String(source)) as RegExpExecArray
   const digits = BigInt(`${whole}${fraction}`)
   if (digits === 0n) return 0
   // A non-zero integer is at least 1 as a double: this bounds the powers of ten to the text's length.
@@ -50,11 +54,6 @@ function int64 (value: number, source: string): PlantId {
   const id = digits * 10n ** BigInt(Math.max(shift, 0)) / down
   if (digits % down !== 0n || id < INT64_MIN || id > INT64_MAX) return Number.NaN
   return Number.isSafeInteger(Number(id)) ? Number(id) : id
-}
-
-// Node 22+ hands a reviver the source text of each primitive (TC39 JSON.parse source text access).
-function exactId (key: string, value: unknown, { source }: { source?: string } = {}): unknown {
-  return key === 'id' && typeof value === 'number' ? int64(value, String(source)) : value
 }
 
 /** A request body's JSON value, with exact int64 ids; strict UTF-8 (RFC 8259 §8.1), never U+FFFD. */
@@ -73,12 +72,10 @@ export const jsonBody = fp(async function jsonBody (app: FastifyInstance) {
   // JSON only: Fastify's text/plain parser goes too, so any other type is a 415.
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    let value: unknown
     try {
-      value = parseBody(body as Buffer, request.headers['content-encoding'], request.routeOptions.bodyLimit)
+      done(null, parseBody(body as Buffer, request.headers['content-encoding'], request.routeOptions.bodyLimit))
     } catch (error) {
-      return done(error as Error)
+      done(error as Error)
     }
-    done(null, value)
   })
 }, { name: 'json-body' })
