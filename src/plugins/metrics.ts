@@ -94,7 +94,7 @@ export function createMetrics () {
     requests: { observe },
     /** A reload of API_TOKENS_FILE: taken, or refused (the previous tokens stay). */
     tokenReload: (taken: boolean) => { reloads.inc({ result: taken ? 'ok' : 'refused' }) },
-    logLinesDropped: () => { dropped.inc() },
+    logLinesDropped: (lines: number) => { dropped.inc(lines) },
     /** One store insert, by outcome, and how long it took. */
     storeInsert (outcome: InsertOutcome | 'error' | 'unknown', seconds: number) {
       inserts.inc({ outcome })
