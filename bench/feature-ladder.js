@@ -21,7 +21,7 @@ import { createLogDestination } from '../dist/lib/log-destination.js'
 import { createMemoryPlantRepository } from '../dist/plants/memory-plant-repository.js'
 import { createObservedPlantRepository } from '../dist/plants/observed-plant-repository.js'
 import { createPlantService } from '../dist/plants/plant-service.js'
-import { AccessLog, requestId, requestLoggerFactory } from '../dist/plugins/access-log.js'
+import { AccessLog, requestId } from '../dist/plugins/access-log.js'
 import { auth, createTokenSet } from '../dist/plugins/auth.js'
 import { createMetrics } from '../dist/plugins/metrics.js'
 import { jsonBody } from '../dist/plugins/json-body.js'
@@ -46,7 +46,6 @@ if (step >= 3) {
   options.logController = new AccessLog(metrics === undefined
     ? undefined
     : (request, reply, route) => { metrics.requests.observe(request.method, route, reply.statusCode, reply.elapsedTime / 1000) })
-  options.childLoggerFactory = requestLoggerFactory
 }
 if (step >= 6) Object.assign(options, { genReqId: requestId, requestIdHeader: false })
 const app = Fastify(options)

@@ -2,7 +2,7 @@ import type { Server } from 'node:http'
 import Fastify, { type FastifyBaseLogger, type FastifyHttpOptions } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { defaultHttpLimits, defaultOverloadLimits, type Config } from './config.js'
-import { AccessLog, requestId, requestLoggerFactory } from './plugins/access-log.js'
+import { AccessLog, requestId } from './plugins/access-log.js'
 import { auth, type TokenSet } from './plugins/auth.js'
 import { createHttpEdge } from './plugins/http-edge.js'
 import { jsonBody } from './plugins/json-body.js'
@@ -66,7 +66,6 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
     logController: new AccessLog(metrics && ((request, reply, route) => {
       metrics.requests.observe(request.method, route, reply.statusCode, reply.elapsedTime / 1000)
     })),
-    childLoggerFactory: requestLoggerFactory,
     // Requests that arrive while closing are served with Connection: close (plugins/shutdown.ts).
     return503OnClosing: false,
     ...edge.options

@@ -40,7 +40,7 @@ async function main (): Promise<void> {
   if (metrics !== undefined && config.metrics !== undefined) {
     const { listenMetrics } = await import('./metrics-listener.js')
     const { host, port } = config.metrics
-    metricsListener = await listenMetrics({ registry: metrics.registry, host, port, log: app.log })
+    metricsListener = await listenMetrics({ registry: metrics.exposition, host, port, log: app.log })
   }
   await app.listen({ port: config.port, host: config.host })
 }

@@ -6,7 +6,7 @@ import type { Registry } from 'prom-client'
 import { clientErrorHandler, errorRecord } from './errors.js'
 
 export interface MetricsListenerOptions {
-  registry: Registry
+  registry: Pick<Registry, 'metrics' | 'contentType'>
   /** METRICS_HOST and METRICS_PORT (0 picks a free port). */
   host: string
   port: number

@@ -14,7 +14,7 @@ import { buildTestApp, postPlant } from './helpers.js'
 const silent = pino({ level: 'silent' })
 
 async function listen (metrics: Metrics = createMetrics()) {
-  const listener = await listenMetrics({ registry: metrics.registry, host: '127.0.0.1', port: 0, log: silent })
+  const listener = await listenMetrics({ registry: metrics.exposition, host: '127.0.0.1', port: 0, log: silent })
   onTestFinished(() => listener.close())
   return listener
 }
@@ -59,7 +59,7 @@ describe('metrics listener (METRICS_PORT)', () => {
   })
 
   it('closes at once even while a scraper keeps an idle keep-alive connection', async () => {
-    const listener = await listenMetrics({ registry: createMetrics().registry, host: '127.0.0.1', port: 0, log: silent })
+    const listener = await listenMetrics({ registry: createMetrics().exposition, host: '127.0.0.1', port: 0, log: silent })
     const agent = new Agent({ keepAlive: true })
     onTestFinished(() => agent.destroy())
     expect((await get(listener.url, 'GET', agent)).status).toBe(200)
@@ -73,7 +73,7 @@ describe('metrics listener (METRICS_PORT)', () => {
     await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve))
     onTestFinished(() => new Promise<void>((resolve) => busy.close(() => resolve())))
     const port = (busy.address() as { port: number }).port
-    await expect(listenMetrics({ registry: createMetrics().registry, host: '127.0.0.1', port, log: silent }))
+    await expect(listenMetrics({ registry: createMetrics().exposition, host: '127.0.0.1', port, log: silent }))
       .rejects.toThrow(`METRICS_PORT: cannot listen on 127.0.0.1:${port}: EADDRINUSE`)
   })
 })
@@ -102,7 +102,7 @@ describe('promtool check metrics', () => {
     const sqlite = await buildTestApp({ metrics: sqliteMetrics, repository: createSqlitePlantRepository({ path: join(dir, 'plants.db') }) })
     await Promise.all([1, 2, 3].map((id) => postPlant(sqlite, { id, name: 'fern' })))
 
-    for (const registry of [metrics.registry, sqliteMetrics.registry]) {
+    for (const registry of [metrics.exposition, sqliteMetrics.exposition]) {
       const { url } = await listenMetrics({ registry, host: '127.0.0.1', port: 0, log: silent }).then((listener) => {
         onTestFinished(() => listener.close())
         return listener

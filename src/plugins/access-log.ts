@@ -1,12 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify'
-import type { Bindings, ChildLoggerOptions } from 'pino'
 import type { Client } from './auth.js'
 import { parseTraceparent } from '../lib/trace-context.js'
-
-/** pino's LogFn without its overloads, to pass any arguments on as they came. */
-type Forward = (...args: unknown[]) => void
 
 /** A caller's request id is kept when it is short printable ASCII; otherwise one is made. */
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/
@@ -19,43 +15,6 @@ export function requestId (request: IncomingMessage): string {
   const given = request.headers['x-request-id']
   return typeof given === 'string' && REQUEST_ID.test(given) ? given : ID_PREFIX + (++sequence).toString(36)
 }
-
-/** request.log and reply.log: the pino child with the request id, made only when something logs through it. */
-export class RequestLogger implements FastifyBaseLogger {
-  #child: FastifyBaseLogger | undefined
-  readonly root: FastifyBaseLogger
-  readonly #bindings: Bindings
-  readonly #options: ChildLoggerOptions
-
-  constructor (root: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions) {
-    this.root = root
-    this.#bindings = bindings
-    this.#options = options
-  }
-
-  get #log (): FastifyBaseLogger {
-    return (this.#child ??= this.root.child(this.#bindings, this.#options))
-  }
-
-  get level (): string { return this.#child?.level ?? this.#options.level ?? this.root.level }
-  set level (level: string) { this.#log.level = level }
-
-  fatal (...args: unknown[]): void { const log = this.#log; (log.fatal as Forward).apply(log, args) }
-  error (...args: unknown[]): void { const log = this.#log; (log.error as Forward).apply(log, args) }
-  warn (...args: unknown[]): void { const log = this.#log; (log.warn as Forward).apply(log, args) }
-  info (...args: unknown[]): void { const log = this.#log; (log.info as Forward).apply(log, args) }
-  debug (...args: unknown[]): void { const log = this.#log; (log.debug as Forward).apply(log, args) }
-  trace (...args: unknown[]): void { const log = this.#log; (log.trace as Forward).apply(log, args) }
-  silent (): void {}
-
-  child (bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
-    return this.#log.child(bindings, options)
-  }
-}
-
-/** Fastify's childLoggerFactory: the lazy RequestLogger instead of a pino child per request. */
-export const requestLoggerFactory = (logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions) =>
-  new RequestLogger(logger, bindings, options)
 
 /** The caller's valid W3C `traceparent` on its request's line, as `traceId` and `parentSpanId`. */
 function withTrace<Fields extends object> (fields: Fields, request: FastifyRequest): Fields {
@@ -85,8 +44,8 @@ export class AccessLog extends LogController {
   override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     const route = request.routeOptions.url
     this.#completed?.(request, reply, route)
-    // The root with the id written here: the child's line without making the child.
-    const root = reply.log instanceof RequestLogger ? reply.log.root : reply.log
+    // The app's logger, not the request's child: the id is written here, the rest is bound per route.
+    const root = request.server.log
     const { id: reqId, method } = request
     const status = reply.statusCode
     const ms = Math.round(reply.elapsedTime * 100) / 100

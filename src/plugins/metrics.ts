@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { prometheusHistogram, type HistogramSeries } from '../lib/prometheus-histogram.js'
 import type { InsertOutcome, PlantRepository, StoreStats } from '../plants/plant-repository.js'
 
 /** Seconds: from 0.5 ms (a request served from memory) to 10 s (past every timeout). */
@@ -49,31 +50,32 @@ export function createMetrics () {
     help: 'Log lines dropped because the log reader (stdout) fell behind by more than LOG_BUFFER_MAX_BYTES.',
     registers
   })
-  const inserts = new Counter({
+  // Counted per insert in plain numbers, added to the counter when scraped (prom-client's collect()).
+  const pending: Record<InsertOutcome | 'error' | 'unknown', number> =
+    { created: 0, same: 0, conflict: 0, error: 0, unknown: 0 }
+  registry.registerMetric(new Counter({
     name: 'plant_store_inserts_total',
     help: 'Store inserts by outcome: created, same (the identical plant was stored), conflict (another plant has ' +
       'the id), error (the store failed: nothing stored), unknown (the store lost the write after it was sent: ' +
       'stored or not).',
     labelNames: ['outcome'],
-    registers
-  })
-  for (const outcome of ['created', 'same', 'conflict', 'error', 'unknown']) inserts.inc({ outcome }, 0)
-  const insertSeconds = new Histogram({
-    name: 'plant_store_insert_duration_seconds',
-    help: 'Time of one store insert, group-commit wait included, in seconds.',
-    buckets: DURATION_BUCKETS,
-    registers
-  })
-  const requestSeconds = new Histogram({
-    name: 'http_server_request_duration_seconds',
-    help: 'Duration of HTTP server requests, from the request\'s arrival to the end of its reply, in seconds. ' +
-      'Every reply counts.',
-    labelNames: ['http_request_method', 'http_route', 'http_response_status_code'],
-    buckets: DURATION_BUCKETS,
-    registers
-  })
-  // A child per route, method and status: no label object is built per request.
-  const children = new Map<string | undefined, Map<string, Map<number, Histogram.Internal<string>>>>()
+    registers: [],
+    collect () {
+      for (const outcome of Object.keys(pending) as Array<keyof typeof pending>) {
+        this.inc({ outcome }, pending[outcome])
+        pending[outcome] = 0
+      }
+    }
+  }))
+  // The histograms of every request and insert are counted in place (lib/prometheus-histogram.ts).
+  const insertSeconds = prometheusHistogram('plant_store_insert_duration_seconds',
+    'Time of one store insert, group-commit wait included, in seconds.', DURATION_BUCKETS)
+  const inserted = insertSeconds.series()
+  const requestSeconds = prometheusHistogram('http_server_request_duration_seconds',
+    'Duration of HTTP server requests, from the request\'s arrival to the end of its reply, in seconds. ' +
+    'Every reply counts.', DURATION_BUCKETS)
+  // A series per route, method and status, taken once.
+  const children = new Map<string | undefined, Map<string, Map<number, HistogramSeries>>>()
   function observe (method: string, route: string | undefined, status: number, seconds: number): void {
     // Only an unmatched request's method can be anything Node's parser accepts: bound it.
     if (route === undefined && !KNOWN_METHODS.has(method)) method = '_OTHER'
@@ -81,24 +83,31 @@ export function createMetrics () {
     if (byMethod === undefined) children.set(route, byMethod = new Map())
     let byStatus = byMethod.get(method)
     if (byStatus === undefined) byMethod.set(method, byStatus = new Map())
-    let child = byStatus.get(status)
-    if (child === undefined) {
-      byStatus.set(status, child = requestSeconds.labels(method, route ?? UNMATCHED_ROUTE, `${status}`))
+    let series = byStatus.get(status)
+    if (series === undefined) {
+      byStatus.set(status, series = requestSeconds.series({
+        http_request_method: method, http_route: route ?? UNMATCHED_ROUTE, http_response_status_code: `${status}`
+      }))
     }
-    child.observe(seconds)
+    series.observe(seconds)
   }
 
   return {
     registry,
+    /** What GET /metrics serves: prom-client's metrics, then the two histograms counted in place. */
+    exposition: {
+      contentType: registry.contentType,
+      metrics: async () => `${await registry.metrics()}\n${requestSeconds.text()}\n\n${insertSeconds.text()}\n`
+    },
     /** `route` is the matched route's template, or undefined when none matched. */
     requests: { observe },
     /** A reload of API_TOKENS_FILE: taken, or refused (the previous tokens stay). */
     tokenReload: (taken: boolean) => { reloads.inc({ result: taken ? 'ok' : 'refused' }) },
-    logLinesDropped: () => { dropped.inc() },
+    logLinesDropped: (lines: number) => { dropped.inc(lines) },
     /** One store insert, by outcome, and how long it took. */
     storeInsert (outcome: InsertOutcome | 'error' | 'unknown', seconds: number) {
-      inserts.inc({ outcome })
-      insertSeconds.observe(seconds)
+      pending[outcome]++
+      inserted.observe(seconds)
     },
     /** Exports what this store tells of itself: group-commit sizes, its pool or fill (read when scraped). */
     watchStore (store: PlantRepository) {

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process'
 import { closeSync, constants, mkdtempSync, openSync, readFileSync, readSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import pino from 'pino'
 import { afterEach, describe, expect, it, onTestFinished, vi } from 'vitest'
 import { createLogDestination } from '../../src/lib/log-destination.js'
 
@@ -67,6 +68,22 @@ describe('createLogDestination', () => {
     await written(path, `${lines.join('')}{"n":4}\n`)
   })
 
+  it('writes the same bytes as pino.destination alone, which it batches for', async () => {
+    const batched = tempFile()
+    const plain = tempFile()
+    const { stream } = createLogDestination(1 << 20, batched.fd)
+    const library = pino.destination({ dest: plain.fd, sync: true })
+    onTestFinished(() => { stream.destroy(); library.destroy() })
+    for (const log of [pino({}, stream), pino({}, library)]) {
+      for (let n = 0; n < 50; n++) log.info({ n, name: 'Monstera déliciosa 🌿' }, 'request')
+    }
+    const expected = readFileSync(plain.path, 'utf8').replace(/"time":\d+/g, '"time":0')
+    expect(expected.split('\n')).toHaveLength(51)
+    await vi.waitFor(() => {
+      expect(readFileSync(batched.path, 'utf8').replace(/"time":\d+/g, '"time":0')).toBe(expected)
+    }, { timeout: 5000, interval: 5 })
+  })
+
   it('flushSync (pino\'s exit hook) writes what is pending at once', () => {
     const { path, fd } = tempFile()
     const { stream } = createLogDestination(1 << 20, fd)
@@ -83,7 +100,7 @@ describe('createLogDestination', () => {
     onTestFinished(() => { destination.stream.destroy() })
     let dropped = 0
     const reports: number[] = []
-    destination.onDrop = () => { dropped++ }
+    destination.onDrop = (lines) => { dropped += lines }
     destination.onCaughtUp = (lines) => { reports.push(lines) }
     // 60 turns of 10 lines of 1,000 bytes: 600 kB, while the pipe takes 64 KiB and nobody reads.
     const line = (n: number) => `${JSON.stringify({ n, pad: 'x'.repeat(1000 - 16 - String(n).length) })}\n`

@@ -114,7 +114,7 @@ describe('the edge\'s replies outside the hooks', () => {
     const app = await buildTestApp({ metrics })
     expect((await app.inject({ method: 'GET', url: '/plants%' })).statusCode).toBe(400)
     const labels = { http_request_method: 'GET', http_route: UNMATCHED_ROUTE, http_response_status_code: '400' }
-    const text = await metrics.registry.metrics()
+    const text = await metrics.exposition.metrics()
     expect(sampleValue(text, 'http_server_request_duration_seconds_count', labels)).toBe(1)
     expect(sampleValue(text, 'http_server_request_duration_seconds_sum', labels)).toBe(0)
   })
@@ -126,7 +126,7 @@ describe('the edge\'s replies outside the hooks', () => {
     const port = (app.server.address() as AddressInfo).port
     expect(parseRawReply(await rawExchange(port, 'GARBAGE\r\n\r\n')).status).toBe(400)
     expect(parseRawReply(await rawExchange(port, `GET / HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'x'.repeat(20000)}\r\n\r\n`)).status).toBe(431)
-    const text = await metrics.registry.metrics()
+    const text = await metrics.exposition.metrics()
     for (const status of ['400', '431']) {
       const labels = { http_request_method: '_OTHER', http_route: UNMATCHED_ROUTE, http_response_status_code: status }
       expect(sampleValue(text, 'http_server_request_duration_seconds_count', labels), status).toBe(1)
@@ -156,6 +156,6 @@ describe('the edge\'s replies outside the hooks', () => {
     await until(async () => await connections() === 1, 5000, 'the server has the connection')
     socket.resetAndDestroy()
     await until(async () => await connections() === 0, 5000, 'the server dropped the connection')
-    expect(await metrics.registry.metrics()).not.toContain('http_server_request_duration_seconds_count{')
+    expect(await metrics.exposition.metrics()).not.toContain('http_server_request_duration_seconds_count{')
   })
 })
