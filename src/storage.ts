@@ -21,8 +21,8 @@ export async function createRepository (options: StorageOptions): Promise<PlantR
   const { databaseUrl, memoryStoreMaxBytes, log } = options
   if (databaseUrl === 'memory:') {
     const { createMemoryPlantRepository } = await import('./plants/memory-plant-repository.js')
-    const maxBytes = memoryStoreMaxBytes === undefined ? {} : { maxBytes: memoryStoreMaxBytes }
-    return createMemoryPlantRepository({ maxPlants: options.maxPlants, ...maxBytes })
+    // A bound of 0 is none.
+    return createMemoryPlantRepository({ maxPlants: options.maxPlants, maxBytes: memoryStoreMaxBytes ?? 0 })
   }
   if (databaseUrl.startsWith('sqlite:')) {
     const path = databaseUrl.slice('sqlite:'.length)
