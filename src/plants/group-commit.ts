@@ -96,7 +96,6 @@ export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<It
         await Promise.allSettled([...inFlight])
       }
       clearTimeout(expiry)
-      expiry = undefined
     }
   }
 }

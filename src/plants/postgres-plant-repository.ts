@@ -80,15 +80,8 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   const answerWithin = statementTimeout + ANSWER_MARGIN_MS
   const maxConnections = options.maxConnections ?? 10
   const prepared = options.preparedStatements === true
-  // What every pooler passes: no startup parameter but application_name, timeouts SET LOCAL per transaction,
-  // no named statement unless asked. No query_timeout: the session cancels a statement, keeping its connection.
   const session = createSession(options.connectionString, {
-    max: maxConnections,
-    connectionTimeoutMillis: Math.trunc(options.connectionTimeoutMs ?? statementTimeout),
-    keepAlive: true,
-    application_name: 'plant-store',
-    // With prepared statements, a transaction's three messages leave together: one round trip.
-    pipeline: true
+    max: maxConnections, connectionTimeoutMillis: Math.trunc(options.connectionTimeoutMs ?? statementTimeout)
   }, statementTimeout, options.hostSelected ?? ignore)
 
   let migrated = false
@@ -108,17 +101,16 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
 
   function connect (): void {
     const deadline = performance.now() + answerWithin
-    attempt = session.query<{ version: number, text: string }>(SERVER_VERSION, deadline).then(async (server) => {
-      assertSupportedServer(server.rows[0])
-      await session.query(MIGRATE, deadline)
-      migrated = true
-    }).catch((error: unknown) => {
-      // The driver's own error, the cause ready() reports (not the session's name for it).
-      lastError = isStoreError(error) ? (error as Error).cause ?? error : error
-      if (closed) return
-      retryTimer = setTimeout(connect, retryDelay * (0.5 + Math.random()))
-      retryDelay = Math.min(retryDelay * 2, 10000)
-    })
+    attempt = session.query<{ version: number, text: string }>(SERVER_VERSION, deadline)
+      .then((server) => { assertSupportedServer(server.rows[0]) })
+      .then(() => session.query(MIGRATE, deadline))
+      .then(() => { migrated = true }, (error: unknown) => {
+        // The driver's own error, the cause ready() reports (not the session's name for it).
+        lastError = isStoreError(error) ? (error as Error).cause ?? error : error
+        if (closed) return
+        retryTimer = setTimeout(connect, retryDelay * (0.5 + Math.random()))
+        retryDelay = Math.min(retryDelay * 2, 10000)
+      })
   }
   connect()
 
@@ -183,23 +175,20 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     // In id order, so concurrent batches (other replicas) take row locks in one order: no deadlock.
     const rows = [...firsts.values()].map(({ item }) => item).sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
     const text = (value: string | undefined): string => value === undefined ? 'NULL' : pg.escapeLiteral(value)
-    let created: Set<string>
-    try {
-      const result = await track(() => session.query<{ id: string }>(prepared
-        ? {
-            name: 'plants-insert-batch',
-            text: INSERT_BATCH,
-            values: [rows.map((row) => row.key), rows.map((row) => row.plant.name), rows.map((row) => row.plant.tag)]
-          }
-        : 'INSERT INTO plants (id, name, tag) VALUES ' +
-          rows.map(({ key, plant }) => `(${key}, ${text(plant.name)}, ${text(plant.tag)})`).join(', ') +
-          ' ON CONFLICT (id) DO NOTHING RETURNING id::text AS id', deadline))
-      created = new Set(result.rows.map((row) => row.id))
-    } catch (error) {
+    const created = await track(() => session.query<{ id: string }>(prepared
+      ? {
+          name: 'plants-insert-batch',
+          text: INSERT_BATCH,
+          values: [rows.map((row) => row.key), rows.map((row) => row.plant.name), rows.map((row) => row.plant.tag)]
+        }
+      : 'INSERT INTO plants (id, name, tag) VALUES ' +
+        rows.map(({ key, plant }) => `(${key}, ${text(plant.name)}, ${text(plant.tag)})`).join(', ') +
+        ' ON CONFLICT (id) DO NOTHING RETURNING id::text AS id', deadline)
+    ).then((result) => new Set(result.rows.map((row) => row.id)), (error: unknown) => {
       const failure = isStoreError(error) ? error : new StoreOutcomeUnknownError({ cause: error })
       for (const pending of batch) pending.reject(failure)
-      return
-    }
+    })
+    if (created === undefined) return
 
     const stored = new Map<string, Plant>()
     for (const key of created) stored.set(key, (firsts.get(key) as Entry).item.plant)
@@ -234,8 +223,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     async ready () {
       await whenMigrated()
       const now = performance.now()
-      const since = oldest()
-      if (since !== undefined && now - since >= statementTimeout) throw failing(now)
+      if (now - (oldest() ?? now) >= statementTimeout) throw failing(now)
       // A probe that ended less than FRESH_MS after it started answers until then.
       const probed = probing === undefined && now - probeStarted < FRESH_MS
       if (last?.ok === true && (probed || now - last.at < FRESH_MS)) return

@@ -75,12 +75,17 @@ export function parsePostgresUrl (url: string): { hosts: Host[], attrs: string }
  * Hosts are tried in order within the connect timeout; the first that is acceptable (read-write:
  * `transaction_read_only` off; primary: not in recovery) is used until a failure says it may be gone.
  */
-export function createSession (url: string, options: pg.PoolConfig, statementTimeoutMs: number,
-  selected: (label: string) => void) {
+export function createSession (url: string, pool: { max: number, connectionTimeoutMillis: number },
+  statementTimeoutMs: number, selected: (label: string) => void) {
   const { hosts, attrs } = parsePostgresUrl(url)
   const fixed = hosts.length === 1 && attrs === 'any'
+  // What every pooler passes: no startup parameter but application_name, timeouts SET LOCAL per transaction,
+  // no named statement unless asked. No query_timeout: the session cancels a statement, keeping its connection.
+  // pipeline: with prepared statements, a transaction's three messages leave together, one round trip.
   // Without an error listener, an idle client's error (a restart, a failover) would end the process.
-  const open = (host: Host): pg.Pool => new pg.Pool({ ...options, connectionString: host.url }).on('error', ignore)
+  const open = (host: Host): pg.Pool => new pg.Pool({
+    ...pool, keepAlive: true, application_name: 'plant-store', pipeline: true, connectionString: host.url
+  }).on('error', ignore)
   let current = fixed ? open(hosts[0] as Host) : undefined
   let selecting: Promise<pg.Pool> | undefined
   let ended = false

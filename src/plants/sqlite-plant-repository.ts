@@ -48,12 +48,12 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
   try {
     mkdirSync(dirname(path), { recursive: true })
     doing = 'open'
-    db = new Database(path)
+    // How long a write waits for another process's lock (busy_timeout).
+    db = new Database(path, { timeout: Math.trunc(busyTimeoutMs) })
   } catch (error) {
     throw new ConfigError(`DATABASE_URL: cannot ${doing} the SQLite database ${path}: ${messageOf(error)}`)
   }
   try {
-    db.pragma(`busy_timeout = ${Math.trunc(busyTimeoutMs)}`)
     const mode = db.pragma('journal_mode = WAL', { simple: true })
     if (mode !== 'wal') throw new Error(`the file cannot use write-ahead logging (journal_mode is ${String(mode)})`)
     // better-sqlite3 builds with SQLITE_DEFAULT_WAL_SYNCHRONOUS=1 (NORMAL): a commit could be lost
@@ -98,12 +98,8 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
   let closed = false
 
   return {
-    insert (id: PlantId, plant: Plant) {
-      return batches.add({ id: BigInt(id), plant })
-    },
-    async ready () {
-      if (closed) throw new StoreUnavailableError()
-    },
+    insert: (id: PlantId, plant: Plant) => batches.add({ id: BigInt(id), plant }),
+    ready: async () => { if (closed) throw new StoreUnavailableError() },
     observe: batches.observe,
     async close () {
       if (closed) return
