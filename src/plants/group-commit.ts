@@ -1,3 +1,4 @@
+import { StoreUnavailableError } from '../errors.js'
 import type { StoreObserver } from './plant-repository.js'
 
 /** One insert waiting for its group commit. */
@@ -17,24 +18,21 @@ export interface GroupCommitOptions<Item, Outcome> {
   /** Batches committing at once; while they run, new entries queue up and leave together. Default 1. */
   maxInFlight?: number
   /**
-   * An entry still queued this long after it was added (batches ahead of it are stuck) is refused
-   * with `expired()`, before anything of it was sent. Default: entries wait for their turn.
+   * An entry still queued this long after it was added (batches ahead of it are stuck) is refused, before
+   * anything of it was sent: StoreUnavailableError, nothing stored. Default: entries wait for their turn.
    */
   maxQueueMs?: number
-  expired?: () => Error
-  /** The error for an entry added after close(). */
-  closed: () => Error
 }
 
 /**
  * Group commit, for the SQL stores: entries added in the same turn of the event loop leave together
  * as one batch (one transaction, one fsync or one round trip for all of them), and each entry's
  * promise settles only after the commit that holds it. setImmediate runs after the poll phase, so
- * every request read in this turn joins the batch.
+ * every request read in this turn joins the batch. An entry added after close() is refused with
+ * StoreUnavailableError.
  */
 export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<Item, Outcome>) {
-  const { commit, maxBatch = Infinity, maxInFlight = 1, maxQueueMs = Infinity, closed: closedError } = options
-  const { expired = closedError } = options
+  const { commit, maxBatch = Infinity, maxInFlight = 1, maxQueueMs = Infinity } = options
   let queue: Array<Pending<Item, Outcome>> = []
   let scheduled = false
   let closed = false
@@ -71,7 +69,9 @@ export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<It
       const waiting = queue.findIndex((pending) => now - pending.queuedAt < maxQueueMs)
       const gone = queue.splice(0, waiting === -1 ? queue.length : waiting)
       if (gone.length > 0) {
-        const error = expired()
+        const error = new StoreUnavailableError({
+          cause: new Error(`timed out after ${maxQueueMs} ms queued behind batches the database has not answered`)
+        })
         for (const pending of gone) pending.reject(error)
       }
       armExpiry()
@@ -80,7 +80,7 @@ export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<It
 
   return {
     add (item: Item): Promise<Outcome> {
-      if (closed) return Promise.reject(closedError())
+      if (closed) return Promise.reject(new StoreUnavailableError())
       return new Promise<Outcome>((resolve, reject) => {
         queue.push({ item, queuedAt: performance.now(), resolve, reject })
         schedule()

@@ -150,11 +150,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     maxBatch: 1000,
     maxInFlight: Math.min(4, maxConnections),
     // Queued behind stuck batches for the statement timeout: refused unsent, nothing stored.
-    maxQueueMs: statementTimeout,
-    expired: () => new StoreUnavailableError({
-      cause: new Error(`timed out after ${statementTimeout} ms queued behind batches the database has not answered`)
-    }),
-    closed: () => new StoreUnavailableError()
+    maxQueueMs: statementTimeout
   })
 
   function enqueue (id: PlantId, plant: Plant): Promise<InsertOutcome> {
@@ -162,8 +158,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     if (`${plant.name}${plant.tag ?? ''}`.includes('\0')) {
       return Promise.reject(new TypeError('a plant\'s text holds a NUL character'))
     }
-    const big = BigInt(id)
-    return batches.add({ key: big.toString(), id: big, plant })
+    return batches.add({ key: String(id), id: BigInt(id), plant })
   }
 
   /** Inserts a batch as if its inserts ran one after another in arrival order. Never rejects. */

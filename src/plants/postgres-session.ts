@@ -47,20 +47,18 @@ export function parsePostgresUrl (url: string): { hosts: Host[], attrs: string }
   const libpq = params.has('sslmode') && !params.has('uselibpqcompat')
   const rest = libpq ? path.replace(/(\?[^#]*)/, '$1&uselibpqcompat=true') : path
   const names = hostList.split(',')
+  const invalid = (problem: string, characters: string): ConfigError =>
+    new ConfigError(`DATABASE_URL: ${problem} (a password holding ${characters} must be percent-encoded)`)
   const hosts = names.map((name, index) => {
     const where = names.length === 1 ? 'the host' : `host ${index + 1} of ${names.length}`
     const port = /^(?:\[[0-9A-Fa-f:.]+\]|[^:[\]]+)(?::(\d{1,5}))?$/.exec(name)
     // An empty host (a Unix socket from ?host=, or PGHOST) is pg's to resolve, with one host only.
     if ((port === null && !(name === '' && names.length === 1)) || Number(port?.[1] ?? 0) > 65535) {
-      throw new ConfigError(`DATABASE_URL: ${where} is not host or host:port ` +
-        '(a password holding / ? # @ , must be percent-encoded)')
+      throw invalid(`${where} is not host or host:port`, '/ ? # @ ,')
     }
     const hostUrl = `${scheme}${userinfo}${name}${rest}`
     // pg parses it with URL, and reads `user@/db` (no host) the same way.
-    if (!URL.canParse(hostUrl.replace('@/', '@x/'))) {
-      throw new ConfigError(`DATABASE_URL: not a valid URL at ${where} ` +
-        '(a password holding / ? # @ : % must be percent-encoded)')
-    }
+    if (!URL.canParse(hostUrl.replace('@/', '@x/'))) throw invalid(`not a valid URL at ${where}`, '/ ? # @ : %')
     return { label: name === '' ? 'default host' : port?.[1] === undefined ? `${name}:5432` : name, url: hostUrl }
   })
   return { hosts, attrs }

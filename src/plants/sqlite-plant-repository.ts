@@ -94,7 +94,7 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
     }
   }
   // One batch at a time, all that is queued: better-sqlite3 commits synchronously.
-  const batches = createGroupCommit({ commit: flush, closed: () => new StoreUnavailableError() })
+  const batches = createGroupCommit({ commit: flush })
   let closed = false
 
   return {
