@@ -121,21 +121,18 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     if (!migrated) throw new StoreUnavailableError({ cause: lastError })
   }
 
-  async function track<T> (write: () => Promise<T>): Promise<T> {
+  function track<T> (write: () => Promise<T>): Promise<T> {
     const entry = { since: performance.now() }
     inFlight.add(entry)
-    try {
-      const value = await write()
+    return write().then((value) => {
       last = { ok: true, at: performance.now() }
       failingSince = undefined
       return value
-    } catch (error) {
+    }, (error: unknown) => {
       last = { ok: false, at: performance.now(), error }
       failingSince ??= entry.since
       throw error
-    } finally {
-      inFlight.delete(entry)
-    }
+    }).finally(() => inFlight.delete(entry))
   }
 
   /** No connection at all: the store's own error. Otherwise: writes fail, and for how long. */

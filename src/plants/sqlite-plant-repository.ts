@@ -44,16 +44,12 @@ type Entry = Pending<{ id: bigint, plant: Plant }, InsertOutcome>
 export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptions): PlantRepository {
   const { path, busyTimeoutMs = 1000, maxPageCount } = options
   let doing = 'create the folder of'
-  let db: Database.Database
+  let db: Database.Database | undefined
   try {
     mkdirSync(dirname(path), { recursive: true })
     doing = 'open'
     // How long a write waits for another process's lock (busy_timeout).
     db = new Database(path, { timeout: Math.trunc(busyTimeoutMs) })
-  } catch (error) {
-    throw new ConfigError(`DATABASE_URL: cannot ${doing} the SQLite database ${path}: ${messageOf(error)}`)
-  }
-  try {
     const mode = db.pragma('journal_mode = WAL', { simple: true })
     if (mode !== 'wal') throw new Error(`the file cannot use write-ahead logging (journal_mode is ${String(mode)})`)
     // better-sqlite3 builds with SQLITE_DEFAULT_WAL_SYNCHRONOUS=1 (NORMAL): a commit could be lost
@@ -64,8 +60,11 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
     db.defaultSafeIntegers(true)
     migrate(db)
   } catch (error) {
+    // Before the file is open, DATABASE_URL names what cannot be; after, the file is what is wrong.
+    const reason = `${path}: ${error instanceof Error ? error.message : String(error)}`
+    if (db === undefined) throw new ConfigError(`DATABASE_URL: cannot ${doing} the SQLite database ${reason}`)
     db.close()
-    throw new Error(`SQLite database ${path}: ${messageOf(error)}`, { cause: error })
+    throw new Error(`SQLite database ${reason}`, { cause: error })
   }
 
   const insertRow = db.prepare<[bigint, string, string | null]>(
@@ -124,5 +123,3 @@ const migrate = (db: Database.Database): void => db.transaction(() => {
     record.run(version, new Date().toISOString())
   }
 }).immediate()
-
-const messageOf = (error: unknown): string => error instanceof Error ? error.message : String(error)
