@@ -67,13 +67,10 @@ export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<It
       expiry = undefined
       const now = performance.now()
       const waiting = queue.findIndex((pending) => now - pending.queuedAt < maxQueueMs)
-      const gone = queue.splice(0, waiting === -1 ? queue.length : waiting)
-      if (gone.length > 0) {
-        const error = new StoreUnavailableError({
-          cause: new Error(`timed out after ${maxQueueMs} ms queued behind batches the database has not answered`)
-        })
-        for (const pending of gone) pending.reject(error)
-      }
+      const error = new StoreUnavailableError({
+        cause: new Error(`timed out after ${maxQueueMs} ms queued behind batches the database has not answered`)
+      })
+      for (const pending of queue.splice(0, waiting === -1 ? queue.length : waiting)) pending.reject(error)
       armExpiry()
     }, Math.max(0, queue[0].queuedAt + maxQueueMs - performance.now()))
   }

@@ -234,8 +234,7 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
     async end () {
       ended = true
       for (const close of held.values()) close()
-      await Promise.all(held.keys())
-      await selecting?.catch(ignore)
+      await Promise.all([...held.keys(), selecting?.catch(ignore)])
       await Promise.all([current?.end(), ...retiring])
       current = undefined
     }
