@@ -76,13 +76,12 @@ export function assertSupportedServer (server: { version: number, text: string }
  * heartbeat write at most per FRESH_MS answers, within the statement timeout.
  */
 export function createPostgresPlantRepository (options: PostgresPlantRepositoryOptions): PlantRepository {
+  const { maxConnections = 10, preparedStatements: prepared = false, hostSelected = ignore } = options
   const statementTimeout = Math.trunc(options.statementTimeoutMs ?? 5000)
   const answerWithin = statementTimeout + ANSWER_MARGIN_MS
-  const maxConnections = options.maxConnections ?? 10
-  const prepared = options.preparedStatements === true
   const session = createSession(options.connectionString, {
     max: maxConnections, connectionTimeoutMillis: Math.trunc(options.connectionTimeoutMs ?? statementTimeout)
-  }, statementTimeout, options.hostSelected ?? ignore)
+  }, statementTimeout, hostSelected)
 
   let migrated = false
   let closed = false
