@@ -151,7 +151,10 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
     }
   }
 
-  /** Waits for the answer to a statement given up on, re-cancelling each second; closed after HOLD_MS. */
+  /**
+   * Waits for the answer to a statement given up on, re-cancelling each second; the connection is closed once
+   * the answer comes, after HOLD_MS, or at end(), whichever is first.
+   */
   function hold (client: pg.PoolClient, work: Promise<unknown>): void {
     let open = true
     // Released with an error, the client is closed by the pool, and a statement still pending fails.
@@ -160,12 +163,10 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
       open = false
     }
     const recancel = setInterval(() => { void cancel(client, HOLD_MS) }, 1000)
-    const giveUp = setTimeout(close, HOLD_MS)
+    void within(work, HOLD_MS).then(close)
     const done = work.then(() => {
       clearInterval(recancel)
-      clearTimeout(giveUp)
       client.removeListener('error', ignore)
-      close()
       held.delete(done)
     })
     held.set(done, close)
@@ -188,11 +189,9 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
       const work = Promise.allSettled(typeof statement === 'string'
         ? [client.query<Row>(`${timeoutSql}; ${statement}`)]
         : [client.query<Row>(begin), client.query<Row>(statement), client.query<Row>('COMMIT')])
-      let cancelled: Promise<void> | undefined
-      const now = performance.now()
-      const cancelling = setTimeout(() => { cancelled = cancel(client, HOLD_MS) }, deadline - CANCEL_LEAD_MS - now)
-      const answer = await within(work, deadline - now)
-      clearTimeout(cancelling)
+      let answer = await within(work, deadline - CANCEL_LEAD_MS - performance.now())
+      const cancelled = answer === undefined ? cancel(client, HOLD_MS) : undefined
+      answer ??= await within(work, deadline - performance.now())
       if (answer === undefined) {
         hold(client, work)
         lost(pool)
