@@ -81,9 +81,8 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
   // no named statement unless asked. No query_timeout: the session cancels a statement, keeping its connection.
   // pipeline: with prepared statements, a transaction's three messages leave together, one round trip.
   // Without an error listener, an idle client's error (a restart, a failover) would end the process.
-  const open = (host: Host): pg.Pool => new pg.Pool({
-    ...pool, keepAlive: true, application_name: 'plant-store', pipeline: true, connectionString: host.url
-  }).on('error', ignore)
+  const config = { ...pool, keepAlive: true, application_name: 'plant-store', pipeline: true }
+  const open = (host: Host): pg.Pool => new pg.Pool({ ...config, connectionString: host.url }).on('error', ignore)
   let current = fixed ? open(hosts[0] as Host) : undefined
   let selecting: Promise<pg.Pool> | undefined
   let ended = false
@@ -224,18 +223,16 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
       return [(result as PromiseFulfilledResult<pg.QueryResult<Row>>).value].flat().at(-1) as pg.QueryResult<Row>
     },
 
-    stats: () => ({
-      poolConnections: current?.totalCount ?? 0,
-      poolIdleConnections: current?.idleCount ?? 0,
-      poolWaitingRequests: current?.waitingCount ?? 0
-    }),
+    stats: () => {
+      const { totalCount, idleCount, waitingCount } = current ?? { totalCount: 0, idleCount: 0, waitingCount: 0 }
+      return { poolConnections: totalCount, poolIdleConnections: idleCount, poolWaitingRequests: waitingCount }
+    },
 
     async end () {
       ended = true
       for (const close of held.values()) close()
       await Promise.all([...held.keys(), selecting?.catch(ignore)])
       await Promise.all([current?.end(), ...retiring])
-      current = undefined
     }
   }
 }

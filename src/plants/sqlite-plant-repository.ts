@@ -83,8 +83,8 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
   /** One transaction for every insert queued so far, in arrival order, so a batch acts as if sequential. */
   function flush (batch: Entry[]): void {
     try {
-      const outcomes = insertAll(batch)
-      batch.forEach((pending, index) => { pending.resolve(outcomes[index] as InsertOutcome) })
+      // Settled once the transaction has committed.
+      insertAll(batch).forEach((outcome, index) => { (batch[index] as Entry).resolve(outcome) })
     } catch (error) {
       // SQLITE_FULL is a full disk (507); every other failure of the file is a 503 the client may retry.
       const full = error instanceof Database.SqliteError && error.code === 'SQLITE_FULL'
