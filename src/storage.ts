@@ -21,8 +21,8 @@ export async function createRepository (options: StorageOptions): Promise<PlantR
   const { databaseUrl, memoryStoreMaxBytes, log } = options
   if (databaseUrl === 'memory:') {
     const { createMemoryPlantRepository } = await import('./plants/memory-plant-repository.js')
-    const maxBytes = memoryStoreMaxBytes === undefined ? {} : { maxBytes: memoryStoreMaxBytes }
-    return createMemoryPlantRepository({ maxPlants: options.maxPlants, ...maxBytes })
+    // A bound of 0 is none.
+    return createMemoryPlantRepository({ maxPlants: options.maxPlants, maxBytes: memoryStoreMaxBytes ?? 0 })
   }
   if (databaseUrl.startsWith('sqlite:')) {
     const path = databaseUrl.slice('sqlite:'.length)
@@ -30,12 +30,10 @@ export async function createRepository (options: StorageOptions): Promise<PlantR
       throw new ConfigError('DATABASE_URL: sqlite: needs a file path, e.g. sqlite:./data/plants.db ' +
         '(for a store in memory, use memory:)')
     }
-    const { createSqlitePlantRepository } = await import('./plants/sqlite-plant-repository.js')
-    return createSqlitePlantRepository({ path })
+    return (await import('./plants/sqlite-plant-repository.js')).createSqlitePlantRepository({ path })
   }
   if (/^postgres(?:ql)?:\/\//.test(databaseUrl)) {
-    const { createPostgresPlantRepository } = await import('./plants/postgres-plant-repository.js')
-    return createPostgresPlantRepository({
+    return (await import('./plants/postgres-plant-repository.js')).createPostgresPlantRepository({
       connectionString: databaseUrl,
       maxConnections: options.databasePoolMax,
       statementTimeoutMs: options.databaseStatementTimeoutMs,

@@ -1,3 +1,4 @@
+import { StoreUnavailableError } from '../errors.js'
 import type { StoreObserver } from './plant-repository.js'
 
 /** One insert waiting for its group commit. */
@@ -17,33 +18,21 @@ export interface GroupCommitOptions<Item, Outcome> {
   /** Batches committing at once; while they run, new entries queue up and leave together. Default 1. */
   maxInFlight?: number
   /**
-   * An entry still queued this long after it was added (batches ahead of it are stuck) is refused
-   * with `expired()`, before anything of it was sent. Default: entries wait for their turn.
+   * An entry still queued this long after it was added (batches ahead of it are stuck) is refused, before
+   * anything of it was sent: StoreUnavailableError, nothing stored. Default: entries wait for their turn.
    */
   maxQueueMs?: number
-  expired?: () => Error
-  /** The error for an entry added after close(). */
-  closed: () => Error
-}
-
-export interface GroupCommit<Item, Outcome> {
-  add (item: Item): Promise<Outcome>
-  observe (observer: StoreObserver): void
-  /** Refuses what is added from now on, commits what is queued, resolves once every batch is done. */
-  close (): Promise<void>
 }
 
 /**
  * Group commit, for the SQL stores: entries added in the same turn of the event loop leave together
  * as one batch (one transaction, one fsync or one round trip for all of them), and each entry's
  * promise settles only after the commit that holds it. setImmediate runs after the poll phase, so
- * every request read in this turn joins the batch.
+ * every request read in this turn joins the batch. An entry added after close() is refused with
+ * StoreUnavailableError.
  */
-export function createGroupCommit<Item, Outcome> (
-  options: GroupCommitOptions<Item, Outcome>
-): GroupCommit<Item, Outcome> {
-  const { commit, maxBatch = Infinity, maxInFlight = 1, maxQueueMs, closed: closedError } = options
-  const { expired = options.closed } = options
+export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<Item, Outcome>) {
+  const { commit, maxBatch = Infinity, maxInFlight = 1, maxQueueMs = Infinity } = options
   let queue: Array<Pending<Item, Outcome>> = []
   let scheduled = false
   let closed = false
@@ -60,8 +49,8 @@ export function createGroupCommit<Item, Outcome> (
   function dispatch (): void {
     scheduled = false
     while (queue.length > 0 && inFlight.size < maxInFlight) {
-      const batch = queue.length <= maxBatch ? queue : queue.slice(0, maxBatch)
-      queue = queue.length <= maxBatch ? [] : queue.slice(maxBatch)
+      const batch = queue
+      queue = batch.splice(maxBatch)
       observer?.batch(batch.length)
       const running: Promise<void> = Promise.resolve().then(() => commit(batch)).finally(() => {
         inFlight.delete(running)
@@ -71,46 +60,39 @@ export function createGroupCommit<Item, Outcome> (
     }
   }
 
-  /** One timer, for the oldest queued entry: entries are queued in arrival order. */
+  /** One timer, for the oldest queued entry (they queue in arrival order); it refuses all that waited too long. */
   function armExpiry (): void {
-    if (maxQueueMs === undefined || expiry !== undefined || queue.length === 0) return
-    const oldest = (queue[0] as Pending<Item, Outcome>).queuedAt
-    expiry = setTimeout(expire, Math.max(0, oldest + maxQueueMs - performance.now()))
-  }
-
-  function expire (): void {
-    expiry = undefined
-    const now = performance.now()
-    let count = 0
-    const waited = (index: number) => now - (queue[index] as Pending<Item, Outcome>).queuedAt
-    while (count < queue.length && waited(count) >= (maxQueueMs as number)) count++
-    if (count > 0) {
-      const gone = queue.slice(0, count)
-      queue = queue.slice(count)
-      const error = expired()
-      for (const pending of gone) pending.reject(error)
-    }
-    armExpiry()
+    if (maxQueueMs === Infinity || expiry !== undefined || queue[0] === undefined) return
+    expiry = setTimeout(() => {
+      expiry = undefined
+      const now = performance.now()
+      const waiting = queue.findIndex((pending) => now - pending.queuedAt < maxQueueMs)
+      const error = new StoreUnavailableError({
+        cause: new Error(`timed out after ${maxQueueMs} ms queued behind batches the database has not answered`)
+      })
+      for (const pending of queue.splice(0, waiting === -1 ? queue.length : waiting)) pending.reject(error)
+      armExpiry()
+    }, Math.max(0, queue[0].queuedAt + maxQueueMs - performance.now()))
   }
 
   return {
-    add (item) {
-      if (closed) return Promise.reject(closedError())
+    add (item: Item): Promise<Outcome> {
+      if (closed) return Promise.reject(new StoreUnavailableError())
       return new Promise<Outcome>((resolve, reject) => {
         queue.push({ item, queuedAt: performance.now(), resolve, reject })
         schedule()
         armExpiry()
       })
     },
-    observe (next) { observer = next },
-    async close () {
+    observe (next: StoreObserver): void { observer = next },
+    /** Refuses what is added from now on, commits what is queued, resolves once every batch is done. */
+    async close (): Promise<void> {
       closed = true
       while (queue.length > 0 || inFlight.size > 0) {
         dispatch()
         await Promise.allSettled([...inFlight])
       }
       clearTimeout(expiry)
-      expiry = undefined
     }
   }
 }

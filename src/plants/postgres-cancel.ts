@@ -11,11 +11,9 @@ import type pg from 'pg'
 export function cancel (client: pg.Client, ms: number): Promise<void> {
   const { processID, secretKey } = client as pg.Client & { processID?: unknown, secretKey?: unknown }
   if (typeof processID !== 'number' || typeof secretKey !== 'number') return Promise.resolve()
+  // Four int32s: the length, the cancel request code, the backend's key.
   const message = Buffer.alloc(16)
-  message.writeInt32BE(16, 0)
-  message.writeInt32BE(80877102, 4)
-  message.writeInt32BE(processID, 8)
-  message.writeInt32BE(secretKey, 12)
+  for (const [index, value] of [16, 80877102, processID, secretKey].entries()) message.writeInt32BE(value, index * 4)
   // In clear text, as libpq sends it by default: it carries no credentials.
   const socket = client.host.startsWith('/')
     ? connect(`${client.host}/.s.PGSQL.${client.port}`)

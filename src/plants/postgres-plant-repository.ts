@@ -3,7 +3,7 @@ import { isStoreError, StoreOutcomeUnknownError, StoreUnavailableError, WritesFa
 import type { Plant, PlantId } from '../schemas.js'
 import { createGroupCommit, type Pending } from './group-commit.js'
 import { samePlant, type InsertOutcome, type PlantRepository } from './plant-repository.js'
-import { createSession, notConnected, type Session } from './postgres-session.js'
+import { createSession, notConnected, within } from './postgres-session.js'
 
 export interface PostgresPlantRepositoryOptions {
   /** To the server or a pooler; several hosts, sslmode and sslrootcert as libpq reads them (docs/storage.md). */
@@ -20,9 +20,7 @@ export interface PostgresPlantRepositoryOptions {
   hostSelected?: (host: string) => void
 }
 
-interface Row { key: string, id: bigint, plant: Plant }
-type Entry = Pending<Row, InsertOutcome>
-interface StoredRow { id: string, name: string, tag: string | null }
+type Entry = Pending<{ key: string, id: bigint, plant: Plant }, InsertOutcome>
 
 // Ids travel as text and come back as `id::text`: never a JS number, whatever int8 parser is set.
 const INSERT_BATCH = `INSERT INTO plants (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[])
@@ -69,35 +67,71 @@ export function assertSupportedServer (server: { version: number, text: string }
 }
 
 /**
- * Readiness that tells the truth about writes (a synchronous standby gone, a primary turned read-only):
- * a write in flight for the statement timeout is a 503 at once; one that succeeded within FRESH_MS is a
- * 200; otherwise one heartbeat write at most per FRESH_MS answers, within the statement timeout.
+ * Plants in PostgreSQL, shared by every replica: a 200 is a commit. Starts while the server is down (the schema
+ * step retries with backoff). A failure is StoreUnavailableError (or StoreFullError) when nothing was stored for
+ * sure, StoreOutcomeUnknownError when the write was sent and its answer lost.
+ *
+ * Readiness tells the truth about writes (a synchronous standby gone, a primary turned read-only): a write in
+ * flight for the statement timeout is a 503 at once; one that succeeded within FRESH_MS is a 200; otherwise one
+ * heartbeat write at most per FRESH_MS answers, within the statement timeout.
  */
-function createWriteHealth (statementTimeoutMs: number, probe: () => Promise<unknown>) {
+export function createPostgresPlantRepository (options: PostgresPlantRepositoryOptions): PlantRepository {
+  const { maxConnections = 10, preparedStatements: prepared = false, hostSelected = ignore } = options
+  const statementTimeout = Math.trunc(options.statementTimeoutMs ?? 5000)
+  const answerWithin = statementTimeout + ANSWER_MARGIN_MS
+  const session = createSession(options.connectionString, {
+    max: maxConnections, connectionTimeoutMillis: Math.trunc(options.connectionTimeoutMs ?? statementTimeout)
+  }, statementTimeout, hostSelected)
+
+  let migrated = false
+  let closed = false
+  let lastError: unknown
+  /** The schema step in progress, or the last one. */
+  let attempt: Promise<void>
+  let retryTimer: NodeJS.Timeout | undefined
+  let retryDelay = 250
+  // Writes (batches, probes) in flight, in the order they started: the first is the oldest.
   const inFlight = new Set<{ since: number }>()
   let last: { ok: boolean, at: number, error?: unknown } | undefined
   let failingSince: number | undefined
   let probing: Promise<void> | undefined
   let probeStarted = -Infinity
-  const oldest = (): number | undefined => inFlight.size === 0
-    ? undefined
-    : Math.min(...[...inFlight].map((w) => w.since))
+  const oldest = (): number | undefined => inFlight.values().next().value?.since
 
-  async function track<T> (write: () => Promise<T>): Promise<T> {
+  function connect (): void {
+    const deadline = performance.now() + answerWithin
+    attempt = session.query<{ version: number, text: string }>(SERVER_VERSION, deadline)
+      .then((server) => { assertSupportedServer(server.rows[0]) })
+      .then(() => session.query(MIGRATE, deadline))
+      .then(() => { migrated = true }, (error: unknown) => {
+        // The driver's own error, the cause ready() reports (not the session's name for it).
+        lastError = isStoreError(error) ? (error as Error).cause ?? error : error
+        if (closed) return
+        retryTimer = setTimeout(connect, retryDelay * (0.5 + Math.random()))
+        retryDelay = Math.min(retryDelay * 2, 10000)
+      })
+  }
+  connect()
+
+  /** Waits for a schema attempt in progress (an insert at most `ms`); rejects while the database is not reached. */
+  async function whenMigrated (ms = Infinity): Promise<void> {
+    if (closed) throw new StoreUnavailableError()
+    if (!migrated) await within(attempt, ms)
+    if (!migrated) throw new StoreUnavailableError({ cause: lastError })
+  }
+
+  function track<T> (write: () => Promise<T>): Promise<T> {
     const entry = { since: performance.now() }
     inFlight.add(entry)
-    try {
-      const value = await write()
+    return write().then((value) => {
       last = { ok: true, at: performance.now() }
       failingSince = undefined
       return value
-    } catch (error) {
+    }, (error: unknown) => {
       last = { ok: false, at: performance.now(), error }
       failingSince ??= entry.since
       throw error
-    } finally {
-      inFlight.delete(entry)
-    }
+    }).finally(() => inFlight.delete(entry))
   }
 
   /** No connection at all: the store's own error. Otherwise: writes fail, and for how long. */
@@ -106,104 +140,13 @@ function createWriteHealth (statementTimeoutMs: number, probe: () => Promise<unk
     return new WritesFailingError(String(Math.round(now - (failingSince ?? oldest() ?? now))))
   }
 
-  return {
-    track,
-    idle: async () => { await probing },
-    async ready () {
-      const now = performance.now()
-      const since = oldest()
-      if (since !== undefined && now - since >= statementTimeoutMs) throw failing(now)
-      if (last?.ok === true && now - last.at < FRESH_MS) return
-      if (probing === undefined && now - probeStarted < FRESH_MS && last !== undefined) {
-        if (last.ok) return
-        throw failing(now)
-      }
-      if (probing === undefined) probeStarted = now
-      probing ??= track(probe).then(ignore, ignore).finally(() => { probing = undefined })
-      let timer: NodeJS.Timeout | undefined
-      const done = await Promise.race([probing.then(() => true), new Promise<false>((resolve) => {
-        timer = setTimeout(resolve, (oldest() ?? now) + statementTimeoutMs - now, false)
-      })])
-      clearTimeout(timer)
-      if (!done || last?.ok !== true) throw failing(performance.now())
-    }
-  }
-}
-
-/**
- * Plants in PostgreSQL, shared by every replica: a 200 is a commit. Starts while the server is down (the schema
- * step retries with backoff). A failure is StoreUnavailableError (or StoreFullError) when nothing was stored for
- * sure, StoreOutcomeUnknownError when the write was sent and its answer lost.
- */
-export function createPostgresPlantRepository (options: PostgresPlantRepositoryOptions): PlantRepository {
-  const statementTimeout = Math.trunc(options.statementTimeoutMs ?? 5000)
-  const answerWithin = statementTimeout + ANSWER_MARGIN_MS
-  const maxConnections = options.maxConnections ?? 10
-  const prepared = options.preparedStatements === true
-  // What every pooler passes: no startup parameter but application_name, timeouts SET LOCAL per transaction,
-  // no named statement unless asked. No query_timeout: the session cancels a statement, keeping its connection.
-  const session: Session = createSession(options.connectionString, {
-    max: maxConnections,
-    connectionTimeoutMillis: Math.trunc(options.connectionTimeoutMs ?? statementTimeout),
-    keepAlive: true,
-    application_name: 'plant-store',
-    // With prepared statements, a transaction's three messages leave together: one round trip.
-    pipeline: true
-  }, statementTimeout, options.hostSelected ?? ignore)
-  const probe = (): Promise<unknown> => session.oneMessage(HEARTBEAT, performance.now() + answerWithin)
-  const health = createWriteHealth(statementTimeout, probe)
-
-  let migrated = false
-  let closed = false
-  let lastError: unknown
-  let attempt: Promise<void> | undefined
-  let retryTimer: NodeJS.Timeout | undefined
-  let retryDelay = 250
-
-  async function migrate (): Promise<void> {
-    const deadline = performance.now() + answerWithin
-    const server = await session.oneMessage<{ version: number, text: string }>(SERVER_VERSION, deadline)
-    assertSupportedServer(server.rows[0])
-    await session.oneMessage(MIGRATE, deadline)
-  }
-
-  function connect (): void {
-    attempt = migrate().then(() => {
-      migrated = true
-      attempt = undefined
-    }, (error: unknown) => {
-      // The driver's own error, the cause ready() reports (not the session's name for it).
-      lastError = isStoreError(error) ? (error as Error).cause ?? error : error
-      attempt = undefined
-      if (closed) return
-      retryTimer = setTimeout(connect, retryDelay * (0.5 + Math.random()))
-      retryDelay = Math.min(retryDelay * 2, 10000)
-    })
-  }
-  connect()
-
-  /** Waits for a schema attempt in progress (an insert at most `ms`); rejects while the database is not reached. */
-  async function whenMigrated (ms = Infinity): Promise<void> {
-    if (closed) throw new StoreUnavailableError()
-    if (!migrated && attempt !== undefined) {
-      let timer: NodeJS.Timeout | undefined
-      await Promise.race([attempt, new Promise((resolve) => { if (ms !== Infinity) timer = setTimeout(resolve, ms) })])
-      clearTimeout(timer)
-    }
-    if (!migrated) throw new StoreUnavailableError({ cause: lastError })
-  }
-
-  const batches = createGroupCommit<Row, InsertOutcome>({
+  const batches = createGroupCommit({
     commit: run,
     // Bounds one statement's size and time; while batches run, new inserts queue and leave together.
     maxBatch: 1000,
     maxInFlight: Math.min(4, maxConnections),
     // Queued behind stuck batches for the statement timeout: refused unsent, nothing stored.
-    maxQueueMs: statementTimeout,
-    expired: () => new StoreUnavailableError({
-      cause: new Error(`timed out after ${statementTimeout} ms queued behind batches the database has not answered`)
-    }),
-    closed: () => new StoreUnavailableError()
+    maxQueueMs: statementTimeout
   })
 
   function enqueue (id: PlantId, plant: Plant): Promise<InsertOutcome> {
@@ -211,8 +154,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     if (`${plant.name}${plant.tag ?? ''}`.includes('\0')) {
       return Promise.reject(new TypeError('a plant\'s text holds a NUL character'))
     }
-    const big = BigInt(id)
-    return batches.add({ key: big.toString(), id: big, plant })
+    return batches.add({ key: String(id), id: BigInt(id), plant })
   }
 
   /** Inserts a batch as if its inserts ran one after another in arrival order. Never rejects. */
@@ -224,23 +166,20 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     // In id order, so concurrent batches (other replicas) take row locks in one order: no deadlock.
     const rows = [...firsts.values()].map(({ item }) => item).sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
     const text = (value: string | undefined): string => value === undefined ? 'NULL' : pg.escapeLiteral(value)
-    let created: Set<string>
-    try {
-      const result = await health.track(() => prepared
-        ? session.transaction<{ id: string }>({
+    const created = await track(() => session.query<{ id: string }>(prepared
+      ? {
           name: 'plants-insert-batch',
           text: INSERT_BATCH,
-          values: [rows.map(({ key }) => key), rows.map(({ plant }) => plant.name), rows.map(({ plant }) => plant.tag)]
-        }, deadline)
-        : session.oneMessage<{ id: string }>('INSERT INTO plants (id, name, tag) VALUES ' +
-          rows.map(({ key, plant }) => `(${key}, ${text(plant.name)}, ${text(plant.tag)})`).join(', ') +
-          ' ON CONFLICT (id) DO NOTHING RETURNING id::text AS id', deadline))
-      created = new Set(result.rows.map((row) => row.id))
-    } catch (error) {
+          values: [rows.map((row) => row.key), rows.map((row) => row.plant.name), rows.map((row) => row.plant.tag)]
+        }
+      : 'INSERT INTO plants (id, name, tag) VALUES ' +
+        rows.map(({ key, plant }) => `(${key}, ${text(plant.name)}, ${text(plant.tag)})`).join(', ') +
+        ' ON CONFLICT (id) DO NOTHING RETURNING id::text AS id', deadline)
+    ).then((result) => new Set(result.rows.map((row) => row.id)), (error: unknown) => {
       const failure = isStoreError(error) ? error : new StoreOutcomeUnknownError({ cause: error })
       for (const pending of batch) pending.reject(failure)
-      return
-    }
+    })
+    if (created === undefined) return
 
     const stored = new Map<string, Plant>()
     for (const key of created) stored.set(key, (firsts.get(key) as Entry).item.plant)
@@ -249,11 +188,9 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     if (others.length > 0) {
       try {
         // A statement of its own: its snapshot sees the rows that made ON CONFLICT skip these ids.
-        const result = prepared
-          ? await session.transaction<StoredRow>({
-            name: 'plants-select-stored', text: `${SELECT_STORED} = ANY ($1::int8[])`, values: [others]
-          }, deadline)
-          : await session.oneMessage<StoredRow>(`${SELECT_STORED} IN (${others.join(', ')})`, deadline)
+        const result = await session.query<{ id: string, name: string, tag: string | null }>(prepared
+          ? { name: 'plants-select-stored', text: `${SELECT_STORED} = ANY ($1::int8[])`, values: [others] }
+          : `${SELECT_STORED} IN (${others.join(', ')})`, deadline)
         for (const { id, name, tag } of result.rows) stored.set(id, tag === null ? { name } : { name, tag })
       } catch (error) {
         // These ids are stored (their insert found them): only whether as this plant is not known.
@@ -276,20 +213,27 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     },
     async ready () {
       await whenMigrated()
-      await health.ready()
+      const now = performance.now()
+      if (now - (oldest() ?? now) >= statementTimeout) throw failing(now)
+      // A probe that ended less than FRESH_MS after it started answers until then.
+      const probed = probing === undefined && now - probeStarted < FRESH_MS
+      if (last?.ok === true && (probed || now - last.at < FRESH_MS)) return
+      if (probed) throw failing(now)
+      if (probing === undefined) probeStarted = now
+      probing ??= track(() => session.query(HEARTBEAT, now + answerWithin)).then(ignore, ignore)
+        .finally(() => { probing = undefined })
+      const done = await within(probing.then(() => true), (oldest() ?? now) + statementTimeout - now)
+      if (done === undefined || last?.ok !== true) throw failing(performance.now())
     },
-    stats: () => {
-      const { total, idle, waiting } = session.stats()
-      return { poolConnections: total, poolIdleConnections: idle, poolWaitingRequests: waiting }
-    },
-    observe (next) { batches.observe(next) },
+    stats: session.stats,
+    observe: batches.observe,
     async close () {
       if (closed) return
       closed = true
       clearTimeout(retryTimer)
       await attempt
       await batches.close()
-      await health.idle()
+      await probing
       await session.end()
     }
   }

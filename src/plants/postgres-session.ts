@@ -5,7 +5,7 @@ import { summarizeCause } from '../lib/failure-log.js'
 import { cancel } from './postgres-cancel.js'
 
 /** A statement not yet answered is cancelled this long before its deadline, so the answer says what happened. */
-export const CANCEL_LEAD_MS = 400
+const CANCEL_LEAD_MS = 400
 /** After its deadline, a connection waits this long for the answer (re-cancelling each second), then is closed. */
 const HOLD_MS = 10_000
 
@@ -20,12 +20,6 @@ const serverRefused = (error: unknown): boolean => error instanceof pg.DatabaseE
 const nothingStored = (error: unknown): boolean => error instanceof pg.DatabaseError
   ? serverRefused(error) || NEVER_SENT.test(error.message)
   : error instanceof Error && / is not queryable$/.test(error.message)
-
-function writeFailure (error: unknown, refused: boolean): Error {
-  if (!refused) return new StoreOutcomeUnknownError({ cause: error })
-  if (error instanceof pg.DatabaseError && error.code === '53100') return new StoreFullError({ cause: error })
-  return new StoreUnavailableError({ cause: error })
-}
 
 const neverSent = new WeakSet<object>()
 /** A failure before anything was sent: no connection could be had (the server is down, the pool is full). */
@@ -43,38 +37,32 @@ export function parsePostgresUrl (url: string): { hosts: Host[], attrs: string }
   const [, scheme = '', userinfo = '', hostList = '', path = ''] = parts
   const params = new URLSearchParams(/\?([^#]*)/.exec(path)?.[1])
   const attrs = params.get('target_session_attrs') ?? 'any'
-  if (/^(?:read-only|standby|prefer-standby)$/.test(attrs)) {
-    throw new ConfigError(`DATABASE_URL: target_session_attrs=${attrs} would send the service's writes to a ` +
-      'read-only server; use read-write, primary or any')
-  }
   if (!/^(?:any|read-write|primary)$/.test(attrs)) {
-    throw new ConfigError('DATABASE_URL: target_session_attrs must be read-write, primary or any')
+    throw new ConfigError(/^(?:read-only|standby|prefer-standby)$/.test(attrs)
+      ? `DATABASE_URL: target_session_attrs=${attrs} would send the service's writes to a read-only server; ` +
+        'use read-write, primary or any'
+      : 'DATABASE_URL: target_session_attrs must be read-write, primary or any')
   }
   // pg reads every sslmode as verify-full unless told to read it as libpq (and psql) does.
   const libpq = params.has('sslmode') && !params.has('uselibpqcompat')
   const rest = libpq ? path.replace(/(\?[^#]*)/, '$1&uselibpqcompat=true') : path
   const names = hostList.split(',')
+  const invalid = (problem: string, characters: string): ConfigError =>
+    new ConfigError(`DATABASE_URL: ${problem} (a password holding ${characters} must be percent-encoded)`)
   const hosts = names.map((name, index) => {
     const where = names.length === 1 ? 'the host' : `host ${index + 1} of ${names.length}`
     const port = /^(?:\[[0-9A-Fa-f:.]+\]|[^:[\]]+)(?::(\d{1,5}))?$/.exec(name)
     // An empty host (a Unix socket from ?host=, or PGHOST) is pg's to resolve, with one host only.
     if ((port === null && !(name === '' && names.length === 1)) || Number(port?.[1] ?? 0) > 65535) {
-      throw new ConfigError(`DATABASE_URL: ${where} is not host or host:port ` +
-        '(a password holding / ? # @ , must be percent-encoded)')
+      throw invalid(`${where} is not host or host:port`, '/ ? # @ ,')
     }
     const hostUrl = `${scheme}${userinfo}${name}${rest}`
     // pg parses it with URL, and reads `user@/db` (no host) the same way.
-    if (!URL.canParse(hostUrl.replace('@/', '@x/'))) {
-      throw new ConfigError(`DATABASE_URL: not a valid URL at ${where} ` +
-        '(a password holding / ? # @ : % must be percent-encoded)')
-    }
+    if (!URL.canParse(hostUrl.replace('@/', '@x/'))) throw invalid(`not a valid URL at ${where}`, '/ ? # @ : %')
     return { label: name === '' ? 'default host' : port?.[1] === undefined ? `${name}:5432` : name, url: hostUrl }
   })
   return { hosts, attrs }
 }
-
-export type Session = ReturnType<typeof createSession>
-type Settled<Row extends pg.QueryResultRow> = Array<PromiseSettledResult<pg.QueryResult<Row>>>
 
 /**
  * The store's statements, each answered by its deadline however the server stalls (docs/storage.md), on the
@@ -85,17 +73,22 @@ type Settled<Row extends pg.QueryResultRow> = Array<PromiseSettledResult<pg.Quer
  * Hosts are tried in order within the connect timeout; the first that is acceptable (read-write:
  * `transaction_read_only` off; primary: not in recovery) is used until a failure says it may be gone.
  */
-export function createSession (url: string, options: pg.PoolConfig, statementTimeoutMs: number,
-  selected: (label: string) => void) {
+export function createSession (url: string, pool: { max: number, connectionTimeoutMillis: number },
+  statementTimeoutMs: number, selected: (label: string) => void) {
   const { hosts, attrs } = parsePostgresUrl(url)
   const fixed = hosts.length === 1 && attrs === 'any'
+  // What every pooler passes: no startup parameter but application_name, timeouts SET LOCAL per transaction,
+  // no named statement unless asked. No query_timeout: the session cancels a statement, keeping its connection.
+  // pipeline: with prepared statements, a transaction's three messages leave together, one round trip.
   // Without an error listener, an idle client's error (a restart, a failover) would end the process.
-  const open = (host: Host): pg.Pool => new pg.Pool({ ...options, connectionString: host.url }).on('error', ignore)
+  const config = { ...pool, keepAlive: true, application_name: 'plant-store', pipeline: true }
+  const open = (host: Host): pg.Pool => new pg.Pool({ ...config, connectionString: host.url }).on('error', ignore)
   let current = fixed ? open(hosts[0] as Host) : undefined
   let selecting: Promise<pg.Pool> | undefined
   let ended = false
   const retiring = new Set<Promise<void>>()
-  const held = new Set<{ done: Promise<void>, close: () => void }>()
+  /** Connections given up on, each with what closes it now; the promise settles once it is closed. */
+  const held = new Map<Promise<void>, () => void>()
   const timeoutSql = `SET LOCAL statement_timeout = ${statementTimeoutMs}`
   const begin = `BEGIN; ${timeoutSql}; SET LOCAL idle_in_transaction_session_timeout = ${statementTimeoutMs}`
   const check = attrs === 'read-write'
@@ -139,75 +132,28 @@ export function createSession (url: string, options: pg.PoolConfig, statementTim
   /** A connection by the cancel time; else a StoreUnavailableError: nothing was sent, nothing stored. */
   async function acquire (deadline: number): Promise<{ pool: pg.Pool, client: pg.PoolClient }> {
     const budget = deadline - CANCEL_LEAD_MS - performance.now()
-    let timer: NodeJS.Timeout | undefined
-    const late = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => {
-        const ms = Math.max(0, Math.round(budget))
-        reject(new Error(`timed out after ${ms} ms waiting for a connection to the database`))
-      }, budget)
-    })
     const connecting = (async () => {
       if (ended) throw new Error('the store is closed')
       const pool = current ?? await (selecting ??= select().finally(() => { selecting = undefined }))
       return { pool, client: await pool.connect().catch((error: unknown) => { lost(pool); throw error }) }
     })()
     try {
-      return await Promise.race([connecting, late])
+      const connected = await within(connecting, budget)
+      if (connected !== undefined) return connected
+      throw new Error(`timed out after ${Math.max(0, Math.round(budget))} ms waiting for a connection to the database`)
     } catch (error) {
       // A connection that comes too late goes back unused.
       connecting.then(({ client }) => { client.release() }, ignore)
       const failure = new StoreUnavailableError({ cause: error })
       neverSent.add(failure)
       throw failure
-    } finally {
-      clearTimeout(timer)
     }
-  }
-
-  /** Back to the pool after a clean refusal; closed after anything else or a read-only server (25006). */
-  function settle (pool: pg.Pool, client: pg.PoolClient, failure: unknown): void {
-    const drop = failure !== undefined && (!serverRefused(failure) || (failure as pg.DatabaseError).code === '25006')
-    client.release(drop)
-    if (drop) lost(pool)
   }
 
   /**
-   * `send`'s statements by the deadline. After a cancel, the connection is settled only once the cancel's
-   * connection has closed (a late cancel would hit the next statement), and a success is no acknowledgement:
-   * a commit whose wait for the standby was cancelled is kept on the primary alone.
+   * Waits for the answer to a statement given up on, re-cancelling each second; the connection is closed once
+   * the answer comes, after HOLD_MS, or at end(), whichever is first.
    */
-  async function run<Row extends pg.QueryResultRow> (deadline: number,
-    send: (client: pg.PoolClient) => Promise<Settled<Row>>,
-    failed: (results: Settled<Row>) => { error: unknown, refused: boolean } | undefined): Promise<Settled<Row>> {
-    const { pool, client } = await acquire(deadline)
-    // A checked-out client reports a lost connection as an event too; the query's rejection carries it.
-    client.on('error', ignore)
-    const work = send(client)
-    let cancelled: Promise<void> | undefined
-    let timers: NodeJS.Timeout[] = []
-    const answer = await Promise.race([work, new Promise<undefined>((resolve) => {
-      const now = performance.now()
-      timers = [setTimeout(() => { cancelled = cancel(client, HOLD_MS) }, deadline - CANCEL_LEAD_MS - now),
-        setTimeout(() => { resolve(undefined) }, deadline - now)]
-    })])
-    timers.forEach(clearTimeout)
-    if (answer === undefined) {
-      hold(client, work)
-      lost(pool)
-      throw new StoreOutcomeUnknownError({
-        cause: new Error('timed out: the database answered neither the statement nor its cancel by the deadline')
-      })
-    }
-    client.removeListener('error', ignore)
-    const failure = failed(answer)
-    if (cancelled === undefined) settle(pool, client, failure?.error)
-    else void cancelled.then(() => { settle(pool, client, failure?.error) })
-    if (failure !== undefined) throw writeFailure(failure.error, failure.refused)
-    if (cancelled !== undefined) throw new StoreOutcomeUnknownError({ cause: new Error('answered after a cancel') })
-    return answer
-  }
-
-  /** Waits for the answer to a statement given up on, re-cancelling each second; closed after HOLD_MS. */
   function hold (client: pg.PoolClient, work: Promise<unknown>): void {
     let open = true
     // Released with an error, the client is closed by the pool, and a statement still pending fails.
@@ -216,66 +162,86 @@ export function createSession (url: string, options: pg.PoolConfig, statementTim
       open = false
     }
     const recancel = setInterval(() => { void cancel(client, HOLD_MS) }, 1000)
-    const giveUp = setTimeout(close, HOLD_MS)
-    const entry = {
-      close,
-      done: work.then(() => {
-        clearInterval(recancel)
-        clearTimeout(giveUp)
-        client.removeListener('error', ignore)
-        close()
-        held.delete(entry)
-      })
-    }
-    held.add(entry)
+    void within(work, HOLD_MS).then(close)
+    const done = work.then(() => {
+      clearInterval(recancel)
+      client.removeListener('error', ignore)
+      held.delete(done)
+    })
+    held.set(done, close)
   }
 
   return {
     /**
-     * `SET LOCAL statement_timeout; <statements>` as one simple-protocol message: one implicit transaction,
-     * rolled back when a statement fails; one message each way, through any pooler. Answers the last result.
+     * A text runs as `SET LOCAL statement_timeout; <statements>`, one simple-protocol message: one implicit
+     * transaction, rolled back when a statement fails; one message each way, through any pooler. Answers the
+     * last result. A QueryConfig is a named prepared statement (extended protocol): BEGIN and the timeouts,
+     * it, COMMIT, pipelined. After a cancel, the connection is settled only once the cancel's connection has
+     * closed (a late cancel would hit the next statement), and a success is no acknowledgement: a commit
+     * whose wait for the standby was cancelled is kept on the primary alone.
      */
-    async oneMessage<Row extends pg.QueryResultRow> (statements: string, deadline: number) {
-      const [sent] = await run<Row>(deadline,
-        (client) => Promise.allSettled([client.query<Row>(`${timeoutSql}; ${statements}`)]),
-        ([outcome]) => outcome?.status === 'rejected'
-          ? { error: outcome.reason, refused: nothingStored(outcome.reason) }
-          : undefined)
-      const result = (sent as PromiseFulfilledResult<pg.QueryResult<Row>>).value
-      // pg answers a message of several statements with one result each.
-      const results: Array<pg.QueryResult<Row>> = Array.isArray(result) ? result : [result]
-      return results.at(-1) as pg.QueryResult<Row>
-    },
-
-    /** A named prepared statement (extended protocol): BEGIN and the timeouts, it, COMMIT, pipelined. */
-    async transaction<Row extends pg.QueryResultRow> (statement: pg.QueryConfig, deadline: number) {
-      const [, result] = await run<Row>(deadline,
-        // allSettled: a statement that fails after the first cannot go unhandled.
-        (client) => Promise.allSettled([client.query(begin), client.query<Row>(statement), client.query('COMMIT')]),
-        ([opened, result, committed]) => {
-          const failure = [opened, result, committed].find((outcome) => outcome?.status === 'rejected')
-          if (failure?.status !== 'rejected') return undefined
-          // COMMIT of a failed transaction rolls it back, and so does a refused COMMIT unless BEGIN failed.
-          const refused = (result?.status === 'rejected' && nothingStored(result.reason)) ||
-            (opened?.status === 'fulfilled' && result?.status === 'fulfilled' && nothingStored(failure.reason))
-          return { error: failure.reason, refused }
+    async query<Row extends pg.QueryResultRow> (statement: string | pg.QueryConfig, deadline: number) {
+      const { pool, client } = await acquire(deadline)
+      // A checked-out client reports a lost connection as an event too; the query's rejection carries it.
+      client.on('error', ignore)
+      // allSettled: a statement that fails after the first cannot go unhandled.
+      const work = Promise.allSettled(typeof statement === 'string'
+        ? [client.query<Row>(`${timeoutSql}; ${statement}`)]
+        : [client.query<Row>(begin), client.query<Row>(statement), client.query<Row>('COMMIT')])
+      let answer = await within(work, deadline - CANCEL_LEAD_MS - performance.now())
+      const cancelled = answer === undefined ? cancel(client, HOLD_MS) : undefined
+      answer ??= await within(work, deadline - performance.now())
+      if (answer === undefined) {
+        hold(client, work)
+        lost(pool)
+        throw new StoreOutcomeUnknownError({
+          cause: new Error('timed out: the database answered neither the statement nor its cancel by the deadline')
         })
-      return (result as PromiseFulfilledResult<pg.QueryResult<Row>>).value
+      }
+      client.removeListener('error', ignore)
+      const failure = answer.find((outcome) => outcome.status === 'rejected')
+      // Back to the pool after a clean refusal; closed after anything else or a read-only server (25006).
+      const drop = failure !== undefined && (!serverRefused(failure.reason) || failure.reason.code === '25006')
+      const settle = (): void => {
+        client.release(drop)
+        if (drop) lost(pool)
+      }
+      if (cancelled === undefined) settle()
+      else void cancelled.then(settle)
+      const [opened, result = opened, committed] = answer
+      if (failure !== undefined) {
+        // One message: its failure says. A transaction: its statement's, else COMMIT's once BEGIN succeeded
+        // (COMMIT of a failed transaction rolls it back, and so does a refused COMMIT unless BEGIN failed).
+        const decisive = result?.status === 'rejected' || opened?.status === 'rejected' ? result : committed
+        const refused = decisive?.status === 'rejected' && nothingStored(decisive.reason)
+        const full = refused && failure.reason instanceof pg.DatabaseError && failure.reason.code === '53100'
+        const StoreError = full ? StoreFullError : refused ? StoreUnavailableError : StoreOutcomeUnknownError
+        throw new StoreError({ cause: failure.reason })
+      }
+      if (cancelled !== undefined) throw new StoreOutcomeUnknownError({ cause: new Error('answered after a cancel') })
+      // pg answers a message of several statements with one result each.
+      return [(result as PromiseFulfilledResult<pg.QueryResult<Row>>).value].flat().at(-1) as pg.QueryResult<Row>
     },
 
-    stats: () => ({
-      total: current?.totalCount ?? 0, idle: current?.idleCount ?? 0, waiting: current?.waitingCount ?? 0
-    }),
+    stats: () => {
+      const { totalCount, idleCount, waitingCount } = current ?? { totalCount: 0, idleCount: 0, waitingCount: 0 }
+      return { poolConnections: totalCount, poolIdleConnections: idleCount, poolWaitingRequests: waitingCount }
+    },
 
     async end () {
       ended = true
-      for (const { close } of held) close()
-      await Promise.all([...held].map(({ done }) => done))
-      await selecting?.catch(ignore)
+      for (const close of held.values()) close()
+      await Promise.all([...held.keys(), selecting?.catch(ignore)])
       await Promise.all([current?.end(), ...retiring])
-      current = undefined
     }
   }
+}
+
+/** `work`'s outcome, or undefined once `ms` have passed before it (never, for Infinity). */
+export function within<T> (work: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<undefined>((resolve) => { if (ms !== Infinity) timer = setTimeout(resolve, ms, undefined) })
+  return Promise.race([work, late]).finally(() => { clearTimeout(timer) })
 }
 
 function ignore (): void {}

@@ -33,10 +33,7 @@ const MIGRATIONS: readonly string[] = [
    ) STRICT`
 ]
 
-interface Row {
-  id: bigint
-  plant: Plant
-}
+type Entry = Pending<{ id: bigint, plant: Plant }, InsertOutcome>
 
 /**
  * Plants in one SQLite file, durable on 200: WAL with `synchronous=FULL` syncs the log at every
@@ -46,9 +43,13 @@ interface Row {
  */
 export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptions): PlantRepository {
   const { path, busyTimeoutMs = 1000, maxPageCount } = options
-  const db = open(path)
+  let doing = 'create the folder of'
+  let db: Database.Database | undefined
   try {
-    db.pragma(`busy_timeout = ${Math.trunc(busyTimeoutMs)}`)
+    mkdirSync(dirname(path), { recursive: true })
+    doing = 'open'
+    // How long a write waits for another process's lock (busy_timeout).
+    db = new Database(path, { timeout: Math.trunc(busyTimeoutMs) })
     const mode = db.pragma('journal_mode = WAL', { simple: true })
     if (mode !== 'wal') throw new Error(`the file cannot use write-ahead logging (journal_mode is ${String(mode)})`)
     // better-sqlite3 builds with SQLITE_DEFAULT_WAL_SYNCHRONOUS=1 (NORMAL): a commit could be lost
@@ -59,56 +60,46 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
     db.defaultSafeIntegers(true)
     migrate(db)
   } catch (error) {
+    // Before the file is open, DATABASE_URL names what cannot be; after, the file is what is wrong.
+    const reason = `${path}: ${error instanceof Error ? error.message : String(error)}`
+    if (db === undefined) throw new ConfigError(`DATABASE_URL: cannot ${doing} the SQLite database ${reason}`)
     db.close()
-    throw new Error(`SQLite database ${path}: ${messageOf(error)}`, { cause: error })
+    throw new Error(`SQLite database ${reason}`, { cause: error })
   }
 
   const insertRow = db.prepare<[bigint, string, string | null]>(
     'INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING')
   const selectRow = db.prepare<[bigint], { name: string, tag: string | null }>(
     'SELECT name, tag FROM plants WHERE id = ?')
-  const begin = db.prepare('BEGIN IMMEDIATE')
-  const commit = db.prepare('COMMIT')
+  // BEGIN IMMEDIATE; rolled back when anything throws (SQLite may have rolled back already, e.g. on SQLITE_FULL).
+  const insertAll = db.transaction((batch: Entry[]) => batch.map(({ item: { id, plant } }): InsertOutcome => {
+    if (insertRow.run(id, plant.name, plant.tag ?? null).changes === 1) return 'created'
+    const row = selectRow.get(id)
+    if (row === undefined) throw new Error(`plant ${id} neither inserted nor found`)
+    const stored = row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag }
+    return samePlant(stored, plant) ? 'same' : 'conflict'
+  })).immediate
 
   /** One transaction for every insert queued so far, in arrival order, so a batch acts as if sequential. */
-  function flush (batch: Array<Pending<Row, InsertOutcome>>): void {
-    const outcomes: InsertOutcome[] = []
+  function flush (batch: Entry[]): void {
     try {
-      begin.run()
-      for (const { item: { id, plant } } of batch) {
-        if (insertRow.run(id, plant.name, plant.tag ?? null).changes === 1) {
-          outcomes.push('created')
-        } else {
-          const row = selectRow.get(id)
-          if (row === undefined) throw new Error(`plant ${id} neither inserted nor found`)
-          const stored = row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag }
-          outcomes.push(samePlant(stored, plant) ? 'same' : 'conflict')
-        }
-      }
-      commit.run()
+      // Settled once the transaction has committed.
+      insertAll(batch).forEach((outcome, index) => { (batch[index] as Entry).resolve(outcome) })
     } catch (error) {
-      // SQLite may already have rolled back (e.g. on SQLITE_FULL); nothing of the batch is stored.
-      if (db.inTransaction) {
-        try { db.exec('ROLLBACK') } catch { /* the connection is gone; the file stays consistent */ }
-      }
-      const failure = storeError(error)
+      // SQLITE_FULL is a full disk (507); every other failure of the file is a 503 the client may retry.
+      const full = error instanceof Database.SqliteError && error.code === 'SQLITE_FULL'
+      const failure = full ? new StoreFullError({ cause: error }) : new StoreUnavailableError({ cause: error })
       for (const pending of batch) pending.reject(failure)
-      return
     }
-    batch.forEach((pending, index) => pending.resolve(outcomes[index] as InsertOutcome))
   }
   // One batch at a time, all that is queued: better-sqlite3 commits synchronously.
-  const batches = createGroupCommit<Row, InsertOutcome>({ commit: flush, closed: () => new StoreUnavailableError() })
+  const batches = createGroupCommit({ commit: flush })
   let closed = false
 
   return {
-    insert (id: PlantId, plant: Plant) {
-      return batches.add({ id: BigInt(id), plant })
-    },
-    async ready () {
-      if (closed) throw new StoreUnavailableError()
-    },
-    observe (next) { batches.observe(next) },
+    insert: (id: PlantId, plant: Plant) => batches.add({ id: BigInt(id), plant }),
+    ready: async () => { if (closed) throw new StoreUnavailableError() },
+    observe: batches.observe,
     async close () {
       if (closed) return
       closed = true
@@ -118,47 +109,17 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
   }
 }
 
-function open (path: string): Database.Database {
-  try {
-    mkdirSync(dirname(path), { recursive: true })
-  } catch (error) {
-    throw new ConfigError(`DATABASE_URL: cannot create the folder of the SQLite database ${path}: ${messageOf(error)}`)
-  }
-  try {
-    return new Database(path)
-  } catch (error) {
-    throw new ConfigError(`DATABASE_URL: cannot open the SQLite database ${path}: ${messageOf(error)}`)
-  }
-}
-
 /** Applies the steps the file does not have yet. BEGIN IMMEDIATE: one process at a time migrates. */
-function migrate (db: Database.Database): void {
-  db.exec('BEGIN IMMEDIATE')
-  try {
-    db.exec('CREATE TABLE IF NOT EXISTS plant_store_migrations ' +
-      '(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL) STRICT')
-    const current = Number(db.prepare('SELECT coalesce(max(version), 0) FROM plant_store_migrations').pluck().get())
-    if (current > MIGRATIONS.length) {
-      throw new Error(`schema version ${current} is newer than this release knows (${MIGRATIONS.length})`)
-    }
-    const record = db.prepare('INSERT INTO plant_store_migrations (version, applied_at) VALUES (?, ?)')
-    for (let version = current + 1; version <= MIGRATIONS.length; version++) {
-      db.exec(MIGRATIONS[version - 1] as string)
-      record.run(version, new Date().toISOString())
-    }
-    db.exec('COMMIT')
-  } catch (error) {
-    if (db.inTransaction) db.exec('ROLLBACK')
-    throw error
+const migrate = (db: Database.Database): void => db.transaction(() => {
+  db.exec('CREATE TABLE IF NOT EXISTS plant_store_migrations ' +
+    '(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL) STRICT')
+  const current = Number(db.prepare('SELECT coalesce(max(version), 0) FROM plant_store_migrations').pluck().get())
+  if (current > MIGRATIONS.length) {
+    throw new Error(`schema version ${current} is newer than this release knows (${MIGRATIONS.length})`)
   }
-}
-
-/** SQLITE_FULL is a full disk (507); every other failure of the file is a 503 the client may retry. */
-function storeError (error: unknown): Error {
-  if (error instanceof Database.SqliteError && error.code === 'SQLITE_FULL') return new StoreFullError({ cause: error })
-  return new StoreUnavailableError({ cause: error })
-}
-
-function messageOf (error: unknown): string {
-  return error instanceof Error ? error.message : String(error)
-}
+  const record = db.prepare('INSERT INTO plant_store_migrations (version, applied_at) VALUES (?, ?)')
+  for (let version = current + 1; version <= MIGRATIONS.length; version++) {
+    db.exec(MIGRATIONS[version - 1] as string)
+    record.run(version, new Date().toISOString())
+  }
+}).immediate()

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest'
+import { StoreUnavailableError } from '../../src/errors.js'
 import { createGroupCommit, type Pending } from '../../src/plants/group-commit.js'
-
-const closedError = (): Error => new Error('closed')
 
 describe('group commit (shared by the SQLite and PostgreSQL stores)', () => {
   it('sends the entries added in one turn as one batch, in arrival order, and settles each with its own outcome', async () => {
@@ -10,8 +9,7 @@ describe('group commit (shared by the SQLite and PostgreSQL stores)', () => {
       commit: (batch) => {
         batches.push(batch.map((pending) => pending.item))
         for (const pending of batch) pending.resolve(`done ${pending.item}`)
-      },
-      closed: closedError
+      }
     })
     const sizes: number[] = []
     group.observe({ batch: (size) => sizes.push(size) })
@@ -35,8 +33,7 @@ describe('group commit (shared by the SQLite and PostgreSQL stores)', () => {
         }, 20)
       }),
       maxBatch: 2,
-      maxInFlight: 2,
-      closed: closedError
+      maxInFlight: 2
     })
     const sizes: number[] = []
     group.observe({ batch: (size) => sizes.push(size) })
@@ -59,15 +56,14 @@ describe('group commit (shared by the SQLite and PostgreSQL stores)', () => {
           }
         })
       },
-      maxQueueMs: 100,
-      expired: () => new Error('expired'),
-      closed: closedError
+      maxQueueMs: 100
     })
     const stuck = group.add(1)
     await new Promise((resolve) => setImmediate(resolve))
     const started = performance.now()
     const queued = group.add(2)
-    await expect(queued).rejects.toThrow('expired')
+    await expect(queued).rejects.toBeInstanceOf(StoreUnavailableError)
+    await expect(queued).rejects.toHaveProperty('cause.message', 'timed out after 100 ms queued behind batches the database has not answered')
     expect(performance.now() - started).toBeGreaterThanOrEqual(95)
     expect(performance.now() - started).toBeLessThan(1000)
     release()
@@ -84,13 +80,12 @@ describe('group commit (shared by the SQLite and PostgreSQL stores)', () => {
           committed.push(pending.item)
           pending.resolve(pending.item)
         }
-      },
-      closed: closedError
+      }
     })
     const before = [group.add(1), group.add(2)]
     await group.close()
     expect(committed).toEqual([1, 2])
     expect(await Promise.all(before)).toEqual([1, 2])
-    await expect(group.add(3)).rejects.toThrow('closed')
+    await expect(group.add(3)).rejects.toBeInstanceOf(StoreUnavailableError)
   })
 })

@@ -202,7 +202,7 @@ function defineSuite (target: PostgresTarget): void {
     await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
   })
 
-  // A batch is one message with its values as SQL literals (postgres-plant-repository.ts, insertStatement).
+  // A batch is one message with its values as SQL literals (postgres-plant-repository.ts, run).
   it('stores texts that read as SQL exactly, in one batch, and runs none of them', async () => {
     const connectionString = await schemas.create()
     const store = open(connectionString)
