@@ -3,15 +3,10 @@ import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Registry } from 'prom-client'
-import { clientErrorHandler, errorRecord } from './errors.js'
+import { bareError, clientErrorHandler, pathOf } from './errors.js'
 
-export interface MetricsListenerOptions {
-  registry: Registry
-  /** METRICS_HOST and METRICS_PORT (0 picks a free port). */
-  host: string
-  port: number
-  log: FastifyBaseLogger
-}
+/** `host` and `port`: METRICS_HOST and METRICS_PORT (0 picks a free port). */
+export interface MetricsListenerOptions { registry: Registry, host: string, port: number, log: FastifyBaseLogger }
 
 /**
  * The second listener, apart from the API: `GET /metrics` in the Prometheus text format, without a
@@ -20,7 +15,7 @@ export interface MetricsListenerOptions {
  */
 export async function listenMetrics ({ registry, host, port, log }: MetricsListenerOptions) {
   const server = createServer({ headersTimeout: 10000, requestTimeout: 15000 }, (request, response) => {
-    const path = (request.url ?? '/').split('?', 1)[0] ?? '/'
+    const path = pathOf(request.url ?? '/')
     if (request.method !== 'GET' || path !== '/metrics') {
       send(response, 404, `no route for ${request.method ?? ''} ${path.slice(0, 200)}`)
       return
@@ -58,12 +53,6 @@ export async function listenMetrics ({ registry, host, port, log }: MetricsListe
 export type MetricsListener = Awaited<ReturnType<typeof listenMetrics>>
 
 function send (response: ServerResponse, status: number, message: string): void {
-  const body = JSON.stringify(errorRecord(status, message))
-  response.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-    'cache-control': 'no-store',
-    'x-content-type-options': 'nosniff'
-  })
-  response.end(body)
+  const { body, headers } = bareError(status, message)
+  response.writeHead(status, headers).end(body)
 }

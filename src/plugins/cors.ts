@@ -2,16 +2,8 @@ import cors, { type FastifyCorsOptions } from '@fastify/cors'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 
-export interface CorsPolicyOptions {
-  /** Exact origins, or ['*'] for any (config.ts, CORS_ORIGINS). */
-  origins: readonly string[]
-}
-
-/** How long a browser may reuse a preflight's answer (Chromium caps it at 7200). */
-export const CORS_MAX_AGE_SECONDS = 600
-
-/** What a page may send: listed, not reflected, and Authorization by name (a `*` would not cover it). */
-const ALLOWED_HEADERS = 'authorization, content-type, content-encoding, x-request-id'
+/** `origins`: exact origins, or ['*'] for any (config.ts, CORS_ORIGINS). */
+export interface CorsPolicyOptions { origins: readonly string[] }
 
 /** What a page may read beyond the safelisted headers, so that it can read every Error record's context. */
 const EXPOSED_HEADERS = 'x-request-id, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset, ' +
@@ -30,9 +22,11 @@ export const corsPolicy = fp(async function corsPolicy (app: FastifyInstance, { 
     // Any: the literal `*`; listed: the request's own Origin, reflected once it is known to be listed.
     origin: any ? '*' : true,
     methods: 'POST',
-    allowedHeaders: ALLOWED_HEADERS,
+    // What a page may send: listed, not reflected, and Authorization by name (a `*` would not cover it).
+    allowedHeaders: 'authorization, content-type, content-encoding, x-request-id',
     exposedHeaders: EXPOSED_HEADERS,
-    maxAge: CORS_MAX_AGE_SECONDS,
+    // How long a browser may reuse a preflight's answer (Chromium caps it at 7200).
+    maxAge: 600,
     credentials: false
   }
   // `preflight` acts only on an OPTIONS (@fastify/cors checks the method itself).
