@@ -65,12 +65,6 @@ const frameworkMessages: Record<string, (request: FastifyRequest) => string> = {
   FST_ERR_ASYNC_CONSTRAINT: () => 'the request cannot be routed'
 }
 
-/** Refusals logged elsewhere, or not worth a warning each (a 505 is the client's doing). */
-function quietlyRefused (error: FastifyError): boolean {
-  return error instanceof VersionNotSupportedError || error instanceof OverloadedError ||
-    error instanceof NotReadyError || isStoreError(error)
-}
-
 /** The path of a request target, without its query. */
 export function pathOf (url: string): string {
   const query = url.indexOf('?')
@@ -92,16 +86,18 @@ export function sendError (error: FastifyError, request: FastifyRequest, reply: 
     request.log.error({ err: error }, 'request failed')
     message = 'internal server error'
   } else {
-    // The quiet ones are logged once per interval elsewhere (under-pressure.ts, the store's wrapper).
-    if (!quietlyRefused(error)) request.log.warn({ err: error }, 'request refused')
+    // Refusals logged once per interval elsewhere (under-pressure.ts, the store's wrapper), or not worth a
+    // warning each (a 505 is the client's doing).
+    const quiet = error instanceof VersionNotSupportedError || error instanceof OverloadedError ||
+      error instanceof NotReadyError || isStoreError(error)
+    if (!quiet) request.log.warn({ err: error }, 'request refused')
     if (error.code?.startsWith('PLANTS_') !== true) message = STATUS_CODES[status] ?? 'server error'
     // What a 503 tells a client to wait before it retries, unless the error set its own.
     if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '1')
   }
   if (status === 401) {
-    reply.header('www-authenticate', error instanceof InvalidTokenError
-      ? 'Bearer realm="plants", error="invalid_token"'
-      : 'Bearer realm="plants"')
+    const invalid = error instanceof InvalidTokenError ? ', error="invalid_token"' : ''
+    reply.header('www-authenticate', `Bearer realm="plants"${invalid}`)
   }
   // Fastify clears the content-type before an error handler, and types an object as JSON in UTF-8.
   reply.code(status).send({ error: status, message })

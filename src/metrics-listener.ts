@@ -21,20 +21,16 @@ export async function listenMetrics ({ registry, host, port, log }: MetricsListe
       return
     }
     registry.metrics().then((text) => {
-      response.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' })
-      response.end(text)
+      response.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' }).end(text)
     }, (error: unknown) => {
       log.error({ err: error }, 'metrics scrape failed')
       send(response, 500, 'internal server error')
     })
   })
   server.on('clientError', clientErrorHandler)
-  try {
-    await once(server.listen({ port, host }), 'listening')
-  } catch (error) {
-    const reason = (error as NodeJS.ErrnoException).code ?? String(error)
-    throw new Error(`METRICS_PORT: cannot listen on ${host}:${port}: ${reason}`, { cause: error })
-  }
+  await once(server.listen({ port, host }), 'listening').catch((error: NodeJS.ErrnoException) => {
+    throw new Error(`METRICS_PORT: cannot listen on ${host}:${port}: ${error.code ?? String(error)}`, { cause: error })
+  })
   const address = server.address() as AddressInfo
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}/metrics`
   log.info({ url }, `Metrics listening at ${url}`)

@@ -22,11 +22,10 @@ export interface HttpEdgeOptions { corsOrigins?: readonly string[] | undefined, 
  * §5.3), so that a request never acts on half of what it carries.
  */
 export async function createHttpEdge ({ corsOrigins: origins, metrics }: HttpEdgeOptions = {}) {
-  const cors = origins === undefined ? undefined : await import('./cors.js')
-  const addCorsHeaders = cors?.corsHeadersOfErrors(origins ?? [])
+  const cors = origins === undefined ? undefined : (await import('./cors.js')).corsPolicy(origins)
   // Error replies carry the CORS headers even when @fastify/cors's hook never ran for them.
   const send = (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    addCorsHeaders?.(request, reply)
+    cors?.headersOfErrors(request, reply)
     sendError(error, request, reply)
   }
   const turns = new WeakMap<Socket, Turns>()
@@ -53,8 +52,27 @@ export async function createHttpEdge ({ corsOrigins: origins, metrics }: HttpEdg
     // QUERY is routed nowhere, so its content is never read (as a method with a body, Fastify gave it a 400).
     app.addHttpMethod('QUERY', { hasBody: false, overrideExisting: true })
     const allowed = collectAllowedMethods(app)
-    routeExpectations(app)
-    refuseConnect(app, metrics)
+    // Without these two listeners Node answers an Expect other than 100-continue with a bare 417 before any
+    // hook (so before the token), and writes 100 Continue for any Expect that mentions 100-continue.
+    app.server.on('checkContinue', (request: IncomingMessage, response) => {
+      if (onlyContinue(request.headers.expect as string)) response.writeContinue()
+      app.routing(request, response)
+    })
+    app.server.on('checkExpectation', (request: IncomingMessage, response) => { app.routing(request, response) })
+    // Node hands a CONNECT to `'connect'` listeners with the bare socket (without one, it destroys it
+    // unanswered): its 400 is written on the socket, and nothing sent after it is read.
+    app.server.on('connect', (request: IncomingMessage, socket: Socket) => {
+      // Node took its own listeners off the socket: a reset must not become an uncaught error.
+      socket.on('error', () => {})
+      const reqId = requestId(request)
+      const error = versionNotSupported(request) ?? new ConnectRefusedError()
+      const status = error.statusCode as number
+      // Closed once written: the socket has left the HTTP server, and with it the server's timeouts.
+      socket.write(rawErrorReply(status, error.message, reqId))
+      socket.destroySoon()
+      app.log.info({ reqId, method: 'CONNECT', status, ms: 0 }, 'request')
+      metrics?.requests.observe('CONNECT', undefined, status, 0)
+    })
     installErrorHandlers(app, send)
     app.addHook('onRequest', (request, reply, done) => {
       begin(request, reply)
@@ -62,7 +80,7 @@ export async function createHttpEdge ({ corsOrigins: origins, metrics }: HttpEdg
       awaitTurn(request, reply, turns, () => { done(refused) })
     })
     // Before the overload check and auth (registered after the edge): preflights need no token.
-    if (cors !== undefined) await app.register(cors.corsPolicy, { origins: origins ?? [] })
+    if (cors !== undefined) await app.register(cors.plugin)
   }, { name: 'http-edge' })
 
   return { options, http: { requireHostHeader: false, joinDuplicateHeaders: true }, plugin }
@@ -89,18 +107,6 @@ export function onlyContinue (expect: string): boolean {
   return expect.split(',').every((member) => member.trim().toLowerCase() === '100-continue')
 }
 
-/**
- * Without these listeners Node answers an Expect other than 100-continue with a bare 417 before any
- * hook (so before the token), and writes 100 Continue for any Expect that mentions 100-continue.
- */
-function routeExpectations (app: FastifyInstance): void {
-  app.server.on('checkContinue', (request: IncomingMessage, response) => {
-    if (onlyContinue(request.headers.expect as string)) response.writeContinue()
-    app.routing(request, response)
-  })
-  app.server.on('checkExpectation', (request: IncomingMessage, response) => { app.routing(request, response) })
-}
-
 export function unmetExpectation (request: FastifyRequest): FastifyError | undefined {
   const expect = request.headers.expect
   return expect !== undefined && !onlyContinue(expect) ? new ExpectationFailedError(expect.slice(0, 100)) : undefined
@@ -120,10 +126,9 @@ export function collectAllowedMethods (app: FastifyInstance): ReadonlyMap<string
 }
 
 /** A request line in another version than HTTP/1.x is refused, and its connection closed. */
-function versionNotSupported (request: IncomingMessage): FastifyError | undefined {
-  if (request.httpVersionMajor === 1) return undefined
-  const error = new VersionNotSupportedError(`HTTP/${request.httpVersion}`)
-  return Object.assign(error, { headers: { connection: 'close' } })
+function versionNotSupported ({ httpVersionMajor, httpVersion }: IncomingMessage): FastifyError | undefined {
+  if (httpVersionMajor === 1) return undefined
+  return Object.assign(new VersionNotSupportedError(`HTTP/${httpVersion}`), { headers: { connection: 'close' } })
 }
 
 /**
@@ -162,25 +167,6 @@ export function duplicateAuthorization (request: FastifyRequest): FastifyError |
   if (count < 2) return undefined
   const headers = { 'www-authenticate': 'Bearer realm="plants", error="invalid_request"' }
   return Object.assign(new DuplicateAuthorizationError(count), { headers })
-}
-
-/**
- * Node hands a CONNECT to `'connect'` listeners with the bare socket (without one, it destroys it
- * unanswered): its 400 is written on the socket, and nothing sent after it is read.
- */
-function refuseConnect (app: FastifyInstance, metrics: Metrics | undefined): void {
-  app.server.on('connect', (request: IncomingMessage, socket: Socket) => {
-    // Node took its own listeners off the socket: a reset must not become an uncaught error.
-    socket.on('error', () => {})
-    const reqId = requestId(request)
-    const error = versionNotSupported(request) ?? new ConnectRefusedError()
-    const status = error.statusCode as number
-    // Closed once written: the socket has left the HTTP server, and with it the server's timeouts.
-    socket.write(rawErrorReply(status, error.message, reqId))
-    socket.destroySoon()
-    app.log.info({ reqId, method: 'CONNECT', status, ms: 0 }, 'request')
-    metrics?.requests.observe('CONNECT', undefined, status, 0)
-  })
 }
 
 /**
