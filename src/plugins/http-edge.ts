@@ -173,15 +173,14 @@ export function duplicateAuthorization (request: FastifyRequest): FastifyError |
  * The last two replies begun on a connection, each forgotten once written: a reply held past its end
  * (strongly or by a WeakRef) lived into the old generation, +10 MB of RSS under load.
  */
-export interface Turns { last: ServerResponse | undefined, previous: ServerResponse | undefined }
+export interface Turns { last?: ServerResponse | undefined, previous?: ServerResponse | undefined }
 
 /**
  * The reply malformed bytes must wait for: replies are written in order, so the last one to a complete
  * request (the last request is incomplete when its own body broke) finishes after all others.
  */
-export function replyInFlight (turns: Turns | undefined): ServerResponse | undefined {
-  const last = turns?.last
-  const reply = last?.req.complete === false ? turns?.previous : last
+export function replyInFlight ({ last, previous }: Turns = {}): ServerResponse | undefined {
+  const reply = last?.req.complete === false ? previous : last
   return reply?.writableFinished === false ? reply : undefined
 }
 
@@ -194,9 +193,11 @@ export function awaitTurn (request: FastifyRequest, reply: FastifyReply, turns: 
   proceed: () => void): void {
   const response = reply.raw
   const socket = request.raw.socket
-  const seen = turns.get(socket)
-  const turn = seen ?? { last: undefined, previous: undefined }
-  if (seen === undefined) turns.set(socket, turn)
+  let turn = turns.get(socket)
+  if (turn === undefined) {
+    turn = {}
+    turns.set(socket, turn)
+  }
   turn.previous = turn.last
   turn.last = response
   response.once('finish', () => {
