@@ -2,7 +2,6 @@ import createError from '@fastify/error'
 import { STATUS_CODES, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { ErrorRecord } from './schemas.js'
 
 // Named errors that carry their status. The service and the plugins throw these; routes never map statuses.
 export const InvalidJsonError = createError('PLANTS_INVALID_JSON', 'body is not valid JSON', 400)
@@ -56,12 +55,6 @@ export function isStoreError (error: unknown): boolean {
     error instanceof StoreFullError || error instanceof WritesFailingError
 }
 
-/** The 405 for a method `path` does not take, with the Allow header it must carry (RFC 9110 §15.5.6). */
-export function methodNotAllowed (request: FastifyRequest, reply: FastifyReply, path: string, allow: string) {
-  reply.header('allow', allow)
-  return new MethodNotAllowedError(request.method, path, allow)
-}
-
 /** Messages for Fastify's own 4xx errors, written for the people who call this API. */
 const frameworkMessages: Record<string, (request: FastifyRequest) => string> = {
   FST_ERR_CTP_BODY_TOO_LARGE: (request) => `body must not be larger than ${request.routeOptions.bodyLimit} bytes`,
@@ -70,24 +63,6 @@ const frameworkMessages: Record<string, (request: FastifyRequest) => string> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => 'body length does not match the content-length header',
   FST_ERR_BAD_URL: () => 'the URL is not valid',
   FST_ERR_ASYNC_CONSTRAINT: () => 'the request cannot be routed'
-}
-
-/** What a 503 tells a client to wait before it retries, unless the error set its own. */
-const RETRY_AFTER_SECONDS = '1'
-
-/** Refusals logged elsewhere, or not worth a warning each (a 505 is the client's doing). */
-function quietlyRefused (error: FastifyError): boolean {
-  return error instanceof VersionNotSupportedError || error instanceof OverloadedError ||
-    error instanceof NotReadyError || isStoreError(error)
-}
-
-function statusOf (error: FastifyError): number {
-  const status = error.statusCode ?? 500
-  return status >= 400 && status <= 599 ? status : 500
-}
-
-export function errorRecord (status: number, message: string): ErrorRecord {
-  return { error: status, message }
 }
 
 /** The path of a request target, without its query. */
@@ -101,28 +76,31 @@ export function pathOf (url: string): string {
  * may carry reply headers in `headers` (the http-errors convention), e.g. a 415's Accept-Encoding.
  */
 export function sendError (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  const status = statusOf(error)
+  const given = error.statusCode ?? 500
+  const status = given >= 400 && given <= 599 ? given : 500
   const headers = (error as { headers?: Record<string, string> }).headers
   if (headers !== undefined) reply.headers(headers)
-  let message: string
-  if (status >= 500) {
-    if (status === 500) request.log.error({ err: error }, 'request failed')
-    // The quiet ones are logged once per interval elsewhere (under-pressure.ts, the store's wrapper).
-    else if (!quietlyRefused(error)) request.log.warn({ err: error }, 'request refused')
-    if (status === 500) message = 'internal server error'
-    else if (error.code?.startsWith('PLANTS_') === true) message = error.message
-    else message = STATUS_CODES[status] ?? 'server error'
-    if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', RETRY_AFTER_SECONDS)
+  let message = error.message
+  if (status < 500) message = frameworkMessages[error.code]?.(request) ?? message
+  else if (status === 500) {
+    request.log.error({ err: error }, 'request failed')
+    message = 'internal server error'
   } else {
-    message = frameworkMessages[error.code]?.(request) ?? error.message
+    // Refusals logged once per interval elsewhere (under-pressure.ts, the store's wrapper), or not worth a
+    // warning each (a 505 is the client's doing).
+    const quiet = error instanceof VersionNotSupportedError || error instanceof OverloadedError ||
+      error instanceof NotReadyError || isStoreError(error)
+    if (!quiet) request.log.warn({ err: error }, 'request refused')
+    if (error.code?.startsWith('PLANTS_') !== true) message = STATUS_CODES[status] ?? 'server error'
+    // What a 503 tells a client to wait before it retries, unless the error set its own.
+    if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '1')
   }
   if (status === 401) {
-    reply.header('www-authenticate', error instanceof InvalidTokenError
-      ? 'Bearer realm="plants", error="invalid_token"'
-      : 'Bearer realm="plants"')
+    const invalid = error instanceof InvalidTokenError ? ', error="invalid_token"' : ''
+    reply.header('www-authenticate', `Bearer realm="plants"${invalid}`)
   }
   // Fastify clears the content-type before an error handler, and types an object as JSON in UTF-8.
-  reply.code(status).send(errorRecord(status, message))
+  reply.code(status).send({ error: status, message })
 }
 
 /**
@@ -132,22 +110,16 @@ export function sendError (error: FastifyError, request: FastifyRequest, reply: 
 export function installErrorHandlers (app: FastifyInstance, send: typeof sendError = sendError): void {
   app.setErrorHandler(send)
   app.setNotFoundHandler((request, reply) => {
-    reply.code(404).send(errorRecord(404, `no route for ${request.method} ${pathOf(request.url).slice(0, 200)}`))
+    reply.code(404).send({ error: 404, message: `no route for ${request.method} ${pathOf(request.url).slice(0, 200)}` })
   })
 }
 
-/** Statuses of the parser's errors, 400 for any other (HPE_PAUSED_H2_UPGRADE: HTTP/2's cleartext preface). */
-const CLIENT_ERROR_STATUS: Record<string, number> = {
-  HPE_HEADER_OVERFLOW: 431,
-  ERR_HTTP_REQUEST_TIMEOUT: 408,
-  HPE_PAUSED_H2_UPGRADE: 505
-}
-
-const CLIENT_ERROR_MESSAGE: Record<number, string> = {
-  431: 'request headers are too large',
-  408: 'the request took too long to arrive',
-  505: 'the HTTP version is not supported: send HTTP/1.1'
-}
+/** The parser's errors that are not a 400 (HPE_PAUSED_H2_UPGRADE: HTTP/2's cleartext preface). */
+const CLIENT_ERRORS = new Map<string | undefined, [status: number, message: string]>([
+  ['HPE_HEADER_OVERFLOW', [431, 'request headers are too large']],
+  ['ERR_HTTP_REQUEST_TIMEOUT', [408, 'the request took too long to arrive']],
+  ['HPE_PAUSED_H2_UPGRADE', [505, 'the HTTP version is not supported: send HTTP/1.1']]
+])
 
 /** A request line with a well-formed version (`HTTP/` digit `.` digit, RFC 9112 §2.3). */
 const REQUEST_LINE_VERSION = /^[^\r\n ]+ [^\r\n ]+ HTTP\/\d\.\d\r?\n/
@@ -160,14 +132,24 @@ function versionRefused (error: ParserError): boolean {
     REQUEST_LINE_VERSION.test(error.rawPacket.toString('latin1'))
 }
 
+/** An Error record with its headers, for a reply that Fastify does not send (malformed HTTP, CONNECT, metrics). */
+export function bareError (status: number, message: string) {
+  const body = JSON.stringify({ error: status, message })
+  const headers = {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(body),
+    'Cache-Control': 'no-store',
+    'X-Content-Type-Options': 'nosniff'
+  }
+  return { body, headers }
+}
+
 /** An Error record as the bytes of a whole HTTP/1.1 reply, for a socket no Fastify reply owns; then it closes. */
 export function rawErrorReply (status: number, message: string, requestId?: string): string {
-  const body = JSON.stringify(errorRecord(status, message))
-  return [
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}`, ...requestId === undefined ? [] : [`X-Request-Id: ${requestId}`],
-    'Content-Type: application/json; charset=utf-8', `Content-Length: ${Buffer.byteLength(body)}`,
-    'Cache-Control: no-store', 'X-Content-Type-Options: nosniff', 'Connection: close', '', body
-  ].join('\r\n')
+  const { body, headers } = bareError(status, message)
+  const fields = { ...requestId === undefined ? {} : { 'X-Request-Id': requestId }, ...headers, Connection: 'close' }
+  const lines = Object.entries(fields).map(([name, value]) => `${name}: ${value}`)
+  return [`HTTP/1.1 ${status} ${STATUS_CODES[status]}`, ...lines, '', body].join('\r\n')
 }
 
 /**
@@ -187,24 +169,21 @@ export function clientErrorHandler (error: ParserError, socket: Socket, inFlight
     if (inFlight === undefined) socket.destroy()
     return undefined
   }
-  const status = versionRefused(error) ? 505 : CLIENT_ERROR_STATUS[String(error.code)] ?? 400
-  const reply = rawErrorReply(status, CLIENT_ERROR_MESSAGE[status] ?? 'the request is not valid HTTP')
+  const [status, message] = CLIENT_ERRORS.get(versionRefused(error) ? 'HPE_PAUSED_H2_UPGRADE' : error.code) ??
+    [400, 'the request is not valid HTTP']
+  const reply = rawErrorReply(status, message)
   const answer = () => {
     if (socket.writable) socket.end(reply, (failed?: Error | null) => { if (failed == null) answered?.(status) })
     else socket.destroy()
   }
   if (inFlight === undefined) answer()
-  else finished(inFlight, answer)
-  return status
-}
-
-/** Calls `then` once when `reply` finishes or closes (a reply that fails never finishes). */
-function finished (reply: ServerResponse, then: () => void): void {
-  const done = () => {
-    reply.removeListener('finish', done)
-    reply.removeListener('close', done)
-    then()
+  else {
+    // Once, when the reply in flight finishes or closes (a reply that fails never finishes).
+    const then = () => {
+      inFlight.off('finish', then).off('close', then)
+      answer()
+    }
+    inFlight.once('finish', then).once('close', then)
   }
-  reply.once('finish', done)
-  reply.once('close', done)
+  return status
 }

@@ -3,11 +3,11 @@ import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Registry } from 'prom-client'
-import { clientErrorHandler, errorRecord } from './errors.js'
+import { bareError, clientErrorHandler, pathOf } from './errors.js'
 
+/** `host` and `port`: METRICS_HOST and METRICS_PORT (0 picks a free port). */
 export interface MetricsListenerOptions {
   registry: Pick<Registry, 'metrics' | 'contentType'>
-  /** METRICS_HOST and METRICS_PORT (0 picks a free port). */
   host: string
   port: number
   log: FastifyBaseLogger
@@ -20,26 +20,22 @@ export interface MetricsListenerOptions {
  */
 export async function listenMetrics ({ registry, host, port, log }: MetricsListenerOptions) {
   const server = createServer({ headersTimeout: 10000, requestTimeout: 15000 }, (request, response) => {
-    const path = (request.url ?? '/').split('?', 1)[0] ?? '/'
+    const path = pathOf(request.url ?? '/')
     if (request.method !== 'GET' || path !== '/metrics') {
       send(response, 404, `no route for ${request.method ?? ''} ${path.slice(0, 200)}`)
       return
     }
     registry.metrics().then((text) => {
-      response.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' })
-      response.end(text)
+      response.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' }).end(text)
     }, (error: unknown) => {
       log.error({ err: error }, 'metrics scrape failed')
       send(response, 500, 'internal server error')
     })
   })
   server.on('clientError', clientErrorHandler)
-  try {
-    await once(server.listen({ port, host }), 'listening')
-  } catch (error) {
-    const reason = (error as NodeJS.ErrnoException).code ?? String(error)
-    throw new Error(`METRICS_PORT: cannot listen on ${host}:${port}: ${reason}`, { cause: error })
-  }
+  await once(server.listen({ port, host }), 'listening').catch((error: NodeJS.ErrnoException) => {
+    throw new Error(`METRICS_PORT: cannot listen on ${host}:${port}: ${error.code ?? String(error)}`, { cause: error })
+  })
   const address = server.address() as AddressInfo
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}/metrics`
   log.info({ url }, `Metrics listening at ${url}`)
@@ -58,12 +54,6 @@ export async function listenMetrics ({ registry, host, port, log }: MetricsListe
 export type MetricsListener = Awaited<ReturnType<typeof listenMetrics>>
 
 function send (response: ServerResponse, status: number, message: string): void {
-  const body = JSON.stringify(errorRecord(status, message))
-  response.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-    'cache-control': 'no-store',
-    'x-content-type-options': 'nosniff'
-  })
-  response.end(body)
+  const { body, headers } = bareError(status, message)
+  response.writeHead(status, headers).end(body)
 }

@@ -189,6 +189,11 @@ describe('clientErrorHandler: malformed HTTP', () => {
 })
 
 describe('clientErrorHandler: what it reports as answered', () => {
+  it('writes its reply when no one listens for it being written (the metrics listener)', () => {
+    const socket = { writable: true, end: (_data: string, done: (error?: Error | null) => void) => { done(null) } } as unknown as Socket
+    expect(clientErrorHandler(parseError('HPE_INVALID_METHOD'), socket)).toBe(400)
+  })
+
   it('reports the status once its reply is written, and nothing when the write fails (a client that reset the connection, as Node 22 reports it: HPE_INVALID_EOF_STATE)', () => {
     const answered: number[] = []
     for (const failure of [null, Object.assign(new Error('write ECONNRESET'), { code: 'ECONNRESET' })]) {

@@ -1,53 +1,41 @@
-import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http'
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
-import type {
-  FastifyError, FastifyHttpOptions, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest
-} from 'fastify'
+import type { FastifyError, FastifyHttpOptions, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import {
   clientErrorHandler, ConnectRefusedError, DuplicateAuthorizationError, DuplicateHostError, ExpectationFailedError,
-  installErrorHandlers, InvalidHostError, methodNotAllowed, MissingHostError, pathOf, rawErrorReply, sendError,
+  installErrorHandlers, InvalidHostError, MethodNotAllowedError, MissingHostError, pathOf, rawErrorReply, sendError,
   VersionNotSupportedError
 } from '../errors.js'
 import { requestId } from './access-log.js'
 import type { Metrics } from './metrics.js'
 
-export interface HttpEdgeOptions {
-  /** CORS_ORIGINS: exact origins, or ['*']; undefined: no CORS header at all (plugins/cors.ts). */
-  corsOrigins?: readonly string[] | undefined
-  /** Where replies that bypass the hooks are counted (a bad URL, malformed HTTP); absent: not counted. */
-  metrics?: Metrics | undefined
-}
-
-export interface HttpEdge {
-  options: Required<Pick<FastifyHttpOptions<Server>, 'frameworkErrors' | 'clientErrorHandler'>>
-  http: Pick<ServerOptions, 'requireHostHeader' | 'joinDuplicateHeaders'>
-  plugin: FastifyPluginAsync
-}
+/**
+ * `corsOrigins`: CORS_ORIGINS, exact origins or ['*']; undefined: no CORS header at all (plugins/cors.ts).
+ * `metrics`: where replies that bypass the hooks are counted (a bad URL, malformed HTTP); absent: not counted.
+ */
+export interface HttpEdgeOptions { corsOrigins?: readonly string[] | undefined, metrics?: Metrics | undefined }
 
 /**
  * The HTTP edge: what Node would answer with a bare reply or drop (no Host, an Expect, CONNECT,
  * malformed bytes) gets the Error record with a request id. Duplicate headers are joined (RFC 9110
  * §5.3), so that a request never acts on half of what it carries.
  */
-export async function createHttpEdge ({ corsOrigins: origins, metrics }: HttpEdgeOptions = {}): Promise<HttpEdge> {
-  const cors = origins === undefined ? undefined : await import('./cors.js')
-  const addCorsHeaders = cors?.corsHeadersOfErrors(origins ?? [])
+export async function createHttpEdge ({ corsOrigins: origins, metrics }: HttpEdgeOptions = {}) {
+  const cors = origins === undefined ? undefined : (await import('./cors.js')).corsPolicy(origins)
   // Error replies carry the CORS headers even when @fastify/cors's hook never ran for them.
-  const send: typeof sendError = addCorsHeaders === undefined
-    ? sendError
-    : (error, request, reply) => {
-        addCorsHeaders(request, reply)
-        sendError(error, request, reply)
-      }
+  const send = (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    cors?.headersOfErrors(request, reply)
+    sendError(error, request, reply)
+  }
   const turns = new WeakMap<Socket, Turns>()
 
-  const options: HttpEdge['options'] = {
+  const options: Pick<FastifyHttpOptions<Server>, 'frameworkErrors' | 'clientErrorHandler'> = {
     // Errors before routing (a bad URL) skip the hooks: the first hook's work is done here.
     frameworkErrors: (error, request, reply) => {
       begin(request, reply)
       awaitTurn(request, reply, turns, () => {
-        send(versionNotSupported(request, reply) ?? error, request, reply)
+        send(versionNotSupported(request.raw) ?? error, request, reply)
         // Fastify starts no reply clock for a request it could not route.
         metrics?.requests.observe(request.method, undefined, reply.statusCode, 0)
       })
@@ -64,8 +52,27 @@ export async function createHttpEdge ({ corsOrigins: origins, metrics }: HttpEdg
     // QUERY is routed nowhere, so its content is never read (as a method with a body, Fastify gave it a 400).
     app.addHttpMethod('QUERY', { hasBody: false, overrideExisting: true })
     const allowed = collectAllowedMethods(app)
-    routeExpectations(app)
-    refuseConnect(app, metrics)
+    // Without these two listeners Node answers an Expect other than 100-continue with a bare 417 before any
+    // hook (so before the token), and writes 100 Continue for any Expect that mentions 100-continue.
+    app.server.on('checkContinue', (request: IncomingMessage, response) => {
+      if (onlyContinue(request.headers.expect as string)) response.writeContinue()
+      app.routing(request, response)
+    })
+    app.server.on('checkExpectation', (request: IncomingMessage, response) => { app.routing(request, response) })
+    // Node hands a CONNECT to `'connect'` listeners with the bare socket (without one, it destroys it
+    // unanswered): its 400 is written on the socket, and nothing sent after it is read.
+    app.server.on('connect', (request: IncomingMessage, socket: Socket) => {
+      // Node took its own listeners off the socket: a reset must not become an uncaught error.
+      socket.on('error', () => {})
+      const reqId = requestId(request)
+      const error = versionNotSupported(request) ?? new ConnectRefusedError()
+      const status = error.statusCode as number
+      // Closed once written: the socket has left the HTTP server, and with it the server's timeouts.
+      socket.write(rawErrorReply(status, error.message, reqId))
+      socket.destroySoon()
+      app.log.info({ reqId, method: 'CONNECT', status, ms: 0 }, 'request')
+      metrics?.requests.observe('CONNECT', undefined, status, 0)
+    })
     installErrorHandlers(app, send)
     app.addHook('onRequest', (request, reply, done) => {
       begin(request, reply)
@@ -73,7 +80,7 @@ export async function createHttpEdge ({ corsOrigins: origins, metrics }: HttpEdg
       awaitTurn(request, reply, turns, () => { done(refused) })
     })
     // Before the overload check and auth (registered after the edge): preflights need no token.
-    if (cors !== undefined) await app.register(cors.corsPolicy, { origins: origins ?? [] })
+    if (cors !== undefined) await app.register(cors.plugin)
   }, { name: 'http-edge' })
 
   return { options, http: { requireHostHeader: false, joinDuplicateHeaders: true }, plugin }
@@ -92,27 +99,12 @@ const REG_NAME = /(?:[\w\-.~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*/.source
 export const HOST = new RegExp(`^(?:${IP_LITERAL}|${REG_NAME})(?::[0-9]*)?$`)
 
 function headerLines (request: IncomingMessage, name: string): number {
-  const lines = request.rawHeaders
-  let count = 0
-  for (let i = 0; i < lines.length; i += 2) if ((lines[i] as string).toLowerCase() === name) count++
-  return count
+  return request.rawHeaders.filter((line, i) => i % 2 === 0 && line.toLowerCase() === name).length
 }
 
 /** Whether every member of an Expect value is `100-continue` (RFC 9110 §10.1.1: a list, any case). */
 export function onlyContinue (expect: string): boolean {
   return expect.split(',').every((member) => member.trim().toLowerCase() === '100-continue')
-}
-
-/**
- * Without these listeners Node answers an Expect other than 100-continue with a bare 417 before any
- * hook (so before the token), and writes 100 Continue for any Expect that mentions 100-continue.
- */
-function routeExpectations (app: FastifyInstance): void {
-  app.server.on('checkContinue', (request: IncomingMessage, response) => {
-    if (onlyContinue(request.headers.expect as string)) response.writeContinue()
-    app.routing(request, response)
-  })
-  app.server.on('checkExpectation', (request: IncomingMessage, response) => { app.routing(request, response) })
 }
 
 export function unmetExpectation (request: FastifyRequest): FastifyError | undefined {
@@ -127,16 +119,16 @@ export function collectAllowedMethods (app: FastifyInstance): ReadonlyMap<string
   const allowed = new Map<string, Allowed>()
   app.addHook('onRoute', ({ method, url }) => {
     const methods = new Set([...allowed.get(url)?.methods ?? [], ...[method].flat()])
-    const list = [...methods].filter((one) => one !== 'OPTIONS')
-    allowed.set(url, { methods, allow: [...list, ...methods.has('OPTIONS') ? ['OPTIONS'] : []].join(', ') })
+    const last = (one: string) => Number(one === 'OPTIONS')
+    allowed.set(url, { methods, allow: [...methods].sort((a, b) => last(a) - last(b)).join(', ') })
   })
   return allowed
 }
 
-function versionNotSupported (request: FastifyRequest, reply: FastifyReply): FastifyError | undefined {
-  if (request.raw.httpVersionMajor === 1) return undefined
-  reply.header('connection', 'close')
-  return new VersionNotSupportedError(`HTTP/${request.raw.httpVersion}`)
+/** A request line in another version than HTTP/1.x is refused, and its connection closed. */
+function versionNotSupported ({ httpVersionMajor, httpVersion }: IncomingMessage): FastifyError | undefined {
+  if (httpVersionMajor === 1) return undefined
+  return Object.assign(new VersionNotSupportedError(`HTTP/${httpVersion}`), { headers: { connection: 'close' } })
 }
 
 /**
@@ -146,7 +138,7 @@ function versionNotSupported (request: FastifyRequest, reply: FastifyReply): Fas
  * `request.client` is null and auth answers it).
  */
 function refusedAtTheEdge (request: FastifyRequest, reply: FastifyReply, allowed: ReadonlyMap<string, Allowed>) {
-  const version = versionNotSupported(request, reply)
+  const version = versionNotSupported(request.raw)
   if (version !== undefined) return version
   const method = request.method
   const host = request.headers.host
@@ -160,7 +152,11 @@ function refusedAtTheEdge (request: FastifyRequest, reply: FastifyReply, allowed
   if (request.is404 || (method === 'OPTIONS' && request.headers['access-control-request-method'] === undefined)) {
     const path = pathOf(request.url)
     const known = allowed.get(path)
-    if (known !== undefined && !known.methods.has(method)) return methodNotAllowed(request, reply, path, known.allow)
+    if (known !== undefined && !known.methods.has(method)) {
+      // The Allow header a 405 must carry (RFC 9110 §15.5.6).
+      reply.header('allow', known.allow)
+      return new MethodNotAllowedError(method, path, known.allow)
+    }
   }
   return request.client === undefined ? unmetExpectation(request) : undefined
 }
@@ -168,47 +164,23 @@ function refusedAtTheEdge (request: FastifyRequest, reply: FastifyReply, allowed
 /** The 400 of RFC 6750 §3.1 for a request with more than one Authorization header, or undefined. */
 export function duplicateAuthorization (request: FastifyRequest): FastifyError | undefined {
   const count = headerLines(request.raw, 'authorization')
-  return count > 1
-    ? Object.assign(new DuplicateAuthorizationError(count), {
-      headers: { 'www-authenticate': 'Bearer realm="plants", error="invalid_request"' }
-    })
-    : undefined
-}
-
-/**
- * Node hands a CONNECT to `'connect'` listeners with the bare socket (without one, it destroys it
- * unanswered): its 400 is written on the socket, and nothing sent after it is read.
- */
-function refuseConnect (app: FastifyInstance, metrics: Metrics | undefined): void {
-  app.server.on('connect', (request: IncomingMessage, socket: Socket) => {
-    // Node took its own listeners off the socket: a reset must not become an uncaught error.
-    socket.on('error', () => {})
-    const reqId = requestId(request)
-    const error = request.httpVersionMajor === 1
-      ? new ConnectRefusedError()
-      : new VersionNotSupportedError(`HTTP/${request.httpVersion}`)
-    const status = error.statusCode as number
-    // Closed once written: the socket has left the HTTP server, and with it the server's timeouts.
-    socket.write(rawErrorReply(status, error.message, reqId))
-    socket.destroySoon()
-    app.log.info({ reqId, method: 'CONNECT', status, ms: 0 }, 'request')
-    metrics?.requests.observe('CONNECT', undefined, status, 0)
-  })
+  if (count < 2) return undefined
+  const headers = { 'www-authenticate': 'Bearer realm="plants", error="invalid_request"' }
+  return Object.assign(new DuplicateAuthorizationError(count), { headers })
 }
 
 /**
  * The last two replies begun on a connection, each forgotten once written: a reply held past its end
  * (strongly or by a WeakRef) lived into the old generation, +10 MB of RSS under load.
  */
-export interface Turns { last: ServerResponse | undefined, previous: ServerResponse | undefined }
+export interface Turns { last?: ServerResponse | undefined, previous?: ServerResponse | undefined }
 
 /**
  * The reply malformed bytes must wait for: replies are written in order, so the last one to a complete
  * request (the last request is incomplete when its own body broke) finishes after all others.
  */
-export function replyInFlight (turns: Turns | undefined): ServerResponse | undefined {
-  const last = turns?.last
-  const reply = last?.req.complete === false ? turns?.previous : last
+export function replyInFlight ({ last, previous }: Turns = {}): ServerResponse | undefined {
+  const reply = last?.req.complete === false ? previous : last
   return reply?.writableFinished === false ? reply : undefined
 }
 
@@ -221,35 +193,33 @@ export function awaitTurn (request: FastifyRequest, reply: FastifyReply, turns: 
   proceed: () => void): void {
   const response = reply.raw
   const socket = request.raw.socket
-  const seen = turns.get(socket)
-  const turn = seen ?? { last: undefined, previous: undefined }
-  if (seen === undefined) turns.set(socket, turn)
+  let turn = turns.get(socket)
+  if (turn === undefined) {
+    turn = {}
+    turns.set(socket, turn)
+  }
   turn.previous = turn.last
   turn.last = response
   response.once('finish', () => {
     if (turn.last === response) turn.last = undefined
     if (turn.previous === response) turn.previous = undefined
   })
-  if (response.socket !== null) {
-    // Its reply owns the connection, unless an earlier reply has already ended it.
-    if (response.socket.writable) proceed()
-    else notProcessed(request)
-    return
+  const assigned = response.socket
+  // Its reply owns the connection, unless an earlier reply has already ended it.
+  if (assigned !== null ? !assigned.writable : socket.destroyed) notProcessed(request)
+  else if (assigned !== null) proceed()
+  else {
+    const onTurn = () => {
+      socket.removeListener('close', onClose)
+      proceed()
+    }
+    const onClose = () => {
+      response.removeListener('socket', onTurn)
+      notProcessed(request)
+    }
+    response.once('socket', onTurn)
+    socket.once('close', onClose)
   }
-  if (socket.destroyed) {
-    notProcessed(request)
-    return
-  }
-  const onTurn = () => {
-    socket.removeListener('close', onClose)
-    proceed()
-  }
-  const onClose = () => {
-    response.removeListener('socket', onTurn)
-    notProcessed(request)
-  }
-  response.once('socket', onTurn)
-  socket.once('close', onClose)
 }
 
 function notProcessed (request: FastifyRequest): void {

@@ -15,13 +15,11 @@ export const openapi = fp(async function openapi (app: FastifyInstance) {
       info: {
         title: 'Plant Store',
         version: '1.0.0',
-        description: 'Keeps a store of plants. ' +
-          'Every non-2xx reply is an Error record whose `error` is the HTTP status code of the reply. ' +
-          'Beyond the operations listed: any other method on a listed path answers 405 ' +
-          'with `Allow` naming the methods the path answers ' +
-          '(`POST, OPTIONS` on /plants, `GET, HEAD` on /livez and /readyz); ' +
-          'any other path 404; CONNECT 400 (the service is not a proxy); ' +
-          'a request line in another version than HTTP/1.x 505.',
+        description: 'Keeps a store of plants. Every non-2xx reply is an Error record whose `error` is the HTTP ' +
+          'status code of the reply. Beyond the operations listed: any other method on a listed path answers 405 ' +
+          'with `Allow` naming the methods the path answers (`POST, OPTIONS` on /plants, `GET, HEAD` on /livez and ' +
+          '/readyz); any other path 404; CONNECT 400 (the service is not a proxy); a request line in another version ' +
+          'than HTTP/1.x 505.',
         license: { name: 'MIT', identifier: 'MIT' }
       },
       servers: [{ url: '/', description: 'The host that serves this document' }],

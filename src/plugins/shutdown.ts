@@ -1,11 +1,10 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { stopAccepting } from '../lib/stop-accepting.js'
 
-export interface ShutdownOptions {
-  /** SHUTDOWN_DELAY_MS: after SIGTERM, how long requests are still served while /readyz answers 503. */
-  delayMs: number
-}
+/** `delayMs`: SHUTDOWN_DELAY_MS, after SIGTERM how long requests are still served while /readyz answers 503. */
+export interface ShutdownOptions { delayMs: number }
 
 /** How long open keep-alive connections may still bring a request once the listener is closed. */
 const GRACE_MS = 500
@@ -33,21 +32,16 @@ export const shutdown = fp(async function shutdown (app: FastifyInstance, { dela
     else if (signal === 'SIGTERM' && delayMs > 0) {
       closing = true
       app.log.info({ signal, delayMs }, 'not ready: serving for SHUTDOWN_DELAY_MS, then closing')
-      await new Promise((resolve) => setTimeout(resolve, delayMs))
+      await sleep(delayMs)
       app.log.info({ signal }, 'closing')
     } else app.log.info({ signal }, 'closing')
     await app.close()
   })
   app.addHook('preClose', async () => {
     closing = true
+    // The grace ends early once every connection has ended; its timer never holds the process.
     if (!app.server.listening) return
-    await new Promise<void>((resolve) => {
-      const grace = setTimeout(resolve, GRACE_MS)
-      void stopAccepting(app.server).then(() => {
-        clearTimeout(grace)
-        resolve()
-      })
-    })
+    await Promise.race([stopAccepting(app.server), sleep(GRACE_MS, undefined, { ref: false })])
   })
   // Callback style: an async hook costs a promise per request.
   app.addHook('onSend', (_request, reply, payload, done) => {

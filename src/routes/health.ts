@@ -4,9 +4,7 @@ import { NotReadyError, WritesFailingError } from '../errors.js'
 import type { PlantRepository } from '../plants/plant-repository.js'
 import { errorResponse, Health, malformedHttpResponse, responseHeaders } from '../schemas.js'
 
-export interface HealthRoutesOptions {
-  repository: PlantRepository
-}
+export interface HealthRoutesOptions { repository: PlantRepository }
 
 const health = (description: string) => ({
   description,

@@ -1,8 +1,8 @@
 import { EventEmitter } from 'node:events'
-import type { AddressInfo } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { describe, expect, it, vi } from 'vitest'
-import { awaitTurn } from '../../src/plugins/http-edge.js'
+import { awaitTurn, type Turns } from '../../src/plugins/http-edge.js'
 import { TOKEN, buildTestApp } from '../helpers.js'
 import { countingRepository, rawExchange, splitReplies } from './hardening-helpers.js'
 
@@ -126,6 +126,27 @@ describe('awaitTurn, for a request whose reply is queued behind another (no sock
     response.emit('socket')
     expect(proceed).not.toHaveBeenCalled()
     expect(response.listenerCount('socket')).toBe(0)
+  })
+
+  it('keeps the last two replies begun on a connection, and forgets each once it is written (no reply outlives its end)', () => {
+    const socket = Object.assign(new EventEmitter(), { destroyed: false })
+    const turns = new WeakMap<Socket, Turns>()
+    const begin = () => {
+      const response = Object.assign(new EventEmitter(), { socket: { writable: true } })
+      const request = { raw: { socket }, method: 'POST', routeOptions: { url: '/plants' }, log: { info: vi.fn() } } as unknown as FastifyRequest
+      awaitTurn(request, { raw: response } as unknown as FastifyReply, turns, () => {})
+      return response
+    }
+    const replies = [begin(), begin(), begin()]
+    /** The turn's last and previous reply, as indexes into `replies` (-1: none). */
+    const turn = () => [turns.get(socket as unknown as Socket)?.last, turns.get(socket as unknown as Socket)?.previous].map((reply) => replies.indexOf(reply as never))
+    expect(turn()).toEqual([2, 1])
+    replies[0]?.emit('finish')
+    expect(turn()).toEqual([2, 1])
+    replies[1]?.emit('finish')
+    expect(turn()).toEqual([2, -1])
+    replies[2]?.emit('finish')
+    expect(turn()).toEqual([-1, -1])
   })
 
   it('drops the request at once when its connection is already gone (its close will not come again)', () => {

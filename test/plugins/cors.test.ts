@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net'
 import Fastify, { type LightMyRequestResponse } from 'fastify'
 import { describe, expect, it } from 'vitest'
 import { defaultOverloadLimits } from '../../src/config.js'
-import { corsHeadersOfErrors } from '../../src/plugins/cors.js'
+import { corsPolicy } from '../../src/plugins/cors.js'
 import { AUTH, JSON_AUTH, buildTestApp, postPlant } from '../helpers.js'
 import { parseRawReply, rawExchange, until } from '../hardening/hardening-helpers.js'
 import type { App } from '../../src/app.js'
@@ -246,11 +246,11 @@ describe('CORS for listed origins (CORS_ORIGINS)', () => {
   })
 })
 
-describe('corsHeadersOfErrors, on a reply the CORS hook may have seen', () => {
-  /** A reply that already carries `vary` (and `access-control-allow-origin`), when given, then meets corsHeadersOfErrors; `origin` null: no Origin. */
+describe('the CORS policy\'s headersOfErrors, on a reply the CORS hook may have seen', () => {
+  /** A reply that already carries `vary` (and `access-control-allow-origin`), when given, then meets headersOfErrors; `origin` null: no Origin. */
   async function after (given: { vary?: string, allowOrigin?: string }, origin: string | null = APP, origins: string[] = [APP]) {
     const app = Fastify()
-    const addCorsHeaders = corsHeadersOfErrors(origins)
+    const addCorsHeaders = corsPolicy(origins).headersOfErrors
     app.get('/', (request, reply) => {
       if (given.vary !== undefined) reply.header('vary', given.vary)
       if (given.allowOrigin !== undefined) reply.header('access-control-allow-origin', given.allowOrigin)

@@ -98,6 +98,12 @@ describe('the HTTP edge plugin', () => {
     expect(preflight.headers['access-control-allow-origin']).toBe('https://app.example.com')
   })
 
+  it('counts Host header lines by name: a header whose value reads "Host" is no second Host', async () => {
+    const app = await buildTestApp()
+    const reply = await app.inject({ method: 'GET', url: '/livez', headers: { host: 'a b', 'x-note': 'Host' } })
+    expect(reply.json()).toEqual({ error: 400, message: 'the Host header "a b" is not a valid host[:port]' })
+  })
+
   it('answers the 405 on /plants without a token and before the body, with the Allow that OPTIONS /plants answers', async () => {
     const app = await buildTestApp({ bodyLimit: 10 })
     const options = await app.inject({ method: 'OPTIONS', url: '/plants' })
@@ -132,6 +138,29 @@ describe('the edge\'s replies outside the hooks', () => {
       expect(sampleValue(text, 'http_server_request_duration_seconds_count', labels), status).toBe(1)
       expect(sampleValue(text, 'http_server_request_duration_seconds_sum', labels), status).toBe(0)
     }
+  })
+
+  it('logs a CONNECT\'s 400 as an access line of 0 ms with its request id, and counts it as a CONNECT of 0 s', async () => {
+    const metrics = createMetrics()
+    const logLines: string[] = []
+    const app = await buildTestApp({ metrics, logLines })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const reply = parseRawReply(await rawExchange((app.server.address() as AddressInfo).port, 'CONNECT x:80 HTTP/1.1\r\nHost: x:80\r\n\r\n'))
+    expect(reply.status).toBe(400)
+    const lines = logLines.map((line) => JSON.parse(line) as Record<string, unknown>)
+    expect(lines.filter((line) => line.method === 'CONNECT')).toMatchObject([{ reqId: reply.headers['x-request-id'], method: 'CONNECT', status: 400, ms: 0, msg: 'request' }])
+    const labels = { http_request_method: 'CONNECT', http_route: UNMATCHED_ROUTE, http_response_status_code: '400' }
+    const text = await metrics.registry.metrics()
+    expect(sampleValue(text, 'http_server_request_duration_seconds_count', labels)).toBe(1)
+    expect(sampleValue(text, 'http_server_request_duration_seconds_sum', labels)).toBe(0)
+  })
+
+  it('closes the connection after a 505 even when the request asks to keep it alive', async () => {
+    const app = await buildTestApp()
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const reply = parseRawReply(await rawExchange((app.server.address() as AddressInfo).port, 'GET /livez HTTP/2.0\r\nHost: localhost\r\nConnection: keep-alive\r\n\r\n'))
+    expect(reply.status).toBe(505)
+    expect(reply.headers.connection).toBe('close')
   })
 
   it('answers a bad URL in an HTTP/2.0 request line with the 505, as any other request in that version', async () => {
