@@ -150,7 +150,7 @@ describe('the edge\'s replies outside the hooks', () => {
     const lines = logLines.map((line) => JSON.parse(line) as Record<string, unknown>)
     expect(lines.filter((line) => line.method === 'CONNECT')).toMatchObject([{ reqId: reply.headers['x-request-id'], method: 'CONNECT', status: 400, ms: 0, msg: 'request' }])
     const labels = { http_request_method: 'CONNECT', http_route: UNMATCHED_ROUTE, http_response_status_code: '400' }
-    const text = await metrics.registry.metrics()
+    const text = await metrics.exposition.metrics()
     expect(sampleValue(text, 'http_server_request_duration_seconds_count', labels)).toBe(1)
     expect(sampleValue(text, 'http_server_request_duration_seconds_sum', labels)).toBe(0)
   })
