@@ -20,7 +20,8 @@ export default {
     'src/plugins/http-edge.ts',
     'src/plugins/cors.ts',
     'src/lib/failure-log.ts',
-    'src/plants/observed-plant-repository.ts'
+    'src/plants/observed-plant-repository.ts',
+    'src/lib/prometheus-histogram.ts'
   ],
   // The sandbox copies only what the suites need (not node_modules, dist, reports or data).
   ignorePatterns: ['dist', 'reports', 'data', 'bench/results', 'coverage', '.ci'],

@@ -22,7 +22,7 @@ export function prometheusHistogram (name: string, help: string, buckets: readon
       return {
         observe (value) {
           let bucket = 0
-          while (bucket < buckets.length && value > (buckets[bucket] as number)) bucket++
+          while (value > (buckets[bucket] ?? Infinity)) bucket++
           state.counts[bucket] = (state.counts[bucket] as number) + 1
           state.sum += value
           state.count++
