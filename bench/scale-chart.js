@@ -57,7 +57,7 @@ const spec = {
   $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
   title: {
     text: 'Plant Store: the cost as a store fills (npm run bench:scale)',
-    subtitle: `${startedAt.slice(0, 10)}, ${machine.cpu}, ${machine.cores} cores shared with other work, Node ${machine.node}`
+    subtitle: `${startedAt.slice(0, 10)}, ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}`
   },
   data: { values: rows },
   vconcat: METRICS.map((m, i) => panel(m, i === METRICS.length - 1)),

@@ -35,6 +35,8 @@ const { values: args } = parseArgs({
     url: { type: 'string' },
     pid: { type: 'string' },
     file: { type: 'string' },
+    'pg-url': { type: 'string' },
+    stored: { type: 'string' },
     label: { type: 'string', default: 'external' },
     rebuild: { type: 'boolean', default: false },
     minutes: { type: 'string' },
@@ -53,7 +55,9 @@ if (args.help) {
   --quick           a few minutes in all
   --no-pin          do not pin the server to CPU 0 and wrk to CPU 1
   --url URL         load a server already running there (e.g. the image) instead of starting one;
-                    --label NAME names it in the results, --pid PID reads its RSS, --file PATH its SQLite file
+                    --label NAME names it in the results, --pid PID reads its RSS, --file PATH its SQLite file,
+                    --pg-url URL its PostgreSQL table and index sizes, --stored N the plants it holds already
+                    (a store prefilled with bench/sqlite-prefill.js or bench/postgres-prefill.js)
   --minutes M       stop each fill after M minutes of load, whatever its count (its steps and checks are kept)
   --rebuild         with --out: recompute the steps, checks and Markdown of that file from its windows
 env: BENCH_DATABASE_URL (PostgreSQL server; a fresh database per fill, dropped after)`)
@@ -104,7 +108,7 @@ const result = existsSync(outFile)
 
 /** What to start for a store: { script, env, service, file?, pgUrl?, cleanup }. */
 async function prepare (store, plants, label) {
-  if (args.url !== undefined) return { external: true, file: args.file }
+  if (args.url !== undefined) return { external: true, file: args.file, pgUrl: args['pg-url'] }
   const maxPlants = String(Math.max(16_000_000, plants + 1_000_000))
   if (store === 'memory') return { script: join(ROOT, 'dist', 'server.js'), service: true, env: serviceEnv({ MAX_PLANTS: maxPlants }) }
   if (store === 'peer') return { script: join(BENCH, 'peer.js'), env: { ...process.env, API_TOKENS: TOKEN, LOG_LEVEL: 'info', METRICS_PORT: '0' } }
@@ -210,7 +214,8 @@ async function fill (store, ids) {
     if (target.pgUrl) pg = await pgClient(target.pgUrl)
     const rss0 = vmRssBytes(server.child.pid)
     record.emptyRssBytes = rss0
-    let stored = 0
+    let stored = Math.round(Number(args.stored ?? 0))
+    if (stored > 0) record.prefilled = stored
     let idBase = 1_000_000
     // A short warm-up (JIT, first pages): its plants count as stored, its figures are not reported.
     const warm = await loadWindow(server.port, ids, idBase, 1)
@@ -275,7 +280,9 @@ async function fill (store, ids) {
 /** Windows grouped by the step their last plant falls in: one row per step of `step` plants. */
 function steps (ws, rss0, size = step, target = Infinity) {
   const groups = new Map()
-  for (const w of ws) {
+  // A window marked `excluded` (with the reason, by hand: e.g. a tracer attached to the server) is kept in the
+  // file but counts nowhere.
+  for (const w of ws.filter((x) => x.excluded === undefined)) {
     // The window that passes the target counts in the last step, not in a step of its own.
     const k = Math.min(Math.ceil(w.plants / size), Math.ceil(target / size))
     if (!groups.has(k)) groups.set(k, [])
