@@ -80,9 +80,12 @@ export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
   }
   const otlpEndpoint = values.OTEL_EXPORTER_OTLP_ENDPOINT?.trim()
   // http and https are special schemes: the WHATWG parser refuses them without a host.
-  if (otlpEndpoint !== undefined && !/^https?:$/.test(URL.parse(otlpEndpoint)?.protocol ?? '')) {
-    throw new ConfigError('OTEL_EXPORTER_OTLP_ENDPOINT: must be an http:// or https:// URL, the OTLP/HTTP receiver ' +
-      '(e.g. http://127.0.0.1:4318)')
+  if (otlpEndpoint !== undefined) {
+    const scheme = URL.parse(otlpEndpoint)?.protocol
+    if (scheme !== 'http:' && scheme !== 'https:') {
+      throw new ConfigError('OTEL_EXPORTER_OTLP_ENDPOINT: must be an http:// or https:// URL, the OTLP/HTTP ' +
+        'receiver (e.g. http://127.0.0.1:4318)')
+    }
   }
 
   return {
@@ -94,7 +97,7 @@ export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
       Math.min(16 * 1024 * 1024, Math.max(64 * 1024, Math.floor((limit ?? Infinity) / 32))),
     tokens,
     ...(values.API_TOKENS_FILE !== undefined && { tokensFile: values.API_TOKENS_FILE }),
-    databaseUrl: values.DATABASE_URL === '' ? 'memory:' : values.DATABASE_URL,
+    databaseUrl: values.DATABASE_URL,
     databasePoolMax: values.DATABASE_POOL_MAX,
     databaseStatementTimeoutMs: values.DATABASE_STATEMENT_TIMEOUT_MS,
     databasePreparedStatements: values.DATABASE_PREPARED_STATEMENTS === 'on',

@@ -104,7 +104,7 @@ describe('loadConfig', () => {
   })
 
   const refusals: [string, NodeJS.ProcessEnv, RegExp][] = [
-    ['no token at all', {}, /^API_TOKENS: set API_TOKENS/],
+    ['no token at all', {}, /^API_TOKENS: set API_TOKENS \(comma-separated\) or API_TOKENS_FILE; the service never runs open$/],
     ['only blank tokens', { API_TOKENS: ' , ' }, /^API_TOKENS: at least one bearer token/],
     ['a token with a space', { API_TOKENS: 'a b' }, /^API_TOKENS entry 1: the token has characters/],
     ['both token sources', { API_TOKENS: 'a', API_TOKENS_FILE: '/x' }, /^API_TOKENS and API_TOKENS_FILE are both set/],
@@ -127,13 +127,14 @@ describe('loadConfig', () => {
     ['a CORS origin with capitals or a default port', { API_TOKENS: 'a', CORS_ORIGINS: 'https://A.example:443' }, /^CORS_ORIGINS: origin 1 .* write https:\/\/a\.example /],
     ['a CORS origin without a scheme', { API_TOKENS: 'a', CORS_ORIGINS: 'a.example' }, /^CORS_ORIGINS: origin 1 \(a\.example\) is not scheme:\/\/host\[:port\]$/],
     ['a CORS origin of another scheme', { API_TOKENS: 'a', CORS_ORIGINS: 'ftp://a.example' }, /^CORS_ORIGINS: origin 1 .*: the scheme must be http or https$/],
+    ['a CORS origin of a scheme that ends in https', { API_TOKENS: 'a', CORS_ORIGINS: 'xhttps://a.example' }, /^CORS_ORIGINS: origin 1 .*: the scheme must be http or https$/],
     ['a CORS origin pattern', { API_TOKENS: 'a', CORS_ORIGINS: 'https://*.example' }, /^CORS_ORIGINS: origin 1 .*: patterns are not supported/],
     ['* beside other CORS origins', { API_TOKENS: 'a', CORS_ORIGINS: '*, https://a.example' }, /^CORS_ORIGINS: \* allows every origin: write it alone/],
     ['a METRICS_PORT that is not a number', { API_TOKENS: 'a', METRICS_PORT: 'x' }, /^METRICS_PORT must be integer/],
     ['a METRICS_PORT out of range', { API_TOKENS: 'a', METRICS_PORT: '65536' }, /^METRICS_PORT must be <= 65535/],
-    ['a METRICS_PORT equal to PORT', { API_TOKENS: 'a', PORT: '8080', METRICS_PORT: '8080' }, /^METRICS_PORT \(8080\) must differ from PORT/],
+    ['a METRICS_PORT equal to PORT', { API_TOKENS: 'a', PORT: '8080', METRICS_PORT: '8080' }, /^METRICS_PORT \(8080\) must differ from PORT: metrics are never served on the API port$/],
     ['an empty METRICS_HOST', { API_TOKENS: 'a', METRICS_PORT: '9464', METRICS_HOST: '' }, /^METRICS_HOST must NOT have fewer than 1 characters/],
-    ['an OTLP endpoint that is not a URL', { API_TOKENS: 'a', OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, /^OTEL_EXPORTER_OTLP_ENDPOINT: must be an http:\/\/ or https:\/\/ URL/],
+    ['an OTLP endpoint that is not a URL', { API_TOKENS: 'a', OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, /^OTEL_EXPORTER_OTLP_ENDPOINT: must be an http:\/\/ or https:\/\/ URL, the OTLP\/HTTP receiver \(e\.g\. http:\/\/127\.0\.0\.1:4318\)$/],
     ['an OTLP endpoint over gRPC', { API_TOKENS: 'a', OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://collector:4317' }, /^OTEL_EXPORTER_OTLP_ENDPOINT: must be an http:\/\/ or https:\/\/ URL/]
   ]
   for (const [what, env, message] of refusals) {
@@ -336,9 +337,11 @@ describe('whole-number settings', () => {
 })
 
 describe('settings read together', () => {
-  it('takes DATABASE_URL as given, and an empty one as the memory store', () => {
+  it('takes DATABASE_URL as given, and an empty or blank one as the memory store', () => {
     expect(loadConfig({ API_TOKENS: 'a', DATABASE_URL: 'sqlite:/tmp/p.db' }).databaseUrl).toBe('sqlite:/tmp/p.db')
     expect(loadConfig({ API_TOKENS: 'a', DATABASE_URL: '' }).databaseUrl).toBe('memory:')
+    // Blank is unset, as for the other variables the image sets (`-e DATABASE_URL=`).
+    expect(loadConfig({ API_TOKENS: 'a', DATABASE_URL: '  ' }).databaseUrl).toBe('memory:')
   })
 
   it('allows HEADERS_TIMEOUT_MS equal to REQUEST_TIMEOUT_MS, not above it', () => {

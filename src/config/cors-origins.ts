@@ -18,7 +18,9 @@ export function parseCorsOrigins (text: string): string[] | undefined {
     }
     const url = URL.parse(origin)
     if (url === null) throw new ConfigError(problem)
-    if (!/^https?:$/.test(url.protocol)) throw new ConfigError(`${problem}: the scheme must be http or https`)
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw new ConfigError(`${problem}: the scheme must be http or https`)
+    }
     if (url.origin !== origin) {
       throw new ConfigError(`${problem} as a browser sends it: write ${url.origin} ` +
         '(no path, no trailing /, lower-case host, no default port)')

@@ -65,7 +65,7 @@ export function readEnv (env: NodeJS.ProcessEnv): Env {
   // A copy, which Value.Default fills in. Blank is unset for these, so that a variable the Docker image
   // sets can be unset with `-e NAME=`.
   const given = { ...env }
-  for (const name of ['API_TOKENS', 'METRICS_PORT', 'OTEL_EXPORTER_OTLP_ENDPOINT']) {
+  for (const name of ['API_TOKENS', 'DATABASE_URL', 'METRICS_PORT', 'OTEL_EXPORTER_OTLP_ENDPOINT']) {
     if (given[name]?.trim() === '') given[name] = undefined
   }
   const values = Value.Convert(Env, Value.Default(Env, given))
