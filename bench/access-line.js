@@ -16,7 +16,7 @@ const cases = {
 const result = {}
 for (const [name, client] of Object.entries(cases)) {
   const log = new AccessLog()
-  const request = { id: '3f9c0a1b2c3d4e5f-2bx', method: 'POST', routeOptions: { url: '/plants' }, headers: {}, client }
+  const request = { id: '3f9c0a1b2c3d4e5f-2bx', method: 'POST', routeOptions: { url: '/plants' }, headers: {}, client, server: { log: root } }
   const reply = { log: root, statusCode: 200, elapsedTime: 1.234 }
   const run = (n) => { for (let i = 0; i < n; i++) log.requestCompleted(null, request, reply) }
   run(200_000)

@@ -4,27 +4,6 @@ const CHUNK_BYTES = 4 * 1024 * 1024
 const HEADER_BYTES = 8
 const NO_TAG = -1
 
-/** Texts up to this long are copied by writeUtf8's loop when ASCII; longer ones by Buffer#write. */
-const ASCII_LOOP_MAX = 64
-
-/**
- * Writes a text as UTF-8 at an offset and returns the bytes written, as `buffer.write(text,
- * offset, 'utf8')` does. A short ASCII text (most names and tags) is copied code unit by code
- * unit: Buffer#write crosses into C++ for each call, about 900 instructions for an 11-character
- * name (bench/README.md, "Instructions per request"). Any other text goes to Buffer#write, which
- * overwrites what the loop had copied.
- */
-function writeUtf8 (buffer: Buffer, text: string, offset: number): number {
-  const length = text.length
-  let i = 0
-  for (const end = length <= ASCII_LOOP_MAX ? length : 0; i < end; i++) {
-    const unit = text.charCodeAt(i)
-    if (unit >= 0x80) break
-    buffer[offset + i] = unit
-  }
-  return i === length ? length : buffer.write(text, offset, 'utf8')
-}
-
 /**
  * Pairs of texts (a plant's name and optional tag) kept as UTF-8 bytes in chunks of memory outside
  * the JS heap, appended and never moved; each is found again by the number add() returned. The
@@ -60,8 +39,8 @@ export class TextArena {
     }
     const chunk = this.#chunk
     const start = this.#used
-    const nameBytes = writeUtf8(chunk, name, start + HEADER_BYTES)
-    const tagBytes = tag === undefined ? 0 : writeUtf8(chunk, tag, start + HEADER_BYTES + nameBytes)
+    const nameBytes = chunk.write(name, start + HEADER_BYTES)
+    const tagBytes = tag === undefined ? 0 : chunk.write(tag, start + HEADER_BYTES + nameBytes)
     chunk.writeUInt32LE(nameBytes, start)
     chunk.writeInt32LE(tag === undefined ? NO_TAG : tagBytes, start + 4)
     this.#used = start + HEADER_BYTES + nameBytes + tagBytes
