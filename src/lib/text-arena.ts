@@ -50,8 +50,7 @@ export class TextArena {
 
   /** The name and tag stored under a handle that add() returned. */
   read (handle: number): { name: string, tag?: string } {
-    const chunk = this.#chunks[Math.floor(handle / CHUNK_BYTES)]
-    if (chunk === undefined) throw new RangeError(`no text stored under ${handle}`)
+    const chunk = this.#chunks[Math.floor(handle / CHUNK_BYTES)] as Buffer
     const start = handle % CHUNK_BYTES
     const nameEnd = start + HEADER_BYTES + chunk.readUInt32LE(start)
     const tagBytes = chunk.readInt32LE(start + 4)

@@ -47,8 +47,19 @@ describe('TextArena', () => {
 
   it('refuses text with an unpaired surrogate instead of storing it changed', () => {
     const arena = new TextArena()
-    expect(() => arena.add('a\ud800b', undefined)).toThrow(TypeError)
-    expect(() => arena.add('ok', '\udc00')).toThrow(TypeError)
+    const message = 'TextArena stores well-formed text only (no unpaired surrogates)'
+    expect(() => arena.add('a\ud800b', undefined)).toThrow(new TypeError(message))
+    expect(() => arena.add('ok', '\udc00')).toThrow(new TypeError(message))
+  })
+
+  it('starts a new chunk after a record that ends exactly at the chunk size, in a chunk made larger for it', () => {
+    const arena = new TextArena()
+    // 8 header bytes + this name end at 4 MiB; its reserve (3 bytes a unit) got it a chunk of its own, larger.
+    const exact = 'x'.repeat(4 * 1024 * 1024 - 8)
+    const first = arena.add(exact, undefined)
+    const second = arena.add('after', 'tag')
+    expect(arena.read(first)).toEqual({ name: exact })
+    expect(arena.read(second)).toEqual({ name: 'after', tag: 'tag' })
   })
 
   it('counts the bytes it holds: an 8-byte header and the UTF-8 of name and tag per text', () => {
