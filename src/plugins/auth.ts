@@ -1,4 +1,4 @@
-import { hash } from 'node:crypto'
+import { hash, timingSafeEqual } from 'node:crypto'
 import bearerAuth from '@fastify/bearer-auth'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
@@ -28,42 +28,61 @@ export function tokenRateLimitKey (token: string): string {
   return hash('sha256', `plant-store/rate-limit\0${token}`, 'base64url')
 }
 
-/** The known tokens' SHA-256 digests (hex) and their clients; a hashed entry already is its digest. */
-function clientsByDigest (entries: readonly (TokenEntry | string)[]): Map<string, Client> {
+/** Plain tokens as UTF-8 with their clients; hashed entries by their SHA-256 (hex). */
+interface KnownTokens { plain: Array<{ key: Buffer, client: Client }>, hashed: Map<string, Client> }
+
+function knownTokens (entries: readonly (TokenEntry | string)[]): KnownTokens {
   if (entries.length === 0) throw new Error('refusing to replace the tokens with an empty set')
-  const clients = new Map<string, Client>()
+  const known: KnownTokens = { plain: [], hashed: new Map() }
+  const digests = new Set<string>()
+  const unique = (digest: string): string => {
+    if (digests.has(digest)) throw new Error('refusing a token listed twice')
+    digests.add(digest)
+    return digest
+  }
+  const named = (name: string): Client => ({ name, rateLimitKey: `client:${name}` })
   for (const given of entries) {
     const entry = typeof given === 'string' ? { token: given } : given
-    let rateLimitKey = `client:${entry.name}`
-    let digest: string
     if ('sha256' in entry) {
       if (!/^[0-9a-f]{64}$/.test(entry.sha256)) {
         throw new Error('refusing a SHA-256 that is not 64 lowercase hex digits')
       }
-      digest = entry.sha256
+      known.hashed.set(unique(entry.sha256), named(entry.name))
     } else {
       if (entry.token.length === 0) throw new Error('refusing an empty token')
-      digest = hash('sha256', entry.token)
-      if (entry.name === undefined) rateLimitKey = tokenRateLimitKey(entry.token)
+      const digest = unique(hash('sha256', entry.token))
+      const client = entry.name === undefined
+        ? { name: `sha256:${digest.slice(0, 12)}`, rateLimitKey: tokenRateLimitKey(entry.token) }
+        : named(entry.name)
+      known.plain.push({ key: Buffer.from(entry.token), client })
     }
-    if (clients.has(digest)) throw new Error('refusing a token listed twice')
-    clients.set(digest, { name: entry.name ?? `sha256:${digest.slice(0, 12)}`, rateLimitKey })
   }
-  return clients
+  return known
 }
 
 /**
- * The presented token's digest is looked up among the known ones: the lookup's time depends on the
- * digest, which an attacker cannot steer towards a known token, so it tells nothing about them.
- * `identify` gives the client a token belongs to (undefined: not accepted); `replace` swaps the
- * accepted tokens at once (rotation), refusing an empty set and a token listed twice.
+ * The presented token is compared with every plain token by crypto.timingSafeEqual, as
+ * @fastify/bearer-auth compares its keys; unmatched, its SHA-256 is looked up among the hashed
+ * entries, a digest an attacker cannot steer towards a known one. Neither's time tells anything about
+ * the tokens. `identify` gives the client a token belongs to (undefined: not accepted); `replace` swaps
+ * the accepted tokens at once (rotation), refusing an empty set and a token listed twice.
  */
 export function createTokenSet (entries: readonly (TokenEntry | string)[]) {
-  let clients = clientsByDigest(entries)
+  let known = knownTokens(entries)
+  const identify = (token: string): Client | undefined => {
+    const presented = Buffer.from(token)
+    let found: Client | undefined
+    for (const { key, client } of known.plain) {
+      // Another length costs a comparison too.
+      if (key.length !== presented.length) timingSafeEqual(key, key)
+      else if (timingSafeEqual(key, presented)) found = client
+    }
+    return found ?? known.hashed.get(hash('sha256', token))
+  }
   return {
-    identify: (token: string): Client | undefined => clients.get(hash('sha256', token)),
-    verify: (token: string): boolean => clients.has(hash('sha256', token)),
-    replace (next: readonly (TokenEntry | string)[]): void { clients = clientsByDigest(next) }
+    identify,
+    verify: (token: string): boolean => identify(token) !== undefined,
+    replace (next: readonly (TokenEntry | string)[]): void { known = knownTokens(next) }
   }
 }
 

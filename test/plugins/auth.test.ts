@@ -25,7 +25,7 @@ describe('createTokenSet', () => {
     for (const token of ['ab12ab12', 'ab12a', 'ab1']) expect(set.verify(token), token).toBe(false)
   })
 
-  it('tells apart tokens whose UTF-8 bytes share a latin1 reading (UTF-16 code units are compared, not bytes)', () => {
+  it('tells apart a token and its UTF-8 bytes read as latin1 (each is compared as its own UTF-8 bytes)', () => {
     // 'é' (U+00E9) and its UTF-8 bytes read as latin1 ('Ã©') are different tokens.
     const set = createTokenSet(['é'])
     expect(set.verify('é')).toBe(true)
@@ -34,7 +34,7 @@ describe('createTokenSet', () => {
 
   it('accepts exactly the known tokens, for any known and presented tokens', () => {
     // Well-formed text, as tokens are (a file, the environment, a header read as latin1): lone surrogates
-    // become the same U+FFFD once UTF-8 encoded for the digest.
+    // become the same U+FFFD once UTF-8 encoded.
     const token = fc.oneof(fc.string({ minLength: 1, maxLength: 12 }), fc.string({ unit: 'binary', minLength: 1, maxLength: 12 }),
       fc.constantFrom('ab12', 'ab12ab12', 'é', 'Ã©')).filter((one) => one.isWellFormed())
     fc.assert(fc.property(fc.uniqueArray(token, { minLength: 1, maxLength: 4 }), token, fc.boolean(), (known, other, pickKnown) => {
