@@ -43,13 +43,12 @@ describe('createTokenSet', () => {
     }), { numRuns: 2000 })
   })
 
-  it('replace swaps the accepted tokens at once and refuses an empty set', () => {
+  // The entries are checked where they are read (an empty set, a token twice, a bad digest): test/config.test.ts,
+  // and for a reload test/token-reload.test.ts and test/hardening/token-rotation.test.ts.
+  it('replace swaps the accepted tokens at once', () => {
     const set = createTokenSet(['old'])
     set.replace(['new-1', 'new-2'])
     expect([set.verify('old'), set.verify('new-1'), set.verify('new-2')]).toEqual([false, true, true])
-    expect(() => set.replace([])).toThrow(/empty set/)
-    expect(() => set.replace(['new-3', ''])).toThrow(/empty token/)
-    expect(set.verify('new-1')).toBe(true)
   })
 })
 
@@ -96,23 +95,11 @@ describe('createTokenSet with client names and hashed entries', () => {
     expect(tokenRateLimitKey('plain-1')).not.toBe(createHash('sha256').update('plain-1').digest('base64url'))
   })
 
-  it('replace swaps hashed entries too, and refuses a token listed twice (also once plain, once hashed) or a malformed digest', () => {
+  it('replace swaps hashed entries too', () => {
     const set = createTokenSet([{ name: 'old', sha256: sha256('old-token') }])
     set.replace([{ name: 'new', sha256: sha256('new-token') }])
     expect([set.verify('old-token'), set.verify('new-token')]).toEqual([false, true])
-    expect(() => set.replace(['a', 'a'])).toThrow(/listed twice/)
-    expect(() => set.replace([{ name: 'a', token: 't' }, { name: 'b', sha256: sha256('t') }])).toThrow(/listed twice/)
-    expect(() => set.replace([{ name: 'a', sha256: sha256('t').toUpperCase() }])).toThrow(/64 lowercase hex digits/)
     expect(set.identify('new-token')?.name).toBe('new')
-  })
-
-  it('refuses a digest with anything before or after its 64 hex digits (the pattern is anchored at both ends), or with 63 or 65', () => {
-    const set = createTokenSet(['keep'])
-    const digest = sha256('t')
-    for (const bad of [`x${digest}`, `${digest}x`, ` ${digest}`, `${digest}\n`, digest.slice(1), `${digest}0`, `sha256:${digest}`]) {
-      expect(() => set.replace([{ name: 'a', sha256: bad }]), JSON.stringify(bad)).toThrow('refusing a SHA-256 that is not 64 lowercase hex digits')
-    }
-    expect(set.verify('keep')).toBe(true)
   })
 
   it('finds every entry of a larger set, each by its own token only (the position of the match is kept, not the last or first)', () => {
