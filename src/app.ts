@@ -82,7 +82,7 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
   // First, so that shed, refused and failed requests are traced too.
   if (tracing !== undefined) await app.register(tracing.plugin)
 
-  if (app.log.level === 'debug' || app.log.level === 'trace') await app.register(processHealth, { intervalMs: 5000 })
+  if (app.log.level === 'debug' || app.log.level === 'trace') await app.register(processHealth)
   await app.register(overload, { limits: config.overload ?? defaultOverloadLimits() })
   await app.register(jsonBody)
   await app.register(openapi)

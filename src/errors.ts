@@ -46,9 +46,6 @@ export const VersionNotSupportedError = createError('PLANTS_VERSION_NOT_SUPPORTE
 export const DuplicateAuthorizationError = createError('PLANTS_DUPLICATE_AUTHORIZATION',
   'the request carries %s Authorization headers: send exactly one', 400)
 
-// A bad setting; in lib/ so that the stores (src/plants/) throw it without importing the configuration.
-export { ConfigError } from './lib/config-error.js'
-
 /** A store's named failure (plants/plant-repository.ts): the one list of them. */
 export function isStoreError (error: unknown): boolean {
   return error instanceof StoreUnavailableError || error instanceof StoreOutcomeUnknownError ||
@@ -59,10 +56,8 @@ export function isStoreError (error: unknown): boolean {
 const frameworkMessages: Record<string, (request: FastifyRequest) => string> = {
   FST_ERR_CTP_BODY_TOO_LARGE: (request) => `body must not be larger than ${request.routeOptions.bodyLimit} bytes`,
   FST_ERR_CTP_INVALID_MEDIA_TYPE: () => 'content-type must be application/json',
-  FST_ERR_CTP_EMPTY_JSON_BODY: () => 'body must be a JSON object, and it is empty',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => 'body length does not match the content-length header',
-  FST_ERR_BAD_URL: () => 'the URL is not valid',
-  FST_ERR_ASYNC_CONSTRAINT: () => 'the request cannot be routed'
+  FST_ERR_BAD_URL: () => 'the URL is not valid'
 }
 
 /** The path of a request target, without its query. */

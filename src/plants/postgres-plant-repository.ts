@@ -3,7 +3,7 @@ import { isStoreError, StoreOutcomeUnknownError, StoreUnavailableError, WritesFa
 import type { Plant, PlantId } from '../schemas.js'
 import { createGroupCommit, type Pending } from './group-commit.js'
 import { samePlant, type InsertOutcome, type PlantRepository } from './plant-repository.js'
-import { createSession, notConnected, within } from './postgres-session.js'
+import { createSession, ignore, notConnected, within } from './postgres-session.js'
 
 export interface PostgresPlantRepositoryOptions {
   /** To the server or a pooler; several hosts, sslmode and sslrootcert as libpq reads them (docs/storage.md). */
@@ -238,5 +238,3 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     }
   }
 }
-
-function ignore (): void {}

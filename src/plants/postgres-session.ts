@@ -244,4 +244,4 @@ export function within<T> (work: Promise<T>, ms: number): Promise<T | undefined>
   return Promise.race([work, late]).finally(() => { clearTimeout(timer) })
 }
 
-function ignore (): void {}
+export function ignore (): void {}

@@ -18,9 +18,7 @@ export function requestId (request: IncomingMessage): string {
 
 /** The caller's valid W3C `traceparent` on its request's line, as `traceId` and `parentSpanId`. */
 function withTrace<Fields extends object> (fields: Fields, request: FastifyRequest): Fields {
-  const header = request.headers.traceparent
-  if (header === undefined) return fields
-  const trace = parseTraceparent(header)
+  const trace = parseTraceparent(request.headers.traceparent)
   return trace === undefined ? fields : { ...fields, traceId: trace.traceId, parentSpanId: trace.parentSpanId }
 }
 

@@ -93,7 +93,6 @@ export function createMetrics () {
   }
 
   return {
-    registry,
     /** What GET /metrics serves: prom-client's metrics, then the two histograms counted in place. */
     exposition: {
       contentType: registry.contentType,

@@ -2,18 +2,14 @@ import { monitorEventLoopDelay } from 'node:perf_hooks'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 
-export interface ProcessHealthOptions {
-  intervalMs: number
-}
-
 const ms = (nanoseconds: number): number => Math.round(nanoseconds / 1e4) / 100
 
 /**
- * At debug level only, one log line per interval with the event-loop delay (p50, p99, max over the
+ * At debug level only, every 5 s one log line with the event-loop delay (p50, p99, max over the
  * interval), RSS and heap: what the soak script (scripts/soak.mjs) reads to tell a leak or a
  * stalling loop, without a route of its own. At info and above this plugin is not registered.
  */
-async function processHealthPlugin (app: FastifyInstance, { intervalMs }: ProcessHealthOptions) {
+export const processHealth = fp(async function processHealth (app: FastifyInstance) {
   const histogram = monitorEventLoopDelay({ resolution: 10 })
   histogram.enable()
   const timer = setInterval(() => {
@@ -24,12 +20,10 @@ async function processHealthPlugin (app: FastifyInstance, { intervalMs }: Proces
       heapUsedBytes: memory.heapUsed
     }, 'process health')
     histogram.reset()
-  }, intervalMs)
+  }, 5000)
   timer.unref()
   app.addHook('onClose', async () => {
     clearInterval(timer)
     histogram.disable()
   })
-}
-
-export const processHealth = fp(processHealthPlugin, { name: 'process-health' })
+}, { name: 'process-health' })
