@@ -223,7 +223,8 @@ async function fill (store, ids) {
     idBase += warm.requests + 1000
     const t0 = Date.now()
     const deadline = args.minutes === undefined ? Infinity : t0 + positive(args.minutes, 0, 'minutes') * 60000
-    while (stored < plants && Date.now() < deadline) {
+    // At least one measured window, even when the warm-up alone passed the target (a small --plants on a fast machine).
+    while ((stored < plants || record.windows.length === 0) && Date.now() < deadline) {
       const cpu0 = cpuSeconds(server.child.pid)
       const written0 = writtenBytes(server.child.pid)
       const r = await loadWindow(server.port, ids, idBase, windowS)
