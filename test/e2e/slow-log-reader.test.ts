@@ -106,14 +106,14 @@ function createPlants (port: number, connections: number, firstId: number): { st
   }
 }
 
-/** `connections` clients creating plants for `ms`, with the server's growth in RSS over that time (sampled every 100 ms). */
-async function createPlantsFor (server: { child: Server, port: number }, ms: number, connections = 16) {
+/** 16 clients creating plants for `ms`, with the server's growth in RSS over that time (sampled every 100 ms). */
+async function createPlantsFor (server: { child: Server, port: number }, ms: number) {
   const pid = server.child.pid as number
   const rssAtStart = rssBytes(pid)
   let rssMax = rssAtStart
   const sampler = setInterval(() => { rssMax = Math.max(rssMax, rssBytes(pid)) }, 100)
   onTestFinished(() => { clearInterval(sampler) })
-  const load = createPlants(server.port, connections, 1)
+  const load = createPlants(server.port, 16, 1)
   await new Promise((resolve) => setTimeout(resolve, ms))
   const answers = await load.stop()
   clearInterval(sampler)
