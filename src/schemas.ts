@@ -59,76 +59,33 @@ export const ErrorRecord = Type.Object({
 }, { $id: 'Error', description: 'Every non-2xx reply', examples: [{ error: 409, message: CONFLICT }] })
 export type ErrorRecord = Static<typeof ErrorRecord>
 
-/** Replies the service really gives, shown in the document (test/openapi/examples.test.ts provokes each). */
-const example = (error: number, message: string, summary: string) => ({ summary, value: { error, message } })
+/** Replies the service really gives, one per status (test/openapi/examples.test.ts provokes each). */
+const example = (error: number, message: string) => ({ value: { error, message } })
 
 export const errorExamples = {
-  invalidId: example(400, `body/id must be an integer between ${INT64_MIN} and ${INT64_MAX}`,
-    'A string is not an id (no type coercion)'),
-  invalidGzip: example(400, 'body is not valid gzip data', 'Content-Encoding: gzip on a body that is not gzip'),
-  missingToken: example(401, 'a bearer token is required: send "Authorization: Bearer <token>"', 'No bearer token'),
-  invalidToken: example(401, 'the bearer token is not valid', 'A token that is not accepted'),
-  conflict: example(409, CONFLICT, 'Id 10 is stored with another name or tag'),
-  tooLarge: example(413, 'body must not be larger than 16384 bytes', 'A body over BODY_LIMIT (16384 by default)'),
-  tooLargeDecoded: example(413, 'body must not be larger than 16384 bytes once decoded',
-    'A compressed body over BODY_LIMIT once decoded (decoding stops there)'),
-  notJson: example(415, 'content-type must be application/json', 'Content-Type is not application/json'),
-  unsupportedEncoding: example(415,
-    'content-encoding "x-unknown" is not supported: send the body with one of gzip, deflate, br, or with none',
-    'A Content-Encoding the service does not decode'),
-  rateLimited: example(429, 'too many requests with this token: at most 600 per minute, retry in 42 s',
-    'Over RATE_LIMIT_PER_MINUTE=600'),
-  unexpected: example(500, 'internal server error', 'Anything unexpected: the detail is in the log only'),
-  overloaded: example(503, 'the service is overloaded, retry later', 'Shed while overloaded'),
-  storeUnavailable: example(503, 'the plant store is unavailable, retry later',
-    'The store cannot be reached or refused the write: nothing was stored'),
-  storeOutcomeUnknown: example(503, 'the plant store did not confirm the write: the outcome is unknown; ' +
-    'retrying the identical request is safe, it answers 200 if the plant was stored',
-  'The store lost the write after it was sent (PostgreSQL): it may be stored'),
-  writesFailing: example(503, 'the service is not ready: creates have failed for 5210 ms with no success',
-    'Creates have failed for longer than the statement timeout (PostgreSQL)'),
-  notReady: example(503, 'the service is not ready', 'The store is unreachable or the service is shutting down'),
-  storeFull: example(507, 'the plant store is full', 'The memory store holds MAX_PLANTS plants'),
-  notHttp: example(400, 'the request is not valid HTTP', 'Malformed HTTP'),
-  tooSlow: example(408, 'the request took too long to arrive',
-    'Headers or body slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS'),
-  headersTooLarge: example(431, 'request headers are too large', 'Headers over MAX_HEADER_BYTES'),
-  missingHost: example(400, 'an HTTP/1.1 request must carry a Host header', 'An HTTP/1.1 request without Host'),
-  duplicateHost: example(400, 'the request carries 2 Host headers: send exactly one', 'Two Host headers'),
-  invalidHost: example(400, 'the Host header "a b@c" is not a valid host[:port]', 'A Host that is not host[:port]'),
-  versionNotSupported: example(505, 'HTTP/2.0 is not supported: send HTTP/1.1',
-    'A request line in another version than HTTP/1.x (HTTP/2.0 in cleartext)'),
-  duplicateAuthorization: example(400, 'the request carries 2 Authorization headers: send exactly one',
-    'Two Authorization headers (with WWW-Authenticate error="invalid_request")'),
-  methodNotAllowed: example(405, 'GET is not allowed on /plants; allowed: POST, OPTIONS',
-    'GET (or any method but POST and OPTIONS) on /plants'),
-  expectationFailed: example(417,
-    'the expectation "x-fancy" cannot be met: send no Expect header, or Expect: 100-continue',
-    'Expect: x-fancy, once the token is accepted')
-} satisfies Record<string, { summary: string, value: ErrorRecord }>
-export type ErrorExampleName = keyof typeof errorExamples
+  400: example(400, `body/id must be an integer between ${INT64_MIN} and ${INT64_MAX}`),
+  401: example(401, 'a bearer token is required: send "Authorization: Bearer <token>"'),
+  409: example(409, CONFLICT),
+  413: example(413, 'body must not be larger than 16384 bytes'),
+  415: example(415, 'content-type must be application/json'),
+  417: example(417, 'the expectation "x-fancy" cannot be met: send no Expect header, or Expect: 100-continue'),
+  429: example(429, 'too many requests with this token: at most 600 per minute, retry in 42 s'),
+  500: example(500, 'internal server error'),
+  503: example(503, 'the plant store is unavailable, retry later'),
+  507: example(507, 'the plant store is full')
+} satisfies Record<number, { value: ErrorRecord }>
 
-const header = (description: string, example: string) => Type.String({ description, examples: [example] })
-const count = (description: string, example: number) => Type.Integer({ minimum: 0, description, examples: [example] })
-const RATE_LIMITED = 'Only with RATE_LIMIT_PER_MINUTE set: '
+const header = (description: string) => ({ description, schema: { type: 'string' } })
 
 /** Headers a client reads by name, declared so that generated clients see them (the serializer ignores them). */
-export const replyHeaders = {
-  'x-request-id': header('The request\'s id, in every log line about it: the caller\'s own X-Request-Id when it is ' +
-    '1 to 128 printable ASCII characters, else one the service made. ' +
-    'Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists)', '4f3c2a1b9e8d7c6a-1'),
-  'www-authenticate': header('The bearer challenge: `Bearer realm="plants"`, with `error="invalid_token"` when a ' +
-    'token was sent and refused, `error="invalid_request"` (on a 400) when two Authorization headers were sent',
-  'Bearer realm="plants", error="invalid_token"'),
-  'retry-after': count('Seconds to wait before retrying', 1),
-  allow: header('The methods the path answers to, on a 405 and on the 204 to OPTIONS: `POST, OPTIONS` for /plants, ' +
-    '`GET, HEAD` for /livez and /readyz', 'POST, OPTIONS'),
-  'accept-encoding': header('The content codings the service decodes, on a 415 for an unsupported Content-Encoding',
-    'gzip, deflate, br'),
-  'ratelimit-limit': count(`${RATE_LIMITED}requests allowed per window (a minute) for this client ` +
-    '(IETF RateLimit header fields, draft)', 600),
-  'ratelimit-remaining': count(`${RATE_LIMITED}requests left in the current window`, 599),
-  'ratelimit-reset': count(`${RATE_LIMITED}seconds until the window resets`, 42)
+const replyHeaders = {
+  'x-request-id': header('The request\'s id, in its access line: the caller\'s X-Request-Id when it is 1 to 128 ' +
+    'printable ASCII characters, else one the service made'),
+  'www-authenticate': header('The bearer challenge, with error="invalid_token" when a token was refused'),
+  'retry-after': header('Seconds to wait before retrying'),
+  'ratelimit-limit': header('With RATE_LIMIT_PER_MINUTE: the requests allowed per minute for this client'),
+  'ratelimit-remaining': header('With RATE_LIMIT_PER_MINUTE: the requests left in the current minute'),
+  'ratelimit-reset': header('With RATE_LIMIT_PER_MINUTE: the seconds until the minute resets')
 }
 export type ReplyHeaderName = keyof typeof replyHeaders
 
@@ -136,35 +93,16 @@ export type ReplyHeaderName = keyof typeof replyHeaders
 export const responseHeaders = (...names: ReplyHeaderName[]) =>
   Object.fromEntries((['x-request-id', ...names] as const).map((name) => [name, replyHeaders[name]]))
 
-/**
- * An Error record response for a reply made before a request exists (errors.ts): no request id, so no header.
- * Its examples are by media type: a `$ref` can carry no sibling `examples`.
- */
-export const bareErrorResponse = (description: string, names: ErrorExampleName[]) => {
-  const examples = Object.fromEntries(names.map((name) => [name, errorExamples[name]]))
-  return { description, content: { 'application/json': { schema: Type.Ref(ErrorRecord), examples } } }
-}
-
-/** The same with x-request-id and the named headers (between the description and the content in the document). */
-export const errorResponse = (description: string, names: ErrorExampleName[], headers: ReplyHeaderName[] = []) =>
-  ({ description, headers: responseHeaders(...headers), content: bareErrorResponse(description, names).content })
-
-/** What any operation can meet before it runs; each probe's 4XX and the OPTIONS operation's. */
-export const malformedHttpResponse = bareErrorResponse('Malformed HTTP (400), headers over MAX_HEADER_BYTES (431), ' +
-  'or a request slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS (408): the connection is closed; ' +
-  'or no Host in HTTP/1.1, two Host headers, or one that is not host[:port] (400, with a request id)',
-['notHttp', 'headersTooLarge', 'tooSlow', 'missingHost', 'duplicateHost', 'invalidHost'])
-
-/** A request line that is not HTTP/1.x, for every operation of the document (plugins/openapi.ts). */
-export const versionNotSupportedResponse = bareErrorResponse('The request line is not HTTP/1.x (HTTP/2.0 or HTTP/0.9 ' +
-  'in cleartext, an HTTP/2 connection preface, a version the parser refuses): the connection is closed. ' +
-  'The service speaks HTTP/1.1 and 1.0 only', ['versionNotSupported'])
+/** An Error record response of one status, with its example, x-request-id and the named headers. */
+export const errorResponse = (status: keyof typeof errorExamples, description: string,
+  headers: ReplyHeaderName[] = []) => ({
+  description,
+  headers: responseHeaders(...headers),
+  content: { 'application/json': { schema: Type.Ref(ErrorRecord), examples: { [status]: errorExamples[status] } } }
+})
 
 export const Health = Type.Object({
-  status: Type.String({
-    description: '"ok" when the process is up, "ready" when it can serve',
-    examples: ['ok', 'ready']
-  })
+  status: Type.String({ description: '"ok" when the process is up, "ready" when it can serve' })
 }, { $id: 'Health', description: 'The answer of a probe', examples: [{ status: 'ok' }, { status: 'ready' }] })
 
 /** The schemas that routes refer to with `Type.Ref`; registered once with `addSchema`. */

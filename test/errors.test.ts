@@ -1,12 +1,10 @@
 import createError from '@fastify/error'
-import { EventEmitter } from 'node:events'
-import type { ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { Writable } from 'node:stream'
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyReply } from 'fastify'
 import pino from 'pino'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { NotReadyError, OverloadedError, StoreUnavailableError, VersionNotSupportedError, clientErrorHandler, installErrorHandlers } from '../src/errors.js'
+import { NotReadyError, OverloadedError, StoreUnavailableError, clientErrorHandler, sendError } from '../src/errors.js'
 
 /** A bare Fastify app with the service's error handlers: GET /throw throws what `make` returns. */
 async function appThrowing (make: (reply: FastifyReply) => Error) {
@@ -18,7 +16,7 @@ async function appThrowing (make: (reply: FastifyReply) => Error) {
     }
   }))
   const app = Fastify({ loggerInstance: logger as FastifyBaseLogger })
-  installErrorHandlers(app)
+  app.setErrorHandler(sendError)
   app.get('/throw', async (_request, reply) => { throw make(reply) })
   onTestFinished(() => app.close())
   const reply = await app.inject({ method: 'GET', url: '/throw' })
@@ -56,9 +54,8 @@ describe('sendError: the Error record for any error', () => {
     const warning = lines.find((line) => line.msg === 'request refused')
     expect(warning?.level).toBe(40)
     expect(warning?.err).toMatchObject({ message: 'a detail for the log only' })
-    // The quiet ones are logged elsewhere, once per interval (a store failure, a shed request), or are
-    // the client's doing with their access line (a 505).
-    for (const make of [() => new StoreUnavailableError(), () => new OverloadedError(), () => new NotReadyError(), () => new VersionNotSupportedError('HTTP/2.0')]) {
+    // The quiet ones are logged elsewhere, once per interval (a store failure, a shed request).
+    for (const make of [() => new StoreUnavailableError(), () => new OverloadedError(), () => new NotReadyError()]) {
       const { reply, lines } = await appThrowing(make)
       expect(lines.filter((line) => line.msg === 'request refused'), String(reply.statusCode)).toEqual([])
     }
@@ -90,13 +87,14 @@ describe('sendError: the Error record for any error', () => {
     expect((await appThrowing(() => new Own())).reply.json()).toEqual({ error: 418, message: 'short and stout' })
   })
 
-  // A known path with another method is the edge's 405 (plugins/edge-refusals.ts, test/plugins/http-edge.test.ts).
-  it('answers an unknown path 404 naming at most its first 200 characters', async () => {
-    const { app } = await appThrowing(() => withStatus(400))
-    const long = `/${'p'.repeat(300)}`
-    const reply = await app.inject({ method: 'GET', url: `${long}?q=1` })
-    expect(reply.statusCode).toBe(404)
-    expect(reply.json()).toEqual({ error: 404, message: `no route for GET ${long.slice(0, 200)}` })
+  it('words @fastify/bearer-auth\'s 401s and tells a refused token from a missing one in WWW-Authenticate', async () => {
+    const bearer = (code: string) => () => Object.assign(new Error('bearer-auth wording'), { code, statusCode: 401 }) as FastifyError
+    const missing = (await appThrowing(bearer('FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER'))).reply
+    expect(missing.json()).toEqual({ error: 401, message: 'a bearer token is required: send "Authorization: Bearer <token>"' })
+    expect(missing.headers['www-authenticate']).toBe('Bearer realm="plants"')
+    const invalid = (await appThrowing(bearer('FST_BEARER_AUTH_INVALID_AUTHORIZATION_HEADER'))).reply
+    expect(invalid.json()).toEqual({ error: 401, message: 'the bearer token is not valid' })
+    expect(invalid.headers['www-authenticate']).toBe('Bearer realm="plants", error="invalid_token"')
   })
 })
 
@@ -111,46 +109,28 @@ function fakeSocket ({ writable = true }: { writable?: boolean } = {}) {
   return { socket: socket as unknown as Socket, calls, state: socket }
 }
 
-/** A reply still being written (to a request that fully arrived), as the HTTP edge hands it over. */
-const replyInFlight = () => new EventEmitter() as ServerResponse
 const parseError = (code: string) => Object.assign(new Error(code), { code })
 
 describe('clientErrorHandler: malformed HTTP', () => {
   it('destroys a reset socket, or one that cannot take a reply, without answering', () => {
     for (const [error, writable] of [[parseError('ECONNRESET'), true], [parseError('HPE_INVALID_METHOD'), false]] as const) {
       const { socket, calls } = fakeSocket({ writable })
-      expect(clientErrorHandler(error, socket)).toBeUndefined()
+      clientErrorHandler(error, socket)
       expect(calls).toEqual(['destroy'])
     }
   })
 
-  it('destroys a connection the client closed mid-request when no reply is in flight; leaves it to the reply in flight otherwise', () => {
-    const idle = fakeSocket()
-    expect(clientErrorHandler(parseError('HPE_CLOSED_CONNECTION'), idle.socket)).toBeUndefined()
-    expect(idle.calls).toEqual(['destroy'])
-    const busy = fakeSocket()
-    expect(clientErrorHandler(parseError('HPE_CLOSED_CONNECTION'), busy.socket, replyInFlight())).toBeUndefined()
-    expect(busy.calls).toEqual([])
+  it('leaves bytes after a request that said Connection: close to Node, which closes once its reply is written', () => {
+    const { socket, calls } = fakeSocket()
+    clientErrorHandler(parseError('HPE_CLOSED_CONNECTION'), socket)
+    expect(calls).toEqual([])
   })
 
-  it('answers 431, 408 or 400 at once when no reply is in flight', () => {
-    for (const [code, status] of [['HPE_HEADER_OVERFLOW', 431], ['ERR_HTTP_REQUEST_TIMEOUT', 408], ['HPE_INVALID_METHOD', 400]] as const) {
+  it('answers 431, 408 or 400', () => {
+    for (const [code, status] of [['HPE_HEADER_OVERFLOW', 431], ['ERR_HTTP_REQUEST_TIMEOUT', 408], ['HPE_INVALID_METHOD', 400], ['HPE_INVALID_VERSION', 400]] as const) {
       const { socket, calls } = fakeSocket()
-      expect(clientErrorHandler(parseError(code), socket)).toBe(status)
+      clientErrorHandler(parseError(code), socket)
       expect(calls).toEqual([`end HTTP/1.1 ${status} ${{ 431: 'Request Header Fields Too Large', 408: 'Request Timeout', 400: 'Bad Request' }[status]}`])
-    }
-  })
-
-  it('answers 505 to a well-formed version the parser refuses, its line ended by CRLF or a bare LF; 400 to a garbled one', () => {
-    const versionError = (raw: string) => Object.assign(parseError('HPE_INVALID_VERSION'), { rawPacket: Buffer.from(raw, 'latin1') })
-    const cases = [
-      ['GET / HTTP/1.2\r\nHost: a\r\n\r\n', 505], ['GET /plants HTTP/3.0\nHost: a\n\n', 505],
-      ['GET / HTTP/1.x\r\n\r\n', 400], ['GET / HTTP/12.0\r\n\r\n', 400], ['GET /a b HTTP/1.2\r\n\r\n', 400], ['GET / HTTP/1.2 \r\n\r\n', 400]
-    ] as const
-    for (const [raw, status] of cases) {
-      const { socket, calls } = fakeSocket()
-      expect(clientErrorHandler(versionError(raw), socket), JSON.stringify(raw)).toBe(status)
-      expect(calls, JSON.stringify(raw)).toEqual([status === 505 ? 'end HTTP/1.1 505 HTTP Version Not Supported' : 'end HTTP/1.1 400 Bad Request'])
     }
   })
 
@@ -161,49 +141,5 @@ describe('clientErrorHandler: malformed HTTP', () => {
     const body = '{"error":400,"message":"the request is not valid HTTP"}'
     expect(written).toEqual([`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${body.length}\r\n` +
       `Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`])
-  })
-
-  it('answers after the reply in flight finishes, once, even when that reply then closes', () => {
-    const reply = replyInFlight()
-    const { socket, calls } = fakeSocket()
-    expect(clientErrorHandler(parseError('HPE_INVALID_METHOD'), socket, reply)).toBe(400)
-    expect(calls).toEqual([])
-    reply.emit('finish')
-    expect(calls).toEqual(['end HTTP/1.1 400 Bad Request'])
-    reply.emit('close')
-    expect(calls).toEqual(['end HTTP/1.1 400 Bad Request'])
-    expect(reply.listenerCount('finish') + reply.listenerCount('close')).toBe(0)
-  })
-
-  it('answers after a reply in flight that fails (closes without finishing); destroys the socket if it can no longer take the answer', () => {
-    const reply = replyInFlight()
-    const { socket, calls, state } = fakeSocket()
-    clientErrorHandler(parseError('HPE_INVALID_METHOD'), socket, reply)
-    state.writable = false
-    reply.emit('close')
-    expect(calls).toEqual(['destroy'])
-    expect(reply.listenerCount('finish') + reply.listenerCount('close')).toBe(0)
-  })
-})
-
-describe('clientErrorHandler: what it reports as answered', () => {
-  it('writes its reply when no one listens for it being written (the metrics listener)', () => {
-    const socket = { writable: true, end: (_data: string, done: (error?: Error | null) => void) => { done(null) } } as unknown as Socket
-    expect(clientErrorHandler(parseError('HPE_INVALID_METHOD'), socket)).toBe(400)
-  })
-
-  it('reports the status once its reply is written, and nothing when the write fails (a client that reset the connection, as Node 22 reports it: HPE_INVALID_EOF_STATE)', () => {
-    const answered: number[] = []
-    for (const failure of [null, Object.assign(new Error('write ECONNRESET'), { code: 'ECONNRESET' })]) {
-      const written: string[] = []
-      const socket = {
-        writable: true,
-        destroy: () => { written.push('destroy') },
-        end: (data: string, done: (error?: Error | null) => void) => { written.push(data.split('\r\n', 1)[0] ?? ''); done(failure) }
-      } as unknown as Socket
-      clientErrorHandler(parseError('HPE_INVALID_EOF_STATE'), socket, undefined, (status) => { answered.push(status) })
-      expect(written).toEqual(['HTTP/1.1 400 Bad Request'])
-    }
-    expect(answered).toEqual([400])
   })
 })

@@ -3,8 +3,6 @@ import bearerAuth from '@fastify/bearer-auth'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { TokenEntry } from '../config.js'
-import { InvalidTokenError, MissingTokenError } from '../errors.js'
-import { duplicateAuthorization, unmetExpectation } from './http-edge.js'
 
 /** Who sent a request, as its accepted token says: never read from anything else in the request. */
 export interface Client {
@@ -16,7 +14,7 @@ export interface Client {
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Set by auth on the routes it guards: null until then, and when the token is refused. Absent elsewhere. */
+    /** Set by auth on the routes it guards: null until then, and when the token is refused. */
     client?: Client | null
   }
 }
@@ -76,17 +74,13 @@ export function createTokenSet (entries: readonly (TokenEntry | string)[]) {
   }
 }
 
-const MISSING_HEADER = 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER'
-
 /**
- * Guards every route registered after it in the same scope. @fastify/bearer-auth reads the header
- * (RFC 6749 mode: the scheme word in any case) in onRequest, before the body; with `addHook: false`
- * its failures come back here as the named 401s. Two Authorization headers are a 400 (RFC 6750 §3.1);
- * an unmet Expect is a 417 once the token is accepted, never before.
+ * Guards every route registered after it in the same scope: the routes of the authenticated scope in
+ * app.ts. @fastify/bearer-auth reads the header (RFC 6749 mode: the scheme word in any case) in
+ * onRequest, before the body; its own 401 errors go to the error handler, which words them.
  */
 export const auth = fp<{ tokens: TokenSet }>(async function auth (app, { tokens }) {
   app.decorateRequest('client', null)
-  // The access line is a 401's record: no verifyErrorLogLevel (bearer-auth writes no line through pino).
   await app.register(bearerAuth, {
     keys: new Set<string>(),
     auth: (token, request) => {
@@ -96,12 +90,5 @@ export const auth = fp<{ tokens: TokenSet }>(async function auth (app, { tokens 
     addHook: false,
     specCompliance: 'rfc6749'
   })
-  const verify = app.getDecorator<NonNullable<FastifyInstance['verifyBearerAuth']>>('verifyBearerAuth')
-  app.addHook('onRequest', (request, reply, done) => {
-    verify(request, reply, (error) => {
-      if (error === undefined) done(unmetExpectation(request))
-      else if ((error as { code?: string }).code === MISSING_HEADER) done(new MissingTokenError())
-      else done(duplicateAuthorization(request) ?? (reply.statusCode === 401 ? new InvalidTokenError() : error))
-    })
-  })
+  app.addHook('onRequest', app.getDecorator<NonNullable<FastifyInstance['verifyBearerAuth']>>('verifyBearerAuth'))
 }, { name: 'auth' })

@@ -2,7 +2,7 @@ import swagger, { type SwaggerTransformObject } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { PORTABLE_TEXT, STORABLE_TEXT, versionNotSupportedResponse } from '../schemas.js'
+import { PORTABLE_TEXT, STORABLE_TEXT } from '../schemas.js'
 
 /**
  * The OpenAPI 3.1 document from the routes' schemas at /openapi.json, and Swagger UI at /docs (served
@@ -15,11 +15,9 @@ export const openapi = fp(async function openapi (app: FastifyInstance) {
       info: {
         title: 'Plant Store',
         version: '1.0.0',
-        description: 'Keeps a store of plants. Every non-2xx reply is an Error record whose `error` is the HTTP ' +
-          'status code of the reply. Beyond the operations listed: any other method on a listed path answers 405 ' +
-          'with `Allow` naming the methods the path answers (`POST, OPTIONS` on /plants, `GET, HEAD` on /livez and ' +
-          '/readyz); any other path 404; CONNECT 400 (the service is not a proxy); a request line in another version ' +
-          'than HTTP/1.x 505.',
+        description: 'Keeps a store of plants. Every error reply with a body is an Error record whose `error` is ' +
+          'the HTTP status code: also a 405 with `Allow: POST` for any other method on /plants, a 404 for any ' +
+          'other path, and 400, 408 or 431 for malformed HTTP, after which the connection closes.',
         license: { name: 'MIT', identifier: 'MIT' }
       },
       servers: [{ url: '/', description: 'The host that serves this document' }],
@@ -34,9 +32,6 @@ export const openapi = fp(async function openapi (app: FastifyInstance) {
       },
       security: [{ bearerAuth: [] }]
     },
-    // The edge, not the operation, answers any request line that is not HTTP/1.x: listed once, here.
-    transform: ({ schema, url }) =>
-      ({ schema: { ...schema, response: { ...(schema.response as object), 505: versionNotSupportedResponse } }, url }),
     // A copy, so that the routes keep the pattern they validate with: the published one compiles outside JavaScript.
     transformObject: (document) => JSON.parse(
       JSON.stringify('openapiObject' in document ? document.openapiObject : document.swaggerObject),

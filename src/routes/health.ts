@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { NotReadyError, WritesFailingError } from '../errors.js'
 import type { PlantRepository } from '../plants/plant-repository.js'
-import { errorResponse, Health, malformedHttpResponse, responseHeaders } from '../schemas.js'
+import { errorResponse, Health, responseHeaders } from '../schemas.js'
 
 export interface HealthRoutesOptions { repository: PlantRepository }
 
@@ -12,9 +12,6 @@ const health = (description: string) => ({
   content: { 'application/json': { schema: Type.Ref(Health) } }
 })
 
-const NOT_READY = 'Not ready: the store is unreachable, creates have failed for longer than the statement timeout ' +
-  'with no success (PostgreSQL), the service is shutting down, or it is overloaded'
-
 /** Probes for orchestrators: open, without a token. */
 export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = async (app, { repository }) => {
   app.get('/livez', {
@@ -22,7 +19,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
       summary: 'The process is up',
       operationId: 'getLiveness',
       security: [],
-      response: { 200: health('The process answers: `{"status":"ok"}`'), '4xx': malformedHttpResponse }
+      response: { 200: health('The process answers: `{"status":"ok"}`') }
     }
   }, async () => ({ status: 'ok' }))
 
@@ -33,8 +30,8 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
       security: [],
       response: {
         200: health('Ready for traffic: `{"status":"ready"}`'),
-        '4xx': malformedHttpResponse,
-        503: errorResponse(NOT_READY, ['notReady', 'writesFailing', 'overloaded'], ['retry-after'])
+        503: errorResponse(503, 'Not ready: the store is unreachable or failing, the service is shutting down, ' +
+          'or it is overloaded', ['retry-after'])
       }
     }
   }, async () => {
@@ -43,7 +40,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
     try {
       await repository.ready()
     } catch (cause) {
-      // Its own message: the store answers, but creates have been failing (docs/storage.md, High availability).
+      // Its own message: the store answers, but creates have been failing (docs/storage.md).
       throw cause instanceof WritesFailingError ? cause : new NotReadyError({ cause })
     }
     return { status: 'ready' }
