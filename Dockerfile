@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # Plant Store: build with the dev dependencies, run with the production dependencies only.
-# Layers are ordered for the cache (docs/deployment.md, "An image that rebuilds lean"): the production
+# Layers are ordered for the cache (docs/deployment.md, "Docker"): the production
 # dependencies come from their own stage, keyed only on package.json and package-lock.json, so a
 # source change re-ships the compiled dist/ and its compile cache (a few MB), never node_modules.
 # Build arguments and labels come last: a new commit's REVISION changes no layer.

@@ -80,6 +80,12 @@ export function brokenLinks (file: string, markdown: string = readFileSync(file,
   return broken
 }
 
+/** The lines that speak of how the work was organised (sessions, passes, agents, issue numbers), not of the service. */
+export function workHistory (text: string): string[] {
+  const pattern = /\b(sessions? of 20\d\d-|(first|second|third|fourth|fifth|sixth|this|last|previous|earlier|next) (session|pass)\b|other agents?\b|subagents?\b|issues? #?\d+\b)/i
+  return text.split('\n').filter((line) => pattern.test(line))
+}
+
 /** The names in the first column of every table in a markdown file that look like environment variables. */
 export function tableVariables (markdown: string): string[] {
   const names: string[] = []
