@@ -44,15 +44,11 @@ export interface paths {
         put?: never;
         /**
          * Create a plant
-         * @description Stores a new plant. Sending the identical plant again answers 200 again (a safe retry); another plant with a stored id answers 409 and the stored plant is unchanged. POST is the only method that acts on /plants: any other but OPTIONS answers 405 with `Allow: POST, OPTIONS` and an Error record, without needing a token (listed under 405 here); `OPTIONS /plants` answers 204 with `Allow: POST, OPTIONS`. The body may be sent with `Content-Encoding: gzip`, `deflate` (zlib format) or `br`; decoded, it must still fit BODY_LIMIT.
+         * @description Stores a new plant; sending the identical plant again answers 200 again (a safe retry), and another plant with a stored id answers 409. The body may be sent with `Content-Encoding: gzip`, `deflate` or `br`; decoded, it must still fit BODY_LIMIT.
          */
         post: operations["addPlant"];
         delete?: never;
-        /**
-         * The methods /plants answers to
-         * @description Answers 204 with `Allow: POST, OPTIONS` and no body, without a token. With CORS_ORIGINS set, a browser's preflight from a listed origin gets the same 204 with its Access-Control-* headers.
-         */
-        options: operations["describePlants"];
+        options?: never;
         head?: never;
         patch?: never;
         trace?: never;
@@ -136,11 +132,7 @@ export interface components {
          *     }
          */
         Health: {
-            /**
-             * @description "ok" when the process is up, "ready" when it can serve
-             * @example ok
-             * @example ready
-             */
+            /** @description "ok" when the process is up, "ready" when it can serve */
             status: string;
         };
     };
@@ -164,7 +156,7 @@ export interface operations {
             /** @description The process answers: `{"status":"ok"}` */
             200: {
                 headers: {
-                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
                     "x-request-id"?: string;
                     [name: string]: unknown;
                 };
@@ -172,18 +164,11 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            /** @description The request line is not HTTP/1.x (HTTP/2.0 or HTTP/0.9 in cleartext, an HTTP/2 connection preface, a version the parser refuses): the connection is closed. The service speaks HTTP/1.1 and 1.0 only */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Malformed HTTP (400), headers over MAX_HEADER_BYTES (431), or a request slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS (408): the connection is closed; or no Host in HTTP/1.1, two Host headers, or one that is not host[:port] (400, with a request id) */
+            /** @description A malformed request, such as HTTP/1.1 without Host */
             "4XX": {
                 headers: {
+                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
+                    "x-request-id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -204,7 +189,7 @@ export interface operations {
             /** @description Ready for traffic: `{"status":"ready"}` */
             200: {
                 headers: {
-                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
                     "x-request-id"?: string;
                     [name: string]: unknown;
                 };
@@ -212,10 +197,10 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            /** @description Not ready: the store is unreachable, creates have failed for longer than the statement timeout with no success (PostgreSQL), the service is shutting down, or it is overloaded */
+            /** @description Not ready: the store is unreachable or failing, the service is shutting down, or it is overloaded */
             503: {
                 headers: {
-                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
                     "x-request-id"?: string;
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: number;
@@ -225,18 +210,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request line is not HTTP/1.x (HTTP/2.0 or HTTP/0.9 in cleartext, an HTTP/2 connection preface, a version the parser refuses): the connection is closed. The service speaks HTTP/1.1 and 1.0 only */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Malformed HTTP (400), headers over MAX_HEADER_BYTES (431), or a request slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS (408): the connection is closed; or no Host in HTTP/1.1, two Host headers, or one that is not host[:port] (400, with a request id) */
+            /** @description A malformed request, such as HTTP/1.1 without Host */
             "4XX": {
                 headers: {
+                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
+                    "x-request-id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -261,13 +239,13 @@ export interface operations {
             /** @description The plant as stored; tag only when it was given */
             200: {
                 headers: {
-                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
                     "x-request-id"?: string;
-                    /** @description Only with RATE_LIMIT_PER_MINUTE set: requests allowed per window (a minute) for this client (IETF RateLimit header fields, draft) */
+                    /** @description With RATE_LIMIT_PER_MINUTE: the requests allowed per minute for this client */
                     "ratelimit-limit"?: number;
-                    /** @description Only with RATE_LIMIT_PER_MINUTE set: requests left in the current window */
+                    /** @description With RATE_LIMIT_PER_MINUTE: the requests left in the current minute */
                     "ratelimit-remaining"?: number;
-                    /** @description Only with RATE_LIMIT_PER_MINUTE set: seconds until the window resets */
+                    /** @description With RATE_LIMIT_PER_MINUTE: the seconds until the minute resets */
                     "ratelimit-reset"?: number;
                     [name: string]: unknown;
                 };
@@ -275,48 +253,24 @@ export interface operations {
                     "application/json": components["schemas"]["Plant"];
                 };
             };
-            /** @description The body is not UTF-8 JSON, not an object, or a field is missing or of the wrong type (no type coercion); or it is not valid data for its Content-Encoding; or the request itself is malformed (malformed HTTP; no Host in HTTP/1.1, two Host headers or one that is not host[:port]; two Authorization headers: then with WWW-Authenticate error="invalid_request") */
+            /** @description The body is not a NewPlant in UTF-8 JSON (no type coercion), or the request is malformed */
             400: {
                 headers: {
-                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
                     "x-request-id"?: string;
-                    /** @description The bearer challenge: `Bearer realm="plants"`, with `error="invalid_token"` when a token was sent and refused, `error="invalid_request"` (on a 400) when two Authorization headers were sent */
-                    "www-authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The bearer token is missing or not valid; carries WWW-Authenticate */
+            /** @description The bearer token is missing or not valid */
             401: {
                 headers: {
-                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
                     "x-request-id"?: string;
-                    /** @description The bearer challenge: `Bearer realm="plants"`, with `error="invalid_token"` when a token was sent and refused, `error="invalid_request"` (on a 400) when two Authorization headers were sent */
+                    /** @description The bearer challenge: `Bearer realm="plants"`, with `error="invalid_token"` when a token was refused */
                     "www-authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Never to POST: every other method on /plants but OPTIONS (GET, HEAD, PUT, PATCH, DELETE, QUERY, ...) answers 405 with `Allow: POST, OPTIONS`, without a token and without reading the body. Listed here because this document describes only POST and OPTIONS on /plants */
-            405: {
-                headers: {
-                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
-                    "x-request-id"?: string;
-                    /** @description The methods the path answers to, on a 405 and on the 204 to OPTIONS: `POST, OPTIONS` for /plants, `GET, HEAD` for /livez and /readyz */
-                    allow?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Headers or body slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS; nothing was processed and the connection is closed */
-            408: {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -326,7 +280,7 @@ export interface operations {
             /** @description A plant with this id exists with another name or tag */
             409: {
                 headers: {
-                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
                     "x-request-id"?: string;
                     [name: string]: unknown;
                 };
@@ -337,7 +291,7 @@ export interface operations {
             /** @description The body is larger than BODY_LIMIT, as sent or once decoded */
             413: {
                 headers: {
-                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
                     "x-request-id"?: string;
                     [name: string]: unknown;
                 };
@@ -345,12 +299,12 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The content type is not application/json, or the Content-Encoding is not gzip, deflate, br or identity (then with Accept-Encoding: gzip, deflate, br) */
+            /** @description The content type is not application/json, or the Content-Encoding is not decoded here */
             415: {
                 headers: {
-                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
                     "x-request-id"?: string;
-                    /** @description The content codings the service decodes, on a 415 for an unsupported Content-Encoding */
+                    /** @description The content codings the service decodes: gzip, deflate, br */
                     "accept-encoding"?: string;
                     [name: string]: unknown;
                 };
@@ -358,10 +312,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description An Expect other than 100-continue, once the token is accepted (without a valid token: the 401); nothing was stored */
+            /** @description An Expect other than 100-continue; nothing was stored */
             417: {
                 headers: {
-                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
                     "x-request-id"?: string;
                     [name: string]: unknown;
                 };
@@ -369,28 +323,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over RATE_LIMIT_PER_MINUTE for this token (only when it is set); carries Retry-After and RateLimit headers */
+            /** @description Over RATE_LIMIT_PER_MINUTE for this token */
             429: {
                 headers: {
-                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
                     "x-request-id"?: string;
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: number;
-                    /** @description Only with RATE_LIMIT_PER_MINUTE set: requests allowed per window (a minute) for this client (IETF RateLimit header fields, draft) */
+                    /** @description With RATE_LIMIT_PER_MINUTE: the requests allowed per minute for this client */
                     "ratelimit-limit"?: number;
-                    /** @description Only with RATE_LIMIT_PER_MINUTE set: requests left in the current window */
+                    /** @description With RATE_LIMIT_PER_MINUTE: the requests left in the current minute */
                     "ratelimit-remaining"?: number;
-                    /** @description Only with RATE_LIMIT_PER_MINUTE set: seconds until the window resets */
+                    /** @description With RATE_LIMIT_PER_MINUTE: the seconds until the minute resets */
                     "ratelimit-reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Headers over MAX_HEADER_BYTES; the connection is closed */
-            431: {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -400,7 +345,7 @@ export interface operations {
             /** @description An unexpected error; the detail is in the log only */
             500: {
                 headers: {
-                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
                     "x-request-id"?: string;
                     [name: string]: unknown;
                 };
@@ -408,10 +353,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Overloaded, not ready, or the store is unavailable: nothing was stored; or (PostgreSQL) the store lost the write after it was sent: the message says the outcome is unknown, and sending the identical request again is safe (200 once the plant is stored). Carries Retry-After */
+            /** @description Overloaded, not ready, or the store did not take the write; the message says whether the outcome is unknown, and the identical request is always safe to send again */
             503: {
                 headers: {
-                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
                     "x-request-id"?: string;
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: number;
@@ -421,60 +366,11 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The request line is not HTTP/1.x (HTTP/2.0 or HTTP/0.9 in cleartext, an HTTP/2 connection preface, a version the parser refuses): the connection is closed. The service speaks HTTP/1.1 and 1.0 only */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The memory store is full: MAX_PLANTS plants, or plants holding MEMORY_STORE_MAX_BYTES (by default an eighth of a container memory limit). Load never causes it: memory pressure from requests is a 503 */
+            /** @description The memory store holds MAX_PLANTS plants */
             507: {
                 headers: {
-                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
+                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
                     "x-request-id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    describePlants: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description No content; `Allow` lists the methods */
-            204: {
-                headers: {
-                    /** @description The request's id, in every log line about it: the caller's own X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made. Absent only on the replies to malformed HTTP (400, 408, 431 made before a request exists) */
-                    "x-request-id"?: string;
-                    /** @description The methods the path answers to, on a 405 and on the 204 to OPTIONS: `POST, OPTIONS` for /plants, `GET, HEAD` for /livez and /readyz */
-                    allow?: string;
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description The request line is not HTTP/1.x (HTTP/2.0 or HTTP/0.9 in cleartext, an HTTP/2 connection preface, a version the parser refuses): the connection is closed. The service speaks HTTP/1.1 and 1.0 only */
-            505: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Malformed HTTP (400), headers over MAX_HEADER_BYTES (431), or a request slower than HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS (408): the connection is closed; or no Host in HTTP/1.1, two Host headers, or one that is not host[:port] (400, with a request id) */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {

@@ -72,20 +72,24 @@ export const errorExamples = {
   429: example(429, 'too many requests with this token: at most 600 per minute, retry in 42 s'),
   500: example(500, 'internal server error'),
   503: example(503, 'the plant store is unavailable, retry later'),
-  507: example(507, 'the plant store is full')
-} satisfies Record<number, { value: ErrorRecord }>
+  507: example(507, 'the plant store is full'),
+  missingHost: example(400, 'an HTTP/1.1 request must carry a Host header')
+} satisfies Record<number | string, { value: ErrorRecord }>
 
-const header = (description: string) => ({ description, schema: { type: 'string' } })
+const header = (description: string) => Type.String({ description })
+const count = (description: string) => Type.Integer({ minimum: 0, description })
 
 /** Headers a client reads by name, declared so that generated clients see them (the serializer ignores them). */
 const replyHeaders = {
   'x-request-id': header('The request\'s id, in its access line: the caller\'s X-Request-Id when it is 1 to 128 ' +
     'printable ASCII characters, else one the service made'),
-  'www-authenticate': header('The bearer challenge, with error="invalid_token" when a token was refused'),
-  'retry-after': header('Seconds to wait before retrying'),
-  'ratelimit-limit': header('With RATE_LIMIT_PER_MINUTE: the requests allowed per minute for this client'),
-  'ratelimit-remaining': header('With RATE_LIMIT_PER_MINUTE: the requests left in the current minute'),
-  'ratelimit-reset': header('With RATE_LIMIT_PER_MINUTE: the seconds until the minute resets')
+  'www-authenticate': header('The bearer challenge: `Bearer realm="plants"`, with `error="invalid_token"` when a ' +
+    'token was refused'),
+  'retry-after': count('Seconds to wait before retrying'),
+  'accept-encoding': header('The content codings the service decodes: gzip, deflate, br'),
+  'ratelimit-limit': count('With RATE_LIMIT_PER_MINUTE: the requests allowed per minute for this client'),
+  'ratelimit-remaining': count('With RATE_LIMIT_PER_MINUTE: the requests left in the current minute'),
+  'ratelimit-reset': count('With RATE_LIMIT_PER_MINUTE: the seconds until the minute resets')
 }
 export type ReplyHeaderName = keyof typeof replyHeaders
 

@@ -12,6 +12,8 @@ const health = (description: string) => ({
   content: { 'application/json': { schema: Type.Ref(Health) } }
 })
 
+const MALFORMED = errorResponse('missingHost', 'A malformed request, such as HTTP/1.1 without Host')
+
 /** Probes for orchestrators: open, without a token. */
 export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = async (app, { repository }) => {
   app.get('/livez', {
@@ -19,7 +21,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
       summary: 'The process is up',
       operationId: 'getLiveness',
       security: [],
-      response: { 200: health('The process answers: `{"status":"ok"}`') }
+      response: { 200: health('The process answers: `{"status":"ok"}`'), '4XX': MALFORMED }
     }
   }, async () => ({ status: 'ok' }))
 
@@ -30,6 +32,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
       security: [],
       response: {
         200: health('Ready for traffic: `{"status":"ready"}`'),
+        '4XX': MALFORMED,
         503: errorResponse(503, 'Not ready: the store is unreachable or failing, the service is shutting down, ' +
           'or it is overloaded', ['retry-after'])
       }

@@ -41,8 +41,8 @@ describe.skipIf(!found)(found ? '/openapi.json in jsonschema_rs (Rust regular ex
     const report = await compileOutsideJavaScript(served.body)
     expect(report.problems).toEqual([])
     // Components, request and response bodies, headers, and the properties inside them.
-    expect(report.compiled).toBeGreaterThan(40)
-    expect(report.examples).toBeGreaterThan(40)
+    expect(report.compiled).toBeGreaterThan(20)
+    expect(report.examples).toBeGreaterThan(15)
     // What the portable pattern can say, it says: U+0000 refused, a surrogate pair (🌿) accepted.
     expect(report.refusesNul).toBe(true)
     expect(report.acceptsPair).toBe(true)
