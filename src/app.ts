@@ -77,11 +77,11 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
     const { cors } = await import('./plugins/cors.js')
     await app.register(cors, { origins: config.corsOrigins })
   }
+  // First, so that requests the edge refuses, shed and failed ones are traced too.
+  if (tracing !== undefined) await app.register(tracing.plugin)
   await app.register(httpEdge)
   await app.register(shutdown, { delayMs: config.shutdownDelayMs ?? 0 })
   app.addHook('onClose', async () => { await repository.close() })
-  // Before the overload check, so that shed, refused and failed requests are traced too.
-  if (tracing !== undefined) await app.register(tracing.plugin)
   if (app.log.level === 'debug' || app.log.level === 'trace') await app.register(processHealth)
   await app.register(overload, { limits: config.overload ?? defaultOverloadLimits() })
   await app.register(jsonBody)
