@@ -1,4 +1,4 @@
-// What the bench commands share: the servers they start, the load they put on them, and small helpers.
+// What the bench commands share: the servers they start, the load they put on them, and small functions.
 import { spawn, spawnSync } from 'node:child_process'
 import { closeSync, openSync, readFileSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
