@@ -24,7 +24,7 @@ describe('bench/run.js', () => {
         /^(PASS|FAIL) {2}service req\/s vs peer: [\d.]+× \(target ≥ 1\.0×\)$/m,
         /^(PASS|FAIL) {2}service req\/s vs peer, moonshot: [\d.]+× \(target ≥ 1\.25×\)$/m,
         /^(PASS|FAIL) {2}service p99 vs peer p99: [\d.]+× /m,
-        /^(PASS|FAIL) {2}service start to first 2xx of POST \/plants vs bare Fastify: [\d.]+× \(\d+ vs \d+ ms\) \(target ≤ 1\.3×\)$/m,
+        /^(PASS|FAIL) {2}service start to first 2xx of POST \/plants vs bare Fastify: [\d.]+× \([\d,]+ vs [\d,]+ ms\) \(target ≤ 1\.3×\)$/m,
         /^SKIP {2}PostgreSQL store req\/s vs pgbench/m
       ]) expect(result.stdout).toMatch(line)
       const { summary, rounds } = JSON.parse(readFileSync(out.replace(/\.md$/, '.json'), 'utf8')) as { summary: Record<string, Row>, rounds: Record<string, Round[]> }
