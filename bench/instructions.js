@@ -1,35 +1,63 @@
-// Instructions per request: what one POST /plants costs in executed instructions, a measure that
-// does not depend on the machine's speed or on other load (bench/README.md, "Instructions per
-// request"). Each target is started under `valgrind --tool=callgrind --instr-atstart=no` (only the
-// server process is counted, all of its threads) and warmed up with --warmup requests while
-// uninstrumented. Then instrumentation is switched on with callgrind_control, an uncounted settling
-// window runs (up to 2000 requests), and --windows windows of --requests requests each are counted
-// (bench/fixed-load.js sends exactly that many, over --connections keep-alive connections). The
-// figure is the counted instructions ÷ answered requests, the median of the windows (V8's
-// background threads, GC and compilation, make single windows vary).
-//
-//   npm run bench:instructions                      baseline-fastify, ladder-1…7, memory
-//   npm run bench:instructions -- --targets baseline-fastify,memory --requests 10000
-//   npm run bench -- --instructions …               the same column beside the req/s table
-//
-// Also used by bench/run.js (--instructions). perf stat is not used: it needs hardware counters,
-// which VMs often lack ("<not supported> instructions"); callgrind counts the same instructions anywhere.
-import { spawn } from 'node:child_process'
-import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs'
-import os from 'node:os'
+// npm run bench:instructions: what one POST /plants costs in executed instructions, a figure that does
+// not depend on the machine's speed or on other load. Each server (bare Fastify, the peer, the
+// service) runs under `valgrind --tool=callgrind --instr-atstart=no`, all of its threads counted.
+// It is warmed up uninstrumented; then instrumentation is switched on with callgrind_control, a
+// settling window runs uncounted, and --windows windows of --requests requests are counted. The
+// figure is counted instructions ÷ answered requests, the median of the windows. Then the server is
+// left idle for --idle seconds: what its timers execute per second, scaled to a window's length,
+// is shown beside the figure as "time-driven" (under callgrind a window lasts about 50× as long as
+// at full speed, so that part weighs about 50× as much per request as in production).
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { parseArgs } from 'node:util'
-import { targetByName } from './targets.js'
-import { BENCH, call, fmt, freePort, has, median, RESULTS, ratio, resultLine, ROOT, run, sleep, TOKEN } from './util.js'
+import { BENCH, fmt, has, machine as describeMachine, median, positive, ratio, RESULTS, resultLine, run, SERVERS, sleep, startServer, stopServer, TOKEN } from './util.js'
 
-export const DEFAULT_INSTRUCTION_TARGETS = ['baseline-fastify', 'ladder-1', 'ladder-2', 'ladder-3', 'ladder-4', 'ladder-5', 'ladder-6', 'ladder-7', 'memory']
-export const INSTRUCTION_DEFAULTS = { requests: 5000, warmup: 10000, windows: 3, connections: 50, idleSeconds: 5 }
+const { values: args } = parseArgs({
+  options: {
+    targets: { type: 'string', default: Object.keys(SERVERS).join(',') },
+    requests: { type: 'string' },
+    warmup: { type: 'string' },
+    windows: { type: 'string' },
+    connections: { type: 'string' },
+    idle: { type: 'string' },
+    processes: { type: 'string' },
+    out: { type: 'string', default: join(RESULTS, 'instructions-latest.md') },
+    help: { type: 'boolean', short: 'h', default: false }
+  }
+})
+if (args.help) {
+  console.log(`npm run bench:instructions -- [options]
+  --targets a,b        any of ${Object.keys(SERVERS).join(', ')} (default: all)
+  --requests N         requests per counted window (default 5000)
+  --windows N          counted windows; the figure is their median (default 3)
+  --warmup N           uncounted requests first (default 10000)
+  --connections N      keep-alive connections (default 50)
+  --idle S             seconds without requests at the end, for the time-driven part (default 5; 0: none)
+  --processes N        fresh server processes per target, the median of theirs (default 1): V8 optimises
+                       some processes worse than others, by up to 15 %
+  --out FILE           the Markdown result (default bench/results/instructions-latest.md; a .json beside it)`)
+  process.exit(0)
+}
+const count = (name, fallback) => Math.round(positive(args[name], fallback, name))
+const options = {
+  requests: count('requests', 5000),
+  windows: count('windows', 3),
+  warmup: count('warmup', 10000),
+  connections: count('connections', 50),
+  idleSeconds: args.idle === '0' ? 0 : count('idle', 5),
+  processes: count('processes', 1)
+}
+const targets = args.targets.split(',').map((t) => t.trim()).filter(Boolean)
+for (const t of targets) if (SERVERS[t] === undefined) { console.error(`bench:instructions: unknown target ${t}`); process.exit(2) }
+if (!has('valgrind', ['--version']) || !has('callgrind_control', ['--version'])) {
+  console.error('bench:instructions needs valgrind (Debian package valgrind)')
+  process.exit(2)
+}
+const runTmp = join(RESULTS, `instructions-tmp-${process.pid}`)
+mkdirSync(runTmp, { recursive: true })
 
-export const callgrindAvailable = () => has('valgrind', ['--version']) && has('callgrind_control', ['--version'])
-
-/** Thread totals of `callgrind_control -e Ir PID`: { total, main } (instructions so far), or null. */
+/** callgrind_control -e Ir: the instructions so far of every thread, and of the main one. */
 function parseTotals (stdout) {
   const at = stdout.indexOf('Totals:')
   if (at < 0) return null
@@ -46,217 +74,99 @@ function parseTotals (stdout) {
   return { total, main }
 }
 
-/**
- * Instructions per request of one HTTP target of bench/targets.js. ctx: { runTmp, requests, warmup,
- * windows, connections, profileDir? (keeps the callgrind output of the counted windows there) }.
- * Resolves { perRequest, mainPerRequest, windows: [per request…], requests, non2xx } or { skipped }.
- */
-export async function measureInstructions (name, ctx) {
-  const target = targetByName.get(name)
-  if (target?.kind !== 'http') return { skipped: 'not an HTTP target' }
-  if (!callgrindAvailable()) return { skipped: 'valgrind (callgrind) is not installed (Debian package valgrind)' }
-  const prepared = await target.prepare(1, ctx)
-  if (prepared.skipped) return { skipped: prepared.skipped }
-  const port = await freePort()
-  // callgrind_control finds the process through vgdb's pipes, named after $USER and $HOST: the same env on both sides.
-  // Under valgrind the event loop is slow by design: the overload limit is raised so that no request is
-  // shed with a 503 (under-pressure still samples, as in production; see feature-ladder.js for ladder-6).
-  // On a loaded machine a sample interval can pass with no delay sample at all, which under-pressure
-  // reads as an infinite delay: MAX_EVENT_LOOP_DELAY_MS=0 in the caller's environment turns the check off.
-  const env = { ...prepared.env, HOST: '127.0.0.1', PORT: String(port), MAX_EVENT_LOOP_DELAY_MS: process.env.MAX_EVENT_LOOP_DELAY_MS ?? '60000' }
-  const outFile = join(ctx.profileDir ?? ctx.runTmp, `callgrind.${name}.out`)
-  const logFile = join(ctx.runTmp, `instructions-${name}.stdout`)
-  // The service's access log goes to a real file, as in production.
-  const stdout = openSync(logFile, 'w')
-  // With a profile kept: --perf-basic-prof writes /tmp/perf-<pid>.map, the JIT code's addresses and
-  // JS function names, which bench/callgrind-names.js puts into callgrind's output.
-  const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', '--vgdb=yes', `--callgrind-out-file=${outFile}`,
-    process.execPath, ...(ctx.profileDir === undefined ? [] : ['--perf-basic-prof', `--logfile=${join(ctx.runTmp, 'v8.log')}`]), target.script], { env, cwd: ROOT, stdio: ['ignore', stdout, 'pipe'] })
-  let stderr = ''
-  child.stderr.setEncoding('utf8').on('data', (chunk) => { stderr = (stderr + chunk).slice(-4000) })
-  let exited = false
-  child.once('exit', () => { exited = true })
-  const control = (argv) => run('callgrind_control', [...argv, String(child.pid)], { env, timeoutMs: 60000 })
-  const loadEnv = (base) => ({ ...process.env, BENCH_TOKEN: TOKEN, BENCH_ID_BASE: String(base) })
-  let idBase = 2 ** 32
-  const fixedLoad = async (requests) => {
-    idBase += 2 ** 28
-    const { stdout: out, stderr: err } = await run(process.execPath, [join(BENCH, 'fixed-load.js'), String(port), String(requests), String(ctx.connections)],
-      { env: loadEnv(idBase), timeoutMs: 600000 })
-    const r = resultLine(out)
-    if (r === null) throw new Error(`fixed-load failed: ${err.trim().split('\n').slice(-2).join(' | ')}`)
-    return r
-  }
+let idBase = 2 ** 32
+/** Exactly `requests` requests (bench/load.js), each connection sending its next when its answer has come. */
+async function fixedLoad (port, requests) {
+  idBase += 2 ** 28
+  const { stdout, stderr } = await run(process.execPath, [join(BENCH, 'load.js'), `http://127.0.0.1:${port}/plants`, '--connections', String(options.connections), '--requests', String(requests)],
+    { env: { ...process.env, BENCH_TOKEN: TOKEN, BENCH_ID_BASE: String(idBase) }, timeoutMs: 900000 })
+  const r = resultLine(stdout)
+  if (r === null) throw new Error(`the load failed: ${stderr.trim().split('\n').slice(-2).join(' | ')}`)
+  return { requests: r.requests, errors: r.non2xx + r.connectErrors + r.timeouts }
+}
+
+/** Instructions per request of one server process: { perRequest, mainPerRequest, windows, timeDriven, errors }. */
+async function measure (name) {
+  const { script, env } = SERVERS[name]
+  // Under valgrind the event loop is slow by design: the overload limit is raised so that nothing is shed with a 503.
+  const serverEnv = { ...env(), MAX_EVENT_LOOP_DELAY_MS: process.env.MAX_EVENT_LOOP_DELAY_MS ?? '60000' }
+  const argv = ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--vgdb=yes', `--callgrind-out-file=${join(runTmp, 'callgrind.out')}`, process.execPath, script]
+  const server = await startServer(argv, serverEnv, { logFile: join(runTmp, `${name}.log`), timeoutMs: 180000 })
+  // The server's HOST as startServer sets it: vgdb names its pipes after $USER and $HOST.
+  const control = (flags) => run('callgrind_control', [...flags, String(server.child.pid)], { env: { ...serverEnv, HOST: '127.0.0.1' }, timeoutMs: 60000 })
   try {
-    const deadline = Date.now() + 180000
-    const probe = JSON.stringify({ id: 1, name: 'start probe' })
-    for (;;) {
-      if (exited) return { skipped: `exited at start under valgrind: ${stderr.trim().split('\n').slice(-1)[0] ?? ''}` }
-      if (Date.now() > deadline) return { skipped: 'no 2xx within 180 s under valgrind' }
-      const res = await call(port, 'POST', '/plants', probe, 5000).catch(() => null)
-      if (res !== null && res.status >= 200 && res.status < 300) break
-      await sleep(200)
-    }
-    const warm = await fixedLoad(ctx.warmup)
+    let errors = (await fixedLoad(server.port, options.warmup)).errors
     const on = await control(['--instr=on'])
-    if (on.status !== 0 || !/OK/.test(on.stdout)) return { skipped: `callgrind_control --instr=on failed: ${(on.stderr || on.stdout).trim().split('\n').slice(-1)[0]}` }
-    // A first instrumented window, not counted: right after a pause (the warm-up's end, switching
-    // instrumentation on) V8 does work of its own (GC, compilation) that is not a request's cost.
-    const settle = await fixedLoad(Math.min(ctx.requests, 2000))
-    await control(['--zero'])
+    if (on.status !== 0 || !/OK/.test(on.stdout)) throw new Error(`callgrind_control --instr=on failed: ${(on.stderr || on.stdout).trim().split('\n').at(-1)}`)
+    // Right after a pause (the warm-up's end, instrumentation switched on) V8 does work of its own: not counted.
+    errors += (await fixedLoad(server.port, Math.min(options.requests, 2000))).errors
     const windows = []
     const mainWindows = []
-    let non2xx = warm.non2xx + warm.errors + settle.non2xx + settle.errors
     const seconds = []
     let before = parseTotals((await control(['-e', 'Ir'])).stdout)
-    for (let i = 0; i < ctx.windows; i++) {
-      const startedAt = performance.now()
-      const r = await fixedLoad(ctx.requests)
-      seconds.push((performance.now() - startedAt) / 1000)
-      non2xx += r.non2xx + r.errors
+    for (let i = 0; i < options.windows; i++) {
+      const began = performance.now()
+      const r = await fixedLoad(server.port, options.requests)
+      seconds.push((performance.now() - began) / 1000)
+      errors += r.errors
       const after = parseTotals((await control(['-e', 'Ir'])).stdout)
-      if (before === null || after === null) return { skipped: 'could not read callgrind counters (callgrind_control -e)' }
+      if (before === null || after === null) throw new Error('could not read callgrind counters (callgrind_control -e)')
       windows.push((after.total - before.total) / r.requests)
       mainWindows.push((after.main - before.main) / r.requests)
       before = after
     }
-    // What the process executes with no request at all (timers: under-pressure's and prom-client's
-    // samplers, Node's connection checks), per second. Under callgrind a window lasts about 50× as
-    // long as it would at full speed, so this time-driven part weighs about 50× as much per request
-    // as it does in production: reported beside the figure, never subtracted from it.
-    let idlePerSecond
-    if (ctx.idleSeconds > 0) {
-      const startedAt = performance.now()
-      await sleep(ctx.idleSeconds * 1000)
+    let timeDriven = null
+    if (options.idleSeconds > 0) {
+      const began = performance.now()
+      await sleep(options.idleSeconds * 1000)
       const after = parseTotals((await control(['-e', 'Ir'])).stdout)
-      if (after !== null) idlePerSecond = (after.total - before.total) / ((performance.now() - startedAt) / 1000)
+      if (after !== null) timeDriven = (after.total - before.total) / ((performance.now() - began) / 1000) * median(seconds) / options.requests
     }
-    const windowSeconds = median(seconds)
-    if (ctx.profileDir !== undefined) {
-      await control(['--dump=counted windows'])
-      const { nameJitFrames } = await import('./callgrind-names.js')
-      nameJitFrames(`${outFile}.1`, `/tmp/perf-${child.pid}.map`)
-    }
-    const timeDriven = idlePerSecond === undefined ? undefined : idlePerSecond * windowSeconds / ctx.requests
-    return { perRequest: median(windows), mainPerRequest: median(mainWindows), windows, mainWindows, requests: ctx.requests * ctx.windows, non2xx, idlePerSecond, windowSeconds, timeDriven }
+    return { perRequest: median(windows), mainPerRequest: median(mainWindows), windows, timeDriven, errors }
   } finally {
-    if (!exited) {
-      const gone = new Promise((resolve) => child.once('exit', resolve))
-      child.kill('SIGTERM')
-      const timer = setTimeout(() => child.kill('SIGKILL'), 30000)
-      await gone
-      clearTimeout(timer)
-    }
-    closeSync(stdout)
-    await prepared.cleanup?.().catch(() => {})
-    if (ctx.profileDir === undefined) rmSync(outFile, { force: true })
+    await stopServer(server.child, 30000)
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Standalone: npm run bench:instructions
-
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { values: args } = parseArgs({
-    options: {
-      targets: { type: 'string' },
-      requests: { type: 'string' },
-      warmup: { type: 'string' },
-      windows: { type: 'string' },
-      connections: { type: 'string' },
-      idle: { type: 'string' },
-      processes: { type: 'string' },
-      profile: { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h', default: false }
-    }
-  })
-  if (args.help) {
-    console.log(`npm run bench:instructions -- [options]
-  --targets a,b        HTTP targets of bench/targets.js (default ${DEFAULT_INSTRUCTION_TARGETS.join(',')})
-  --requests N         requests per counted window (default ${INSTRUCTION_DEFAULTS.requests})
-  --windows N          counted windows; the figure is their median (default ${INSTRUCTION_DEFAULTS.windows})
-  --warmup N           uncounted requests first (default ${INSTRUCTION_DEFAULTS.warmup})
-  --connections N      keep-alive connections (default ${INSTRUCTION_DEFAULTS.connections})
-  --idle S             then S seconds without requests: what timers execute per second, shown as
-                       "time-driven" per request at the windows' pace (default ${INSTRUCTION_DEFAULTS.idleSeconds}; 0: not measured)
-  --processes N        fresh server processes per target, the figure is their median (default 1): V8
-                       optimises some processes worse than others (bench/README.md), ±15% seen
-  --profile            keep callgrind's output of the counted windows in bench/results/profiles/
-                       (callgrind_annotate bench/results/profiles/callgrind.<target>.out)`)
-    process.exit(0)
-  }
-  const count = (value, fallback, name) => {
-    if (value === undefined) return fallback
-    const n = Number(value)
-    if (!Number.isInteger(n) || n <= 0) { console.error(`bench:instructions: --${name} must be a positive integer, got ${value}`); process.exit(2) }
-    return n
-  }
-  const targets = args.targets === undefined ? DEFAULT_INSTRUCTION_TARGETS : args.targets.split(',').map((t) => t.trim()).filter(Boolean)
-  for (const t of targets) {
-    if (targetByName.get(t)?.kind !== 'http') { console.error(`bench:instructions: "${t}" is not an HTTP target of bench/targets.js`); process.exit(2) }
-  }
-  const runTmp = join(RESULTS, `tmp-${process.pid}`)
-  mkdirSync(runTmp, { recursive: true })
-  const profileDir = args.profile ? join(RESULTS, 'profiles') : undefined
-  if (profileDir) mkdirSync(profileDir, { recursive: true })
-  const ctx = {
-    runTmp,
-    profileDir,
-    requests: count(args.requests, INSTRUCTION_DEFAULTS.requests, 'requests'),
-    warmup: count(args.warmup, INSTRUCTION_DEFAULTS.warmup, 'warmup'),
-    windows: count(args.windows, INSTRUCTION_DEFAULTS.windows, 'windows'),
-    connections: count(args.connections, INSTRUCTION_DEFAULTS.connections, 'connections'),
-    idleSeconds: args.idle === '0' ? 0 : count(args.idle, INSTRUCTION_DEFAULTS.idleSeconds, 'idle')
-  }
-  const processes = count(args.processes, 1, 'processes')
-  const startedAt = new Date()
-  const machine = `${os.cpus()[0]?.model ?? 'unknown'}, ${os.cpus().length} cores, Node ${process.version}`
-  console.log(`Plant Store instructions per request, ${startedAt.toISOString()}; ${machine}`)
-  console.log(`callgrind: ${ctx.warmup} warm-up requests, then ${ctx.windows} × ${ctx.requests} counted, ${ctx.connections} connections\n`)
-  const results = {}
-  try {
-    for (const name of targets) {
+const startedAt = new Date()
+const machine = describeMachine()
+const settings = `callgrind, ${options.warmup} warm-up requests, then ${options.windows} × ${options.requests} counted, ${options.connections} connections, ${options.processes} process(es) per target`
+console.log(`Plant Store instructions per request, ${startedAt.toISOString()}; ${machine.cpu}, ${machine.cores} cores, node ${machine.node}\n${settings}\n`)
+const results = {}
+try {
+  for (const name of targets) {
+    try {
       const runs = []
-      for (let i = 0; i < processes; i++) {
-        try { runs.push(await measureInstructions(name, ctx)) } catch (error) { runs.push({ skipped: `failed: ${error.message}` }) }
-        if (runs.at(-1).skipped !== undefined) break
+      for (let i = 0; i < options.processes; i++) runs.push(await measure(name))
+      const r = {
+        perRequest: median(runs.map((x) => x.perRequest)),
+        mainPerRequest: median(runs.map((x) => x.mainPerRequest)),
+        timeDriven: median(runs.map((x) => x.timeDriven)),
+        processes: runs.map((x) => x.perRequest),
+        windows: runs.flatMap((x) => x.windows),
+        errors: runs.reduce((a, x) => a + x.errors, 0)
       }
-      const r = runs.at(-1).skipped !== undefined
-        ? runs.at(-1)
-        : {
-            perRequest: median(runs.map((x) => x.perRequest)),
-            mainPerRequest: median(runs.map((x) => x.mainPerRequest)),
-            windows: runs.flatMap((x) => x.windows),
-            mainWindows: runs.flatMap((x) => x.mainWindows),
-            processes: runs.map((x) => x.perRequest),
-            timeDriven: runs.some((x) => x.timeDriven === undefined) ? undefined : median(runs.map((x) => x.timeDriven)),
-            windowSeconds: median(runs.map((x) => x.windowSeconds)),
-            requests: runs.reduce((a, x) => a + x.requests, 0),
-            non2xx: runs.reduce((a, x) => a + x.non2xx, 0)
-          }
       results[name] = r
-      console.log(r.skipped !== undefined
-        ? `${name.padEnd(16)} SKIPPED: ${r.skipped}`
-        : `${name.padEnd(16)} ${fmt(r.perRequest).padStart(9)} instructions/request (main thread ${fmt(r.mainPerRequest)}${r.processes ? `; processes ${r.processes.map((p) => fmt(p)).join(', ')}` : ''}; windows ${r.windows.map((w, i) => `${fmt(w)}/${fmt(r.mainWindows[i])}`).join(', ')})` +
-          (r.timeDriven === undefined ? '' : `; time-driven ${fmt(r.timeDriven)} (idle rate × ${fmt(r.windowSeconds, 1)} s a window)`) +
-          (r.non2xx > 0 ? `  !! ${r.non2xx} non-2xx or errors` : ''))
+      console.log(`${name.padEnd(17)} ${fmt(r.perRequest).padStart(9)} instructions/request (main thread ${fmt(r.mainPerRequest)}; windows ${r.windows.map((w) => fmt(w)).join(', ')}; ` +
+        `time-driven ${fmt(r.timeDriven)})${r.errors > 0 ? `  !! ${r.errors} non-2xx or errors` : ''}`)
+    } catch (error) {
+      console.log(`${name.padEnd(17)} SKIPPED: ${error.message}`)
     }
-  } finally {
-    rmSync(runTmp, { recursive: true, force: true })
   }
-  const base = results['baseline-fastify']?.perRequest
-  const baseTimed = results['baseline-fastify'] === undefined || results['baseline-fastify'].timeDriven === undefined ? undefined : base - results['baseline-fastify'].timeDriven
-  const lines = ['| target | instructions/request | main thread | × baseline-fastify | of which time-driven | without it | × baseline-fastify without |', '|---|---:|---:|---:|---:|---:|---:|']
-  for (const [name, r] of Object.entries(results)) {
-    if (r.skipped !== undefined) continue
-    const less = r.timeDriven === undefined ? undefined : r.perRequest - r.timeDriven
-    lines.push(`| ${name} | ${fmt(r.perRequest)} | ${fmt(r.mainPerRequest)} | ${fmt(ratio(r.perRequest, base), 2)} | ${r.timeDriven === undefined ? '–' : fmt(r.timeDriven)} | ${less === undefined ? '–' : fmt(less)} | ${less === undefined ? '–' : fmt(ratio(less, baseTimed), 2)} |`)
-  }
-  console.log('\n' + lines.join('\n'))
-  const md = [`# Instructions per request, ${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`, '', `Machine: ${machine}. callgrind, ${ctx.warmup} warm-up requests, ${ctx.windows} × ${ctx.requests} counted, ${ctx.connections} connections.`, '', ...lines, ''].join('\n')
-  mkdirSync(RESULTS, { recursive: true })
-  writeFileSync(join(RESULTS, 'instructions-latest.md'), md)
-  writeFileSync(join(RESULTS, 'instructions-latest.json'), JSON.stringify({ date: startedAt.toISOString(), machine, settings: ctx, results }, null, 2) + '\n')
-  console.log('\nwritten: bench/results/instructions-latest.{md,json}')
-  process.exitCode = Object.values(results).some((r) => r.non2xx > 0) ? 1 : 0
+} finally {
+  rmSync(runTmp, { recursive: true, force: true })
 }
+
+const base = results['baseline-fastify']
+const lines = ['| target | instructions/request | main thread | × bare Fastify | of which time-driven | × bare Fastify without it | errors |', '|---|---:|---:|---:|---:|---:|---:|']
+for (const [name, r] of Object.entries(results)) {
+  const without = (x) => x === undefined || x.timeDriven === null ? null : x.perRequest - x.timeDriven
+  lines.push(`| ${name} | ${fmt(r.perRequest)} | ${fmt(r.mainPerRequest)} | ${fmt(ratio(r.perRequest, base?.perRequest), 2)} | ${fmt(r.timeDriven)} | ${fmt(ratio(without(r), without(base)), 2)} | ${r.errors} |`)
+}
+console.log('\n' + lines.join('\n'))
+const md = [`# npm run bench:instructions, ${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`, '',
+  `Machine: ${machine.cpu}, ${machine.cores} cores, ${machine.os}, Node ${machine.node}. Settings: ${settings}.`, '', ...lines, ''].join('\n')
+writeFileSync(args.out, md)
+writeFileSync(args.out.replace(/\.md$/, '') + '.json', JSON.stringify({ date: startedAt.toISOString(), machine, options, results }, null, 2) + '\n')
+console.log(`\nwritten: ${args.out} (and .json)`)
+process.exitCode = Object.values(results).some((r) => r.errors > 0) ? 1 : 0

@@ -1,4 +1,4 @@
-// peer: the same contract written the obvious way, the "same-featured peer" of issue 30 item 5.
+// peer: the same contract written the obvious way, with the same features as the service.
 // Fastify 5 with its defaults, the service's TypeBox schemas (dist/schemas.js, validated by
 // Fastify's default Ajv), @fastify/bearer-auth with the bench's token, Fastify's default request
 // logging at info to stdout (pino: a line when a request comes in and one when it completes),

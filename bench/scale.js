@@ -1,22 +1,21 @@
-// npm run bench:scale: how the cost grows as a store fills (issue 31). Each store is started empty
-// and filled under steady load (wrk, 32 keep-alive connections, bench/scale-ids.lua) with random or
-// ascending ids, in windows of a few seconds; after each window the server's RSS, the SQLite file and
-// the PostgreSQL table and index sizes are read. Per step of plants (a million by default) the report
-// shows throughput, p50/p99 (median of the windows' own percentiles, and the worst window's p99), the
-// longest single request, and memory or disk per plant. See bench/README.md, "Scale".
+// npm run bench:scale: how the cost grows as a store fills. Each store is started empty (or filled
+// in bulk first, --prefill) and filled under steady load (wrk, 32 keep-alive connections, random or
+// ascending ids) in windows of a few seconds; after each window the server's RSS, the SQLite file and
+// the PostgreSQL table and index sizes are read. Per step of plants the report shows throughput,
+// p50/p99 (median of the windows' own percentiles, and the worst window's p99), the longest single
+// request, CPU per request and memory or disk per plant, with flatness checks against the first step.
 //
-// Results: bench/results/scale-<date>.{json,md} and scale-latest.{json,md}, rewritten after every
-// window, so a run that is cut off keeps what it measured. `--out FILE` continues a result file: fills
-// already complete there are skipped (a long default run can be resumed, one fill at a time).
-// `node bench/scale-chart.js` draws docs/scale.svg from result files.
-import { spawn } from 'node:child_process'
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import os from 'node:os'
+// Results: a JSON file (--out), a Markdown table and an SVG chart beside it, rewritten after every
+// window, so that a run cut off keeps what it measured; a run with the same --out skips the fills
+// already complete there. --rebuild recomputes the table and the chart from the file alone.
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { freshDatabase, pgClient, postgresAvailable } from './postgres.js'
-import { serviceEnv } from './targets.js'
-import { BENCH, call, cpuSeconds, fmt, freePort, has, median, resultLine, RESULTS, ROOT, run, sleep, TOKEN, vmRssBytes } from './util.js'
+import { freshDatabase, pgClient, postgresProblem, prefillPostgres } from './postgres.js'
+import {
+  cpuSeconds, fmt, has, load, machine as describeMachine, median, pinning, positive, RESULTS, serviceEnv,
+  SERVERS, startServer, stopServer, vmRssBytes
+} from './util.js'
 
 const STORES = ['memory', 'peer', 'sqlite', 'postgres']
 const DEFAULT_PLANTS = { memory: 10_000_000, peer: 10_000_000, sqlite: 50_000_000, postgres: 50_000_000 }
@@ -39,6 +38,8 @@ const { values: args } = parseArgs({
     stored: { type: 'string' },
     label: { type: 'string', default: 'external' },
     rebuild: { type: 'boolean', default: false },
+    prefill: { type: 'string' },
+    svg: { type: 'string' },
     minutes: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false }
   }
@@ -57,48 +58,35 @@ if (args.help) {
   --url URL         load a server already running there (e.g. the image) instead of starting one;
                     --label NAME names it in the results, --pid PID reads its RSS, --file PATH its SQLite file,
                     --pg-url URL its PostgreSQL table and index sizes, --stored N the plants it holds already
-                    (a store prefilled with bench/sqlite-prefill.js or bench/postgres-prefill.js)
+                    (a store filled in bulk before)
   --minutes M       stop each fill after M minutes of load, whatever its count (its steps and checks are kept)
-  --rebuild         with --out: recompute the steps, checks and Markdown of that file from its windows
+  --prefill N       sqlite and postgres: add N plants in bulk (random ids) before the fill, which then counts from N
+  --rebuild         with --out: recompute the steps, checks, Markdown and chart of that file from its windows
+  --svg FILE        the chart (default: beside --out, .svg), e.g. docs/scale.svg
 env: BENCH_DATABASE_URL (PostgreSQL server; a fresh database per fill, dropped after)`)
   process.exit(0)
 }
 
 const quick = args.quick
-const positive = (value, fallback, name) => {
-  if (value === undefined) return fallback
-  const n = Number(value)
-  if (!Number.isFinite(n) || n <= 0) {
-    console.error(`bench:scale: --${name} must be a positive number, got ${value}`)
-    process.exit(2)
-  }
-  return n
-}
 const stores = args.url === undefined ? args.stores.split(',').map((s) => s.trim()).filter(Boolean) : [args.label]
 const idPatterns = args.ids.split(',').map((s) => s.trim()).filter(Boolean)
 for (const s of stores) if (args.url === undefined && !STORES.includes(s)) { console.error(`bench:scale: unknown store ${s}`); process.exit(2) }
 for (const p of idPatterns) if (p !== 'random' && p !== 'ascending') { console.error(`bench:scale: unknown id pattern ${p}`); process.exit(2) }
-if (!has('wrk', ['--version'])) { console.error('bench:scale needs wrk (apt-get install wrk)'); process.exit(2) }
+if (!has('wrk', ['--version']) && !args.rebuild) { console.error('bench:scale needs wrk (apt-get install wrk)'); process.exit(2) }
 const plantsFor = (store) => Math.round(positive(args.plants, quick ? 200_000 : DEFAULT_PLANTS[store] ?? 10_000_000, 'plants'))
 const step = Math.round(positive(args.step, quick ? 50_000 : 1_000_000, 'step'))
 const windowS = positive(args.window, quick ? 2 : 5, 'window')
 const connections = Math.round(positive(args.connections, 32, 'connections'))
-const pin = !args['no-pin'] && os.cpus().length >= 2 && has('taskset', ['-c', '0', 'true'])
-const pinned = (cpus, argv) => pin ? ['taskset', ['-c', cpus, ...argv]] : [argv[0], argv.slice(1)]
+const { pin, pinned } = pinning(!args['no-pin'])
+const prefill = args.prefill === undefined ? 0 : Math.round(positive(args.prefill, 0, 'prefill'))
 
 mkdirSync(RESULTS, { recursive: true })
 const runTmp = join(RESULTS, `scale-tmp-${process.pid}`)
 mkdirSync(runTmp, { recursive: true })
 const startedAt = new Date()
-const stamp = startedAt.toISOString().replace(/[:.]/g, '-')
-const outFile = args.out ?? join(RESULTS, `scale-${stamp}.json`)
-const machine = {
-  cpu: os.cpus()[0]?.model ?? 'unknown',
-  cores: os.cpus().length,
-  memoryGB: Math.round(os.totalmem() / 2 ** 30),
-  os: `${os.type()} ${os.release()}`,
-  node: process.version
-}
+const outFile = args.out ?? join(RESULTS, 'scale-latest.json')
+const svgFile = args.svg ?? outFile.replace(/\.json$/, '') + '.svg'
+const machine = describeMachine()
 const result = existsSync(outFile)
   ? JSON.parse(readFileSync(outFile, 'utf8'))
   : { startedAt: startedAt.toISOString(), machine, connections, windowS, step, pinned: pin, fills: [] }
@@ -110,66 +98,52 @@ const result = existsSync(outFile)
 async function prepare (store, plants, label) {
   if (args.url !== undefined) return { external: true, file: args.file, pgUrl: args['pg-url'] }
   const maxPlants = String(Math.max(16_000_000, plants + 1_000_000))
-  if (store === 'memory') return { script: join(ROOT, 'dist', 'server.js'), service: true, env: serviceEnv({ MAX_PLANTS: maxPlants }) }
-  if (store === 'peer') return { script: join(BENCH, 'peer.js'), env: { ...process.env, API_TOKENS: TOKEN, LOG_LEVEL: 'info', METRICS_PORT: '0' } }
+  const script = SERVERS.memory.script
+  if (store === 'memory') return { script, service: true, env: serviceEnv({ MAX_PLANTS: maxPlants }) }
+  if (store === 'peer') return { script: SERVERS.peer.script, env: SERVERS.peer.env() }
   if (store === 'sqlite') {
     // On the project's disk, so that the fsync of each commit is a real one.
     const file = join(runTmp, `${label}.db`)
     return {
-      script: join(ROOT, 'dist', 'server.js'),
+      script,
       service: true,
       file,
       env: serviceEnv({ DATABASE_URL: `sqlite:${file}`, MAX_PLANTS: maxPlants }),
       cleanup: async () => { for (const suffix of ['', '-wal', '-shm']) rmSync(`${file}${suffix}`, { force: true }) }
     }
   }
-  const available = await postgresAvailable()
-  if (!available.ok) return { skipped: available.note }
-  const db = await freshDatabase(`scale_${label}`.replace(/-/g, '_'))
-  return { script: join(ROOT, 'dist', 'server.js'), service: true, pgUrl: db.url, env: serviceEnv({ DATABASE_URL: db.url, MAX_PLANTS: maxPlants }), cleanup: db.drop }
+  const problem = await postgresProblem()
+  if (problem !== undefined) return { skipped: problem }
+  const db = await freshDatabase(`scale_${label}`)
+  return { script, service: true, pgUrl: db.url, env: serviceEnv({ DATABASE_URL: db.url, MAX_PLANTS: maxPlants }), cleanup: db.drop }
 }
 
-async function start (target, label) {
-  const port = await freePort()
-  const stdout = openSync(join(runTmp, `${label}.stdout`), 'w')
-  const [command, rest] = pinned('0', [process.execPath, target.script])
-  const child = spawn(command, rest, { env: { ...target.env, PORT: String(port), HOST: '127.0.0.1' }, cwd: ROOT, stdio: ['ignore', stdout, 'pipe'] })
-  closeSync(stdout)
-  let stderr = ''
-  child.stderr.setEncoding('utf8').on('data', (chunk) => { stderr = (stderr + chunk).slice(-4000) })
-  const deadline = Date.now() + 20000
-  while (Date.now() < deadline && child.exitCode === null) {
-    const probe = await call(port, 'GET', target.service ? '/readyz' : '/livez').catch(() => null)
-    // The peer has no health route: any answer (401: no token) says that it listens.
-    if (probe !== null && (probe.status === 200 || !target.service)) return { child, port }
-    await sleep(50)
-  }
-  child.kill('SIGKILL')
-  throw new Error(`the ${label} server did not start: ${stderr.trim().split('\n').slice(-2).join(' | ')}`)
-}
+const start = (target, label) =>
+  startServer(pinned('0', [process.execPath, target.script]), target.env, { logFile: join(runTmp, `${label}.log`), timeoutMs: 20000 })
 
-async function stop (child) {
-  if (child.exitCode !== null || child.signalCode !== null) return
-  const exited = new Promise((resolve) => child.once('exit', resolve))
-  child.kill('SIGTERM')
-  const timer = setTimeout(() => child.kill('SIGKILL'), 30000)
-  await exited
-  clearTimeout(timer)
+/** SQLite: N plants with random ids below 2^53 into the service's table (its own start-up made it), 100,000 per transaction. */
+async function prefillSqlite (file, plants) {
+  const { default: Database } = await import('better-sqlite3')
+  const db = new Database(file)
+  const insert = db.prepare("INSERT INTO plants (id, name, tag) VALUES (?, 'bench plant', NULL) ON CONFLICT (id) DO NOTHING")
+  const batch = db.transaction((n) => {
+    for (let i = 0; i < n; i++) insert.run(BigInt(1 + Math.floor(Math.random() * (2 ** 53 - 2))))
+  })
+  for (let done = 0; done < plants; done += 100_000) batch(Math.min(100_000, plants - done))
+  db.pragma('wal_checkpoint(TRUNCATE)')
+  const { count } = db.prepare('SELECT count(*) AS count FROM plants').get()
+  db.close()
+  return count
 }
 
 // ---------------------------------------------------------------------------------------------
 // One window of load, and what is read after it
 
 let windows = 0
-async function loadWindow (port, ids, idBase, seconds) {
+/** One window of wrk; random ids are seeded per window, ascending ones continue from idBase. */
+function loadWindow (port, ids, idBase, seconds) {
   windows += 1
-  const env = { ...process.env, BENCH_TOKEN: TOKEN, SCALE_IDS: ids, SCALE_ID_BASE: String(idBase), SCALE_SEED: String(process.pid * 1000 + windows) }
-  const argv = ['wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', join(BENCH, 'scale-ids.lua'), `http://127.0.0.1:${port}/plants`]
-  const [command, rest] = pinned('1', argv)
-  const { status, stdout, stderr } = await run(command, rest, { env, timeoutMs: (seconds + 30) * 1000 })
-  const r = resultLine(stdout)
-  if (r === null) throw new Error(`wrk failed (status ${status}): ${stderr.trim().split('\n').slice(-3).join(' | ')}`)
-  return r
+  return load({ tool: 'wrk', port, connections, seconds, ids, idBase: ids === 'random' ? process.pid * 1000 + windows : idBase, pinned, timeoutS: 10 })
 }
 
 /** Bytes a process has caused to be written to storage so far (/proc/<pid>/io), or null. */
@@ -208,14 +182,21 @@ async function fill (store, ids) {
   let server
   let pg
   try {
+    let stored = Math.round(Number(args.stored ?? 0))
+    if (prefill > 0 && (target.file !== undefined || target.pgUrl !== undefined) && !target.external) {
+      // The service creates its table at start; the bulk fill then runs with the server stopped.
+      await stopServer((await start(target, label)).child)
+      const began = Date.now()
+      stored = target.file === undefined ? await prefillPostgres(target.pgUrl, prefill) : await prefillSqlite(target.file, prefill)
+      console.log(`${label}: ${fmt(stored)} plants filled in bulk in ${fmt((Date.now() - began) / 1000)} s`)
+    }
+    if (stored > 0) record.prefilled = stored
     server = target.external
       ? { port: Number(new URL(args.url).port), child: { pid: args.pid === undefined ? null : Number(args.pid) } }
       : await start(target, label)
     if (target.pgUrl) pg = await pgClient(target.pgUrl)
     const rss0 = vmRssBytes(server.child.pid)
     record.emptyRssBytes = rss0
-    let stored = Math.round(Number(args.stored ?? 0))
-    if (stored > 0) record.prefilled = stored
     let idBase = 1_000_000
     // A short warm-up (JIT, first pages): its plants count as stored, its figures are not reported.
     const warm = await loadWindow(server.port, ids, idBase, 1)
@@ -273,7 +254,7 @@ async function fill (store, ids) {
     return record
   } finally {
     await pg?.end().catch(() => {})
-    if (server && !target.external) await stop(server.child)
+    if (server && !target.external) await stopServer(server.child)
     await target.cleanup?.().catch(() => {})
   }
 }
@@ -316,7 +297,7 @@ function steps (ws, rss0, size = step, target = Infinity) {
   })
 }
 
-/** Issue 31's flatness targets, against the first step (the empty store). */
+/** Flat as it fills: each step against the first (the empty store), and no request over 100 ms. */
 function flatness (ss) {
   if (ss.length === 0) return []
   const first = ss[0]
@@ -358,8 +339,50 @@ function save () {
   writeFileSync(outFile, JSON.stringify(result, null, 1))
   const md = markdown()
   writeFileSync(outFile.replace(/\.json$/, '') + '.md', md)
-  writeFileSync(join(RESULTS, 'scale-latest.json'), JSON.stringify(result, null, 1))
-  writeFileSync(join(RESULTS, 'scale-latest.md'), md)
+}
+
+/**
+ * The chart: throughput, p99, the longest single request and CPU per request against plants
+ * stored, one line per store and id pattern; Vega-Lite rendered to SVG in Node (no browser).
+ */
+async function chart () {
+  const metrics = [
+    { key: 'rps', title: 'throughput (req/s)' },
+    { key: 'p99', title: 'p99 latency (ms, median of the windows)', log: true },
+    { key: 'max', title: 'longest single request (ms)', log: true, rule: 100 },
+    { key: 'cpuUsPerReq', title: 'server CPU per request (µs)' }
+  ]
+  const rows = result.fills.flatMap((f) => (f.steps ?? []).map((s) => ({
+    series: `${f.store}, ${f.ids} ids`,
+    plants: s.plants / 1e6,
+    ...Object.fromEntries(metrics.map(({ key }) => [key, s[key]]))
+  })))
+  if (rows.length === 0) return
+  const panel = ({ key, title, log, rule }, last) => ({
+    width: 640,
+    height: 170,
+    layer: [
+      {
+        mark: { type: 'line', point: { size: 18 } },
+        encoding: {
+          x: { field: 'plants', type: 'quantitative', title: last ? 'plants stored (millions)' : null },
+          y: { field: key, type: 'quantitative', title, scale: log ? { type: 'log' } : { zero: true } },
+          color: { field: 'series', type: 'nominal', title: 'store, ids' }
+        }
+      },
+      ...(rule === undefined ? [] : [{ mark: { type: 'rule', strokeDash: [4, 4], color: 'gray' }, encoding: { y: { datum: rule } } }])
+    ]
+  })
+  const m = result.machine
+  const spec = {
+    title: { text: 'Plant Store: the cost as a store fills (npm run bench:scale)', subtitle: `${result.startedAt.slice(0, 10)}, ${m.cpu}, ${m.cores} cores, Node ${m.node}` },
+    data: { values: rows },
+    vconcat: metrics.map((metric, i) => panel(metric, i === metrics.length - 1)),
+    config: { background: 'white', axisY: { titleFontSize: 10 }, legend: { labelLimit: 320 } }
+  }
+  const [vega, { compile }] = await Promise.all([import('vega'), import('vega-lite')])
+  const view = new vega.View(vega.parse(compile(spec).spec), { renderer: 'none' })
+  writeFileSync(svgFile, await view.toSVG())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -375,8 +398,9 @@ if (args.rebuild) {
     if (f.steps.length > 0) f.checks = flatness(f.steps)
   }
   save()
+  await chart()
   rmSync(runTmp, { recursive: true, force: true })
-  console.log(`rebuilt ${outFile}`)
+  console.log(`rebuilt ${outFile} (and .md), ${svgFile}`)
   process.exit(0)
 }
 
@@ -397,5 +421,6 @@ try {
   rmSync(runTmp, { recursive: true, force: true })
 }
 save()
-console.log(`written: ${outFile} (and .md), bench/results/scale-latest.{json,md}`)
+await chart()
+console.log(`written: ${outFile} (and .md), ${svgFile}`)
 process.exitCode = failed ? 1 : 0

@@ -11,9 +11,9 @@ const wrk = spawnSync('wrk', ['--version'], { stdio: 'ignore' }).error === undef
 interface Step { plants: number, rps: number, p99: number, max: number, rssBytesPerPlant: number | null }
 interface Fill { store: string, ids: string, complete: boolean, steps: Step[], checks: { measure: string, pass: boolean }[] }
 
-/** A tiny `npm run bench:scale` (a few seconds): the fill, its steps and its checks reach the result file. */
+/** A tiny `npm run bench:scale` (a few seconds): the fill, its steps and its checks reach the result file, and the chart draws it. */
 describe.skipIf(!wrk)(wrk ? 'bench/scale.js' : 'bench/scale.js (skipped: wrk is not installed)', () => {
-  it('fills the memory store with random ids and reports each step and the flatness checks', () => {
+  it('fills the memory store with random ids and reports each step, the flatness checks and the chart', () => {
     const dir = mkdtempSync(join(tmpdir(), 'scale-test-'))
     try {
       const out = join(dir, 'scale.json')
@@ -28,6 +28,7 @@ describe.skipIf(!wrk)(wrk ? 'bench/scale.js' : 'bench/scale.js (skipped: wrk is 
       for (const s of fill.steps) expect(s.rps > 0 && s.p99 > 0 && s.max >= s.p99).toBe(true)
       expect(fill.checks.map((c) => c.measure)).toEqual(['lowest step throughput vs the first step', 'highest step p99 vs the first step', 'longest single request (ms)'])
       expect(readFileSync(out.replace(/\.json$/, '.md'), 'utf8')).toContain('## memory, random ids, to 20,000 plants')
+      expect(readFileSync(out.replace(/\.json$/, '.svg'), 'utf8')).toMatch(/^<svg [^>]*>.*memory, random ids/s)
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }

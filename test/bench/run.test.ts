@@ -1,0 +1,44 @@
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it } from 'vitest'
+
+const RUN = fileURLToPath(new URL('../../bench/run.js', import.meta.url))
+const LOGS = fileURLToPath(new URL('../../bench/results/logs/', import.meta.url))
+
+interface Row { rps: number, p99: number, startMs: number, errors: number }
+interface Round { requests: number, logLines: number }
+
+/** A tiny `npm run bench` (autocannon, so that it needs no wrk): one table, the checks, each server's log in a file. */
+describe('bench/run.js', () => {
+  it('measures the service, the peer and bare Fastify side by side and prints a PASS or FAIL line per target', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bench-test-'))
+    try {
+      const out = join(dir, 'bench.md')
+      const result = spawnSync(process.execPath, [RUN, '--targets', 'baseline-fastify,peer,memory', '--tool', 'autocannon', '--rounds', '1', '--duration', '1', '--warmup', '0', '--starts', '1', '--out', out],
+        { encoding: 'utf8', timeout: 50000 })
+      expect(result.status, result.stderr + result.stdout).toBe(0)
+      for (const line of [
+        /^(PASS|FAIL) {2}service req\/s vs peer: [\d.]+× \(target ≥ 1\.0×\)$/m,
+        /^(PASS|FAIL) {2}service req\/s vs peer, moonshot: [\d.]+× \(target ≥ 1\.25×\)$/m,
+        /^(PASS|FAIL) {2}service p99 vs peer p99: [\d.]+× /m,
+        /^(PASS|FAIL) {2}service start to first 2xx of POST \/plants vs bare Fastify: [\d.]+× \([\d,]+ vs [\d,]+ ms\) \(target ≤ 1\.3×\)$/m,
+        /^SKIP {2}PostgreSQL store req\/s vs pgbench/m
+      ]) expect(result.stdout).toMatch(line)
+      const { summary, rounds } = JSON.parse(readFileSync(out.replace(/\.md$/, '.json'), 'utf8')) as { summary: Record<string, Row>, rounds: Record<string, Round[]> }
+      expect(Object.keys(summary)).toEqual(['baseline-fastify', 'peer', 'memory'])
+      for (const row of Object.values(summary)) expect(row.rps > 0 && row.p99 > 0 && row.startMs > 0 && row.errors === 0).toBe(true)
+      // Logged at info to a file: the peer writes two lines a request, the service one.
+      for (const name of ['peer', 'memory']) {
+        const [round] = rounds[name] as [Round]
+        expect(round.logLines).toBeGreaterThanOrEqual(round.requests)
+        expect(readFileSync(join(LOGS, `${name}.log`), 'utf8').split('\n').length).toBeGreaterThan(round.requests)
+      }
+      expect(readFileSync(out, 'utf8')).toContain('| service req/s vs peer | ≥ 1.0× |')
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 60000)
+})
