@@ -9,7 +9,7 @@ export interface TokenReloadOptions {
   tokens: TokenSet
   log: FastifyBaseLogger
   /** Told of each reload: taken, or refused (metrics). */
-  onReload?: (taken: boolean) => void
+  onReload?: ((taken: boolean) => void) | undefined
 }
 
 /**

@@ -102,7 +102,7 @@ export function createMetrics () {
     requests: { observe },
     /** A reload of API_TOKENS_FILE: taken, or refused (the previous tokens stay). */
     tokenReload: (taken: boolean) => { reloads.inc({ result: taken ? 'ok' : 'refused' }) },
-    logLinesDropped: (lines: number) => { dropped.inc(lines) },
+    logLineDropped: () => { dropped.inc() },
     /** One store insert, by outcome, and how long it took. */
     storeInsert (outcome: InsertOutcome | 'error' | 'unknown', seconds: number) {
       pending[outcome]++
