@@ -65,9 +65,9 @@ export function createTracing (endpoint: string) {
       if (parent === undefined) return undefined
       const context = trace.setSpan(ROOT_CONTEXT, parent)
       const span = tracer.startSpan('plant_store insert', { kind: SpanKind.INTERNAL }, context)
-      return (outcome: InsertOutcome | 'error', error?: unknown): void => {
+      return (outcome: InsertOutcome | 'error' | 'unknown', error?: unknown): void => {
         span.setAttribute('plant_store.outcome', outcome)
-        if (outcome === 'error') span.setStatus({ code: SpanStatusCode.ERROR, message: String(error) })
+        if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: String(error) })
         span.end()
       }
     }

@@ -159,6 +159,11 @@ describe('createObservedPlantRepository', () => {
     expect(failureKind(unavailable(withCode('database is locked', 'SQLITE_BUSY_SNAPSHOT')))).toBe('busy')
     expect(failureKind(unavailable(withCode('database table is locked', 'SQLITE_LOCKED_SHAREDCACHE')))).toBe('busy')
     expect(failureKind(unavailable({ code: 'EPIPE', message: 'a timeout, but not an Error' }))).toBe('down')
+    // Node's connect() to a name with several addresses: the first attempt's code; a cyclic chain still ends.
+    expect(failureKind(unavailable(new AggregateError([withCode('connect ECONNREFUSED', 'ECONNREFUSED')], '')))).toBe('refused')
+    const cyclic: Error & { cause?: unknown } = withCode('socket closed', 'ECONNRESET')
+    cyclic.cause = new Error('again', { cause: cyclic })
+    expect(failureKind(unavailable(cyclic))).toBe('down')
   })
 
   it('logs a SQLite file that is busy (another process writes) and full as their own kinds, once each with the count', async () => {
