@@ -25,9 +25,9 @@ export function failureKind (error: unknown): string {
   if (error instanceof WritesFailingError) return 'writes failing'
   const cause = summarizeCause((error as { cause?: unknown }).cause)
   if (cause === undefined) return 'closed'
-  const { code = '', message } = cause
+  const code = String(cause.code)
   if (code === 'ECONNREFUSED') return 'refused'
-  if (['57014', '55P03', 'ETIMEDOUT'].includes(code) || /timeout/i.test(message)) return 'timeout'
+  if (['57014', '55P03', 'ETIMEDOUT'].includes(code) || /timeout/i.test(cause.message)) return 'timeout'
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return 'busy'
   return 'down'
 }

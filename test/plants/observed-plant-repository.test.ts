@@ -120,6 +120,22 @@ describe('createObservedPlantRepository', () => {
     await store.close()
   })
 
+  it('ends an outage seen by /readyz when the store answers /readyz again', async () => {
+    const messages: string[] = []
+    const log = { warn: (_fields: object, message: string) => { messages.push(message) }, info: (_fields: object, message: string) => { messages.push(message) } }
+    let down = true
+    const store = createObservedPlantRepository({
+      insert: async () => 'created',
+      ready: async () => { if (down) throw new StoreUnavailableError() },
+      close: async () => {}
+    }, { log })
+    await expect(store.ready()).rejects.toBeInstanceOf(StoreUnavailableError)
+    down = false
+    await store.ready()
+    expect(messages).toEqual(['store failing (closed, readyz)', 'store back'])
+    await store.close()
+  })
+
   it('closes the store on close, and stops the failure lines still to be written', async () => {
     vi.useFakeTimers()
     onTestFinished(() => { vi.useRealTimers() })
