@@ -35,13 +35,9 @@ async function main (): Promise<void> {
   })
   const logger = pino({ level: config.logLevel }, destination)
   let dropped = 0
-  destination.on('drop', () => {
-    dropped++
-    metrics?.logLineDropped()
-  })
+  destination.on('drop', () => { dropped++; metrics?.logLineDropped() })
   destination.on('drain', () => {
-    if (dropped === 0) return
-    logger.warn({ dropped }, 'log lines dropped: the log reader fell behind')
+    if (dropped > 0) logger.warn({ dropped }, 'log lines dropped: the log reader fell behind')
     dropped = 0
   })
 
