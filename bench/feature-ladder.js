@@ -6,7 +6,7 @@
 //   2  the store: the handler goes through the plant service into the memory repository
 //   3  a pino logger with the service's lazy request loggers and AccessLog, at warn: the logging
 //      machinery without writing a line
-//   4  the same at info: one access line per request, through pino.destination (lib/log-destination)
+//   4  the same at info: one access line per request, through pino.destination, as main.ts sets it
 //   5  bearer auth (plugins/auth: @fastify/bearer-auth, SHA-256 digests)
 //   6  request ids, the security headers, the shutdown onSend hook, @fastify/under-pressure
 //   7  Prometheus metrics (plugins/metrics: the request histogram, counted in AccessLog's completion
@@ -17,7 +17,6 @@ import Fastify from 'fastify'
 import pino from 'pino'
 import { Type } from '@sinclair/typebox'
 import { defaultOverloadLimits } from '../dist/config.js'
-import { createLogDestination } from '../dist/lib/log-destination.js'
 import { createMemoryPlantRepository } from '../dist/plants/memory-plant-repository.js'
 import { createObservedPlantRepository } from '../dist/plants/observed-plant-repository.js'
 import { createPlantService } from '../dist/plants/plant-service.js'
@@ -42,7 +41,7 @@ const metrics = step >= 7 ? createMetrics() : undefined
 const options = { logger: false }
 if (step >= 3) {
   options.logger = undefined
-  options.loggerInstance = pino({ level: step >= 4 ? 'info' : 'warn' }, createLogDestination(16 * 1024 * 1024).stream)
+  options.loggerInstance = pino({ level: step >= 4 ? 'info' : 'warn' }, pino.destination({ sync: false, minLength: 1, maxLength: 16 * 1024 * 1024 }))
   options.logController = new AccessLog(metrics === undefined
     ? undefined
     : (request, reply, route) => { metrics.requests.observe(request.method, route, reply.statusCode, reply.elapsedTime / 1000) })
