@@ -13,7 +13,7 @@ async function main (): Promise<void> {
   // Counted only when served: without METRICS_PORT prom-client (about 70 ms of start-up) is not loaded.
   const metrics = config.metrics === undefined ? undefined : (await import('./plugins/metrics.js')).createMetrics()
 
-  // JSON lines on stdout, never waited for: a slow reader holds back at most LOG_BUFFER_MAX_BYTES, the
+  // JSON lines on stdout (pino's default), never waited for: a slow reader holds back at most LOG_BUFFER_MAX_BYTES, the
   // lines beyond are dropped and counted. At exit (before pino's own exit flush) what the reader takes
   // is written, and what a full pipe refuses is lost rather than the exit.
   let exiting = false
@@ -26,7 +26,6 @@ async function main (): Promise<void> {
     }
   })
   const destination = pino.destination({
-    dest: process.stdout.fd,
     sync: false,
     // Lines are written as they come; with 0, flush() would not wait for the lines held.
     minLength: 1,
