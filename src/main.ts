@@ -1,9 +1,8 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import closeWithGrace from 'close-with-grace'
 import pino from 'pino'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
-import { createLogDestination } from './lib/log-destination.js'
-import type { MetricsListener } from './metrics-listener.js'
 import { createTokenSet } from './plugins/auth.js'
 import { createRepository } from './storage.js'
 import { watchTokens } from './token-reload.js'
@@ -11,37 +10,59 @@ import { watchTokens } from './token-reload.js'
 /** The process (started by server.ts): configuration, store, app, listen, and signals turned into a graceful close. */
 async function main (): Promise<void> {
   const config = loadConfig(process.env)
-  // JSON lines on stdout, never waited for: beyond LOG_BUFFER_MAX_BYTES lines are dropped (lib/log-destination.ts).
-  const destination = createLogDestination(config.logBufferMaxBytes)
-  const logger = pino({ level: config.logLevel }, destination.stream)
-  destination.onCaughtUp = (dropped) => { logger.warn({ dropped }, 'log lines dropped: the log reader fell behind') }
+  // Counted only when served: without METRICS_PORT prom-client (about 70 ms of start-up) is not loaded.
+  const metrics = config.metrics === undefined ? undefined : (await import('./plugins/metrics.js')).createMetrics()
+
+  // JSON lines on stdout (pino's default), never waited for: a slow reader holds back at most LOG_BUFFER_MAX_BYTES, the
+  // lines beyond are dropped and counted. At exit (before pino's own exit flush) what the reader takes
+  // is written, and what a full pipe refuses is lost rather than the exit.
+  let exiting = false
+  process.once('exit', () => {
+    exiting = true
+    try {
+      destination.flushSync()
+    } catch {
+      destination.destroy()
+    }
+  })
+  const destination = pino.destination({
+    sync: false,
+    // Lines are written as they come; with 0, flush() would not wait for the lines held.
+    minLength: 1,
+    maxLength: config.logBufferMaxBytes,
+    retryEAGAIN: () => !exiting
+  })
+  const logger = pino({ level: config.logLevel }, destination)
+  let dropped = 0
+  destination.on('drop', () => { dropped++; metrics?.logLineDropped() })
+  destination.on('drain', () => {
+    if (dropped > 0) logger.warn({ dropped }, 'log lines dropped: the log reader fell behind')
+    dropped = 0
+  })
+
   const repository = await createRepository({ ...config, log: logger })
   const tokens = createTokenSet(config.tokens)
-  // Counted only when served: without METRICS_PORT no request pays for metrics, and prom-client
-  // (about 70 ms of start-up) is not loaded.
-  const metrics = config.metrics === undefined ? undefined : (await import('./plugins/metrics.js')).createMetrics()
-  if (metrics !== undefined) destination.onDrop = metrics.logLinesDropped
-  const app = await buildApp({ config, tokens, repository, logger, ...(metrics === undefined ? {} : { metrics }) })
+  const app = await buildApp({ config, tokens, repository, logger, ...(metrics && { metrics }) })
 
   // SIGHUP reloads the tokens file (rotation); it must never start a shutdown.
   if (config.tokensFile === undefined) {
     process.on('SIGHUP', () => app.log.info('SIGHUP: nothing to reload, the tokens come from API_TOKENS'))
   } else {
-    const onReload = metrics === undefined ? {} : { onReload: metrics.tokenReload }
-    const stopWatching = watchTokens({ file: config.tokensFile, tokens, log: app.log, ...onReload })
+    const stopWatching = watchTokens({ file: config.tokensFile, tokens, log: app.log, onReload: metrics?.tokenReload })
     app.addHook('onClose', async () => stopWatching())
   }
-  // Signals and unexpected errors become a graceful close, bounded (plugins/shutdown.ts; SIGHUP: above).
-  closeWithGrace({ delay: config.shutdownDelayMs + config.shutdownTimeoutMs, logger: app.log, skip: ['SIGHUP'] },
-    async ({ signal, err }) => { await app.shutDown(signal, err) })
-  // The metrics listener closes with the app, after the last request (so a last scrape still sees them).
-  let metricsListener: MetricsListener | undefined
-  app.addHook('onClose', async () => { await metricsListener?.close() })
   if (metrics !== undefined && config.metrics !== undefined) {
     const { listenMetrics } = await import('./metrics-listener.js')
-    const { host, port } = config.metrics
-    metricsListener = await listenMetrics({ registry: metrics.exposition, host, port, log: app.log })
+    const listener = await listenMetrics({ registry: metrics.exposition, ...config.metrics, log: app.log })
+    // Closed with the app, after the last request, so that a last scrape still sees them.
+    app.addHook('onClose', listener.close)
   }
+  closeWithGrace({ delay: config.shutdownDelayMs + config.shutdownTimeoutMs, logger: app.log, skip: ['SIGHUP'] },
+    async ({ signal, err }) => { await app.shutDown(signal, err) })
+  // A graceful close waits, a second at most, for the lines still held to be written.
+  app.addHook('onClose', async () => {
+    await Promise.race([new Promise((resolve) => { logger.flush(resolve) }), sleep(1000, undefined, { ref: false })])
+  })
   await app.listen({ port: config.port, host: config.host })
 }
 

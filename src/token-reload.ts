@@ -9,7 +9,7 @@ export interface TokenReloadOptions {
   tokens: TokenSet
   log: FastifyBaseLogger
   /** Told of each reload: taken, or refused (metrics). */
-  onReload?: (taken: boolean) => void
+  onReload?: ((taken: boolean) => void) | undefined
 }
 
 /**
@@ -18,6 +18,7 @@ export interface TokenReloadOptions {
  * typo or a missing mount must not lock clients out. Returns whether the new set was taken.
  */
 export function reloadTokens ({ file, tokens, log, onReload }: TokenReloadOptions): boolean {
+  let taken = true
   try {
     const next = readTokensFile(file)
     tokens.replace(next)
@@ -25,11 +26,10 @@ export function reloadTokens ({ file, tokens, log, onReload }: TokenReloadOption
   } catch (error) {
     // The message names the variable and the reason; it never contains a token.
     log.warn({ reason: (error as Error).message }, 'tokens not reloaded; the previous tokens stay accepted')
-    onReload?.(false)
-    return false
+    taken = false
   }
-  onReload?.(true)
-  return true
+  onReload?.(taken)
+  return taken
 }
 
 /**

@@ -24,21 +24,24 @@ function setUp (text: string) {
     }
   }))
   const tokens = createTokenSet(readTokensFile(file))
-  return { file, lines, tokens, options: { file, tokens, log } }
+  const reloads: boolean[] = []
+  return { file, lines, tokens, reloads, options: { file, tokens, log, onReload: (taken: boolean) => { reloads.push(taken) } } }
 }
 
 describe('reloadTokens', () => {
-  it('takes named and hashed entries from the file', () => {
-    const { file, tokens, options } = setUp('old-token\n')
+  it('takes named and hashed entries from the file, and tells of the reload taken', () => {
+    const { file, tokens, reloads, options } = setUp('old-token\n')
     writeFileSync(file, `ci:ci-token-1\nbilling:sha256:${sha256('billing-secret-1')}\n`)
     expect(reloadTokens(options)).toBe(true)
+    expect(reloads).toEqual([true])
     expect(['old-token', 'ci-token-1', 'billing-secret-1'].map((token) => tokens.identify(token)?.name)).toEqual([undefined, 'ci', 'billing'])
   })
 
-  it('refuses a file with one bad line whole, keeps the previous tokens, and logs the line number, never a token', () => {
-    const { file, lines, tokens, options } = setUp('ci:ci-token-1\n')
+  it('refuses a file with one bad line whole, keeps the previous tokens, tells of the refusal, and logs the line number, never a token', () => {
+    const { file, lines, tokens, reloads, options } = setUp('ci:ci-token-1\n')
     writeFileSync(file, `ci:ci-token-2\n\nbilling:sha256:${sha256('billing-secret-1').slice(2)}\nshop:shop-token-1\n`)
     expect(reloadTokens(options)).toBe(false)
+    expect(reloads).toEqual([false])
     expect(tokens.identify('ci-token-1')?.name).toBe('ci')
     expect(tokens.verify('ci-token-2')).toBe(false)
     expect(tokens.verify('shop-token-1')).toBe(false)

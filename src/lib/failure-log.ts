@@ -33,12 +33,8 @@ export function summarizeCause (error: unknown): { code?: string, message: strin
   }
 }
 
-interface Kind {
-  pending: number
-  lastCause: unknown
-  lastLoggedAt: number
-  timer: NodeJS.Timeout | undefined
-}
+/** A kind of failure (where and what): the failures not logged yet, the latest cause, the timer that logs them. */
+interface Kind { pending: number, cause: unknown, loggedAt: number, timer: NodeJS.Timeout | undefined }
 
 /**
  * Logs a dependency's failures so that an outage does not flood the log pipeline: per kind of
@@ -51,14 +47,14 @@ export function createFailureLog ({ log, subject, counted, effect, intervalMs = 
   let failingSince: number | undefined
   let total = 0
 
-  function write (kind: string, during: string, state: Kind, now: number): void {
+  function write (kind: string, during: string, state: Kind): void {
     clearTimeout(state.timer)
     state.timer = undefined
-    const cause = summarizeCause(state.lastCause)
-    log.warn({ subject, failure: kind, during, [counted]: state.pending, ...(cause === undefined ? {} : { cause }) },
+    const cause = summarizeCause(state.cause)
+    log.warn({ subject, failure: kind, during, [counted]: state.pending, ...(cause && { cause }) },
       `${subject} failing (${kind}, ${during})${suffix}`)
     state.pending = 0
-    state.lastLoggedAt = now
+    state.loggedAt = Date.now()
   }
   function close (): void {
     for (const state of kinds.values()) clearTimeout(state.timer)
@@ -73,18 +69,11 @@ export function createFailureLog ({ log, subject, counted, effect, intervalMs = 
       total++
       const key = `${during}\0${kind}`
       let state = kinds.get(key)
-      if (state === undefined) {
-        state = { pending: 0, lastCause: undefined, lastLoggedAt: -Infinity, timer: undefined }
-        kinds.set(key, state)
-      }
+      if (state === undefined) kinds.set(key, state = { pending: 0, cause, loggedAt: -Infinity, timer: undefined })
       state.pending++
-      state.lastCause = cause
-      if (now - state.lastLoggedAt >= intervalMs) write(kind, during, state, now)
-      else if (state.timer === undefined) {
-        const current = state
-        const flush = (): void => { write(kind, during, current, Date.now()) }
-        current.timer = setTimeout(flush, current.lastLoggedAt + intervalMs - now).unref()
-      }
+      state.cause = cause
+      if (now - state.loggedAt >= intervalMs) write(kind, during, state)
+      else state.timer ??= setTimeout(write, state.loggedAt + intervalMs - now, kind, during, state).unref()
     },
     /** It works again: one line with the outage's length and total, then quiet until the next failure. */
     recovered () {

@@ -1,5 +1,5 @@
 import { isStoreError, StoreFullError, StoreOutcomeUnknownError, WritesFailingError } from '../errors.js'
-import { createFailureLog, type FailureLogger } from '../lib/failure-log.js'
+import { createFailureLog, summarizeCause, type FailureLogger } from '../lib/failure-log.js'
 import type { Metrics } from '../plugins/metrics.js'
 import type { Tracing } from '../plugins/tracing.js'
 import type { PlantRepository } from './plant-repository.js'
@@ -23,13 +23,11 @@ export function failureKind (error: unknown): string {
   // Its own kind, whatever the cause: the lines that count writes whose outcome nobody knows.
   if (error instanceof StoreOutcomeUnknownError) return 'outcome unknown'
   if (error instanceof WritesFailingError) return 'writes failing'
-  let cause = (error as { cause?: unknown }).cause
+  const cause = summarizeCause((error as { cause?: unknown }).cause)
   if (cause === undefined) return 'closed'
-  while ((cause as { cause?: unknown }).cause !== undefined) cause = (cause as { cause?: unknown }).cause
-  const code = String((cause as { code?: unknown }).code)
-  const timedOut = cause instanceof Error && /timeout/i.test(cause.message)
+  const code = String(cause.code)
   if (code === 'ECONNREFUSED') return 'refused'
-  if (code === '57014' || code === '55P03' || code === 'ETIMEDOUT' || timedOut) return 'timeout'
+  if (['57014', '55P03', 'ETIMEDOUT'].includes(code) || /timeout/i.test(cause.message)) return 'timeout'
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return 'busy'
   return 'down'
 }
@@ -48,7 +46,6 @@ export function createObservedPlantRepository (
     if (isStoreError(error)) failures.failed(failureKind(error), during, error)
     throw error
   }
-  const recovered = (): void => { failures.recovered() }
   return {
     insert (id, plant) {
       const start = performance.now()
@@ -56,16 +53,16 @@ export function createObservedPlantRepository (
       return inner.insert(id, plant).then((outcome) => {
         metrics?.storeInsert(outcome, (performance.now() - start) / 1000)
         span?.(outcome)
-        recovered()
+        failures.recovered()
         return outcome
       }, (error: unknown) => {
         const outcome = error instanceof StoreOutcomeUnknownError ? 'unknown' : 'error'
         metrics?.storeInsert(outcome, (performance.now() - start) / 1000)
-        span?.('error', error)
+        span?.(outcome, error)
         return failed('insert', error)
       })
     },
-    ready: () => inner.ready().then(recovered, (error: unknown) => failed('readyz', error)),
+    ready: () => inner.ready().then(() => { failures.recovered() }, (error: unknown) => failed('readyz', error)),
     async close () {
       failures.close()
       await inner.close()

@@ -43,30 +43,22 @@ export function createMetrics () {
     labelNames: ['result'],
     registers
   })
-  // Exported as 0 from the start, so that increase() sees the first one.
-  for (const result of ['ok', 'refused']) reloads.inc({ result }, 0)
   const dropped = new Counter({
     name: 'plant_store_log_lines_dropped_total',
     help: 'Log lines dropped because the log reader (stdout) fell behind by more than LOG_BUFFER_MAX_BYTES.',
     registers
   })
-  // Counted per insert in plain numbers, added to the counter when scraped (prom-client's collect()).
-  const pending: Record<InsertOutcome | 'error' | 'unknown', number> =
-    { created: 0, same: 0, conflict: 0, error: 0, unknown: 0 }
-  registry.registerMetric(new Counter({
+  const inserts = new Counter({
     name: 'plant_store_inserts_total',
     help: 'Store inserts by outcome: created, same (the identical plant was stored), conflict (another plant has ' +
       'the id), error (the store failed: nothing stored), unknown (the store lost the write after it was sent: ' +
       'stored or not).',
     labelNames: ['outcome'],
-    registers: [],
-    collect () {
-      for (const outcome of Object.keys(pending) as Array<keyof typeof pending>) {
-        this.inc({ outcome }, pending[outcome])
-        pending[outcome] = 0
-      }
-    }
-  }))
+    registers
+  })
+  // Exported as 0 from the start, so that increase() sees the first one.
+  for (const result of ['ok', 'refused']) reloads.inc({ result }, 0)
+  for (const outcome of ['created', 'same', 'conflict', 'error', 'unknown']) inserts.inc({ outcome }, 0)
   // The histograms of every request and insert are counted in place (lib/prometheus-histogram.ts).
   const insertSeconds = prometheusHistogram('plant_store_insert_duration_seconds',
     'Time of one store insert, group-commit wait included, in seconds.', DURATION_BUCKETS)
@@ -74,23 +66,8 @@ export function createMetrics () {
   const requestSeconds = prometheusHistogram('http_server_request_duration_seconds',
     'Duration of HTTP server requests, from the request\'s arrival to the end of its reply, in seconds. ' +
     'Every reply counts.', DURATION_BUCKETS)
-  // A series per route, method and status, taken once.
-  const children = new Map<string | undefined, Map<string, Map<number, HistogramSeries>>>()
-  function observe (method: string, route: string | undefined, status: number, seconds: number): void {
-    // Only an unmatched request's method can be anything Node's parser accepts: bound it.
-    if (route === undefined && !KNOWN_METHODS.has(method)) method = '_OTHER'
-    let byMethod = children.get(route)
-    if (byMethod === undefined) children.set(route, byMethod = new Map())
-    let byStatus = byMethod.get(method)
-    if (byStatus === undefined) byMethod.set(method, byStatus = new Map())
-    let series = byStatus.get(status)
-    if (series === undefined) {
-      byStatus.set(status, series = requestSeconds.series({
-        http_request_method: method, http_route: route ?? UNMATCHED_ROUTE, http_response_status_code: `${status}`
-      }))
-    }
-    series.observe(seconds)
-  }
+  // A series per method, route and status, taken once.
+  const series = new Map<string, HistogramSeries>()
 
   return {
     /** What GET /metrics serves: prom-client's metrics, then the two histograms counted in place. */
@@ -98,14 +75,28 @@ export function createMetrics () {
       contentType: registry.contentType,
       metrics: async () => `${await registry.metrics()}\n${requestSeconds.text()}\n\n${insertSeconds.text()}\n`
     },
-    /** `route` is the matched route's template, or undefined when none matched. */
-    requests: { observe },
+    requests: {
+      /** `route` is the matched route's template, or undefined when none matched. */
+      observe (method: string, route: string | undefined, status: number, seconds: number): void {
+        // Only an unmatched request's method can be anything Node's parser accepts: bound it.
+        if (route === undefined && !KNOWN_METHODS.has(method)) method = '_OTHER'
+        const path = route ?? UNMATCHED_ROUTE
+        const key = `${method} ${path} ${status}`
+        let one = series.get(key)
+        if (one === undefined) {
+          series.set(key, one = requestSeconds.series({
+            http_request_method: method, http_route: path, http_response_status_code: `${status}`
+          }))
+        }
+        one.observe(seconds)
+      }
+    },
     /** A reload of API_TOKENS_FILE: taken, or refused (the previous tokens stay). */
     tokenReload: (taken: boolean) => { reloads.inc({ result: taken ? 'ok' : 'refused' }) },
-    logLinesDropped: (lines: number) => { dropped.inc(lines) },
+    logLineDropped: () => { dropped.inc() },
     /** One store insert, by outcome, and how long it took. */
     storeInsert (outcome: InsertOutcome | 'error' | 'unknown', seconds: number) {
-      pending[outcome]++
+      inserts.inc({ outcome })
       inserted.observe(seconds)
     },
     /** Exports what this store tells of itself: group-commit sizes, its pool or fill (read when scraped). */

@@ -1,55 +1,50 @@
-import { execFileSync, spawn } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
+import { Agent, request } from 'node:http'
 import { describe, expect, it } from 'vitest'
+import { startServer } from './server-process.js'
 
-// The log destination (src/lib/log-destination.ts) in a process of its own, through dist/ (npm
-// test builds first): what only a process can show, its stdout a real pipe and its exit. The
-// in-process tests are test/lib/log-destination.test.ts (counted by mutation testing).
+// The built server's stdout (pino.destination, asynchronous, wired in src/main.ts) as a real pipe that
+// fills up: what only a process can show. A reader that falls behind for long: slow-log-reader.test.ts.
 
-describe('the log destination in a process', () => {
-  it('writes every line, in order, into a pipe that fills up and is read late', async () => {
-    const module = fileURLToPath(new URL('../../dist/lib/log-destination.js', import.meta.url))
-    // About 4 MB in one turn: far more than a pipe holds (64 KiB), so writes come back short or EAGAIN.
-    const script = `import pino from 'pino'; import { createLogDestination } from ${JSON.stringify(module)};
-      const log = pino({}, createLogDestination(64 << 20).stream); for (let n = 0; n < 20000; n++) log.info({ n, pad: 'é'.repeat(80) })`
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../..', import.meta.url)), stdio: ['ignore', 'pipe', 'inherit'] })
-    child.stdout.pause()
+const TOKEN = 'log-pipe-token'
+
+/** Creates `count` plants, 50 at a time, then closes its connections so that the server closes at once. */
+async function createPlants (port: number, count: number): Promise<number[]> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 50 })
+  const one = (id: number) => new Promise<number>((resolve, reject) => {
+    const body = JSON.stringify({ id, name: 'fern' })
+    const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-length': body.length }
+    request({ port, host: '127.0.0.1', method: 'POST', path: '/plants', agent, headers }, (res) => {
+      res.resume().on('end', () => { resolve(res.statusCode ?? 0) })
+    }).on('error', reject).end(body)
+  })
+  const statuses: number[] = []
+  for (let id = 1; id <= count; id += 50) {
+    statuses.push(...await Promise.all(Array.from({ length: Math.min(50, count - id + 1) }, (_, n) => one(id + n))))
+  }
+  agent.destroy()
+  return statuses
+}
+
+describe('the log destination of the built server', () => {
+  it('writes every line once, the last one before the graceful exit included, into a pipe that fills up and is read late', async () => {
+    const server = await startServer({ API_TOKENS: TOKEN })
+    const stdout = server.child.stdout
+    if (stdout === null) throw new Error('no stdout pipe')
+    // Not read while 3,000 access lines (about 750 kB) are written: the pipe takes 64 KiB, the rest waits.
+    stdout.pause()
+    const statuses = await createPlants(server.port, 3000)
+    // Each answered (a 503 when the machine is too busy), each with its access line.
+    expect(statuses.filter((status) => status !== 200 && status !== 503)).toEqual([])
+    // The process closes and exits while the pipe is still full; its reader comes back a moment later.
+    server.child.kill('SIGTERM')
     await new Promise((resolve) => setTimeout(resolve, 300))
-    const chunks: Buffer[] = []
-    child.stdout.on('data', (chunk: Buffer) => { chunks.push(chunk) }).resume()
-    const code = await new Promise((resolve) => child.once('close', resolve))
-    expect(code).toBe(0)
-    const numbers = Buffer.concat(chunks).toString('utf8').trim().split('\n').map((line) => (JSON.parse(line) as { n: number }).n)
-    expect(numbers).toEqual(Array.from({ length: 20000 }, (_, n) => n))
-  })
+    stdout.resume()
+    expect(await server.exited).toEqual({ code: 0, signal: null })
 
-  it('writes what was logged just before the process exits', () => {
-    // The built module (npm test builds first): a child process, since the test is that it exits.
-    const module = fileURLToPath(new URL('../../dist/lib/log-destination.js', import.meta.url))
-    const script = `import pino from 'pino'; import { createLogDestination } from ${JSON.stringify(module)};
-      const log = pino({}, createLogDestination(64 << 20).stream); log.info('first'); log.error('last words'); process.exit(3)`
-    let stdout = ''
-    try {
-      execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', cwd: fileURLToPath(new URL('../..', import.meta.url)) })
-    } catch (error) {
-      const failed = error as { status: number, stdout: string }
-      expect(failed.status).toBe(3)
-      stdout = failed.stdout
-    }
-    const messages = stdout.trim().split('\n').map((line) => (JSON.parse(line) as { msg: string }).msg)
-    expect(messages).toEqual(['first', 'last words'])
-  })
-
-  it('lets a process whose stdout nobody reads exit at once, without writing what the pipe refuses', async () => {
-    const module = fileURLToPath(new URL('../../dist/lib/log-destination.js', import.meta.url))
-    const script = `import pino from 'pino'; import { createLogDestination } from ${JSON.stringify(module)};
-      const log = pino({}, createLogDestination(1 << 20).stream);
-      let turns = 0; const timer = setInterval(() => { for (let n = 0; n < 100; n++) log.info({ n, pad: 'x'.repeat(200) }); if (++turns === 20) process.exit(5) }, 1)`
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../..', import.meta.url)), stdio: ['ignore', 'pipe', 'inherit'] })
-    // Never read: the pipe fills at 64 KiB and stays full.
-    child.stdout.pause()
-    const code = await new Promise((resolve) => child.once('exit', resolve))
-    expect(code).toBe(5)
-    child.stdout.destroy()
-  })
+    const lines = server.stdout.map((line) => JSON.parse(line) as { msg: string, reqId?: string })
+    const served = lines.filter((line) => line.msg === 'request').map((line) => line.reqId)
+    expect(served).toHaveLength(3000)
+    expect(new Set(served).size).toBe(3000)
+    expect(lines.at(-1)?.msg).toBe('closing')
+  }, 60000)
 })

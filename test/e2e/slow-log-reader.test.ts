@@ -7,9 +7,8 @@ import { sampleValue } from '../helpers.js'
 import { SERVER } from './server-process.js'
 
 // A log reader that falls behind (a log shipper, Docker's log driver) or stops reading: the service
-// must pay in log lines, never in requests or memory (lib/log-destination.ts, issue 23). The
-// throughput with a slow reader against a fast one is a bench target (log-pipe-slow vs
-// log-pipe-fast), not a timed test: here, what must hold whatever the machine's speed.
+// must pay in log lines, never in requests or memory (pino.destination bounded, wired in main.ts).
+// Here, what must hold whatever the machine's speed; the throughput is for benchmarks.
 
 const TOKEN = 'slow-log-token'
 const MiB = 1024 * 1024

@@ -120,6 +120,22 @@ describe('createObservedPlantRepository', () => {
     await store.close()
   })
 
+  it('ends an outage seen by /readyz when the store answers /readyz again', async () => {
+    const messages: string[] = []
+    const log = { warn: (_fields: object, message: string) => { messages.push(message) }, info: (_fields: object, message: string) => { messages.push(message) } }
+    let down = true
+    const store = createObservedPlantRepository({
+      insert: async () => 'created',
+      ready: async () => { if (down) throw new StoreUnavailableError() },
+      close: async () => {}
+    }, { log })
+    await expect(store.ready()).rejects.toBeInstanceOf(StoreUnavailableError)
+    down = false
+    await store.ready()
+    expect(messages).toEqual(['store failing (closed, readyz)', 'store back'])
+    await store.close()
+  })
+
   it('closes the store on close, and stops the failure lines still to be written', async () => {
     vi.useFakeTimers()
     onTestFinished(() => { vi.useRealTimers() })
@@ -159,6 +175,11 @@ describe('createObservedPlantRepository', () => {
     expect(failureKind(unavailable(withCode('database is locked', 'SQLITE_BUSY_SNAPSHOT')))).toBe('busy')
     expect(failureKind(unavailable(withCode('database table is locked', 'SQLITE_LOCKED_SHAREDCACHE')))).toBe('busy')
     expect(failureKind(unavailable({ code: 'EPIPE', message: 'a timeout, but not an Error' }))).toBe('down')
+    // Node's connect() to a name with several addresses: the first attempt's code; a cyclic chain still ends.
+    expect(failureKind(unavailable(new AggregateError([withCode('connect ECONNREFUSED', 'ECONNREFUSED')], '')))).toBe('refused')
+    const cyclic: Error & { cause?: unknown } = withCode('socket closed', 'ECONNRESET')
+    cyclic.cause = new Error('again', { cause: cyclic })
+    expect(failureKind(unavailable(cyclic))).toBe('down')
   })
 
   it('logs a SQLite file that is busy (another process writes) and full as their own kinds, once each with the count', async () => {
