@@ -42,8 +42,8 @@ const RUNS = Math.max(MIN_RUNS, Number(process.env.FUZZ_EDGE_RUNS ?? 150))
 /** How long a client waits for the server to answer everything and close: well past REQUEST_TIMEOUT below. */
 const WAIT_MS = 3000
 const BODY_LIMIT = 1024
-/** Short request timeouts, so that a cut request is answered 408 within the wait. */
-const HTTP_LIMITS = { headersTimeoutMs: 200, requestTimeoutMs: 400, connectionTimeoutMs: 2000, keepAliveTimeoutMs: 300, maxHeaderBytes: 16384 }
+/** Short request timeouts, so that a cut request is answered 408 within the wait, and soon: runs wait on them. */
+const HTTP_LIMITS = { headersTimeoutMs: 100, requestTimeoutMs: 200, connectionTimeoutMs: 2000, keepAliveTimeoutMs: 150, maxHeaderBytes: 16384 }
 const ORIGIN = 'https://app.example.com'
 
 interface Schema { type?: string, format?: string, pattern?: string, properties?: Record<string, Schema>, required?: string[], $ref?: string }
