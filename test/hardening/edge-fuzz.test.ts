@@ -342,12 +342,8 @@ function expectedFor (request: Generated, check: Oracle, cors: boolean): Expecte
   return request.valid ? answer(200, 409) : answer(400, 413, 415)
 }
 
-/**
- * The two answers docs/api.md states that the served document names nowhere: the CORS preflight's 204,
- * and the 417 for an unmet Expect on the probes (documented for POST /plants only).
- */
-const outsideTheDocument = (request: Generated, status: number): boolean =>
-  (status === 204 && request.method === 'OPTIONS') || (status === 417 && request.method !== 'POST')
+/** The CORS preflight's 204 (docs/api.md), which the served document names nowhere. */
+const outsideTheDocument = (request: Generated, status: number): boolean => status === 204 && request.method === 'OPTIONS'
 
 describe('fuzzing the HTTP edge on real sockets (fast-check, bounded by runs)', () => {
   async function setUp (delayMs: number, cors: boolean) {
