@@ -11,8 +11,8 @@ import { parseRawReply, rawExchange, until } from './hardening-helpers.js'
  * has its unanswered requests aborted by Node (`httpAllowHalfOpen` is false): the reply never comes,
  * though the create may already be on its way to the store. This is Node's behaviour, kept, and
  * written down in docs/api.md: the outcome is unknown to that client, and the replay (the identical
- * request again) is the remedy. Clients that keep the connection open get every reply (the edge
- * fuzzer never half-closes).
+ * request again) is the remedy. A client that keeps its connection open until the reply gets it (the
+ * edge fuzzer never half-closes).
  */
 
 const BODY = '{"id":7,"name":"fern"}'
