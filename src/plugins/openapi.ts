@@ -17,7 +17,8 @@ export const openapi = fp(async function openapi (app: FastifyInstance) {
         version: '1.0.0',
         description: 'Keeps a store of plants. Every error reply with a body is an Error record whose `error` is ' +
           'the HTTP status code: also a 405 with `Allow: POST` for any other method on /plants, a 404 for any ' +
-          'other path, and 400, 408 or 431 for malformed HTTP, after which the connection closes.',
+          'other path, and 400, 408 or 431 for malformed HTTP, after which the connection closes. With ' +
+          'CORS_ORIGINS set, an OPTIONS on any path is a CORS preflight, answered 204 without a token.',
         license: { name: 'MIT', identifier: 'MIT' }
       },
       servers: [{ url: '/', description: 'The host that serves this document' }],
