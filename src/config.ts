@@ -107,8 +107,9 @@ function parseCorsOrigins (text: string): string[] {
   const origins = [...new Set(text.split(',').map((origin) => origin.trim()).filter((origin) => origin !== ''))]
   if (origins.join() === '*') return origins
   origins.forEach((origin, index) => {
-    if (!/^https?:\/\/[^*]+$/.test(origin) || URL.parse(origin)?.origin !== origin) {
-      throw new ConfigError(`CORS_ORIGINS: origin ${index + 1} (${origin}) is not scheme://host[:port] as a browser ` +
+    const url = URL.parse(origin)
+    if (origin.includes('*') || url?.origin !== origin || !url.protocol.startsWith('http')) {
+      throw new ConfigError(`CORS_ORIGINS: origin ${index + 1} (${origin}) is not http(s)://host[:port] as a browser ` +
         'sends it (lower-case host, no path, no default port), nor * alone for any origin')
     }
   })

@@ -121,14 +121,15 @@ describe('loadConfig', () => {
     ['a negative SHUTDOWN_DELAY_MS', { API_TOKENS: 'a', SHUTDOWN_DELAY_MS: '-1' }, /^SHUTDOWN_DELAY_MS: Expected number to be greater or equal to 0$/],
     ['a SHUTDOWN_DELAY_MS above 10 minutes', { API_TOKENS: 'a', SHUTDOWN_DELAY_MS: '600001' }, /^SHUTDOWN_DELAY_MS: Expected number to be less or equal to 600000$/],
     ['a DATABASE_STATEMENT_TIMEOUT_MS above 10 minutes', { API_TOKENS: 'a', DATABASE_STATEMENT_TIMEOUT_MS: '600001' }, /^DATABASE_STATEMENT_TIMEOUT_MS: Expected number to be less or equal to 600000$/],
-    ['a CORS origin with a path', { API_TOKENS: 'a', CORS_ORIGINS: 'https://a.example/app' }, /^CORS_ORIGINS: origin 1 \(https:\/\/a\.example\/app\) is not scheme:\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['a CORS origin with a trailing slash', { API_TOKENS: 'a', CORS_ORIGINS: 'https://a.example, https://b.example/' }, /^CORS_ORIGINS: origin 2 \(https:\/\/b\.example\/\) is not scheme:\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['a CORS origin with capitals or a default port', { API_TOKENS: 'a', CORS_ORIGINS: 'https://A.example:443' }, /^CORS_ORIGINS: origin 1 \(https:\/\/A\.example:443\) is not scheme:\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['a CORS origin without a scheme', { API_TOKENS: 'a', CORS_ORIGINS: 'a.example' }, /^CORS_ORIGINS: origin 1 \(a\.example\) is not scheme:\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['a CORS origin of another scheme', { API_TOKENS: 'a', CORS_ORIGINS: 'ftp://a.example' }, /^CORS_ORIGINS: origin 1 \(ftp:\/\/a\.example\) is not scheme:\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['a CORS origin of a scheme that ends in https', { API_TOKENS: 'a', CORS_ORIGINS: 'xhttps://a.example' }, /^CORS_ORIGINS: origin 1 \(xhttps:\/\/a\.example\) is not scheme:\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['a CORS origin pattern', { API_TOKENS: 'a', CORS_ORIGINS: 'https://*.example' }, /^CORS_ORIGINS: origin 1 \(https:\/\/\*\.example\) is not scheme:\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['* beside other CORS origins', { API_TOKENS: 'a', CORS_ORIGINS: '*, https://a.example' }, /^CORS_ORIGINS: origin 1 \(\*\) is not scheme:\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
+    ['a CORS origin with a path', { API_TOKENS: 'a', CORS_ORIGINS: 'https://a.example/app' }, /^CORS_ORIGINS: origin 1 \(https:\/\/a\.example\/app\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
+    ['a CORS origin with a trailing slash', { API_TOKENS: 'a', CORS_ORIGINS: 'https://a.example, https://b.example/' }, /^CORS_ORIGINS: origin 2 \(https:\/\/b\.example\/\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
+    ['a CORS origin with capitals or a default port', { API_TOKENS: 'a', CORS_ORIGINS: 'https://A.example:443' }, /^CORS_ORIGINS: origin 1 \(https:\/\/A\.example:443\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
+    ['a CORS origin without a scheme', { API_TOKENS: 'a', CORS_ORIGINS: 'a.example' }, /^CORS_ORIGINS: origin 1 \(a\.example\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
+    ['a CORS origin of another scheme', { API_TOKENS: 'a', CORS_ORIGINS: 'ws://a.example' }, /^CORS_ORIGINS: origin 1 \(ws:\/\/a\.example\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
+    ['a CORS origin of a scheme that ends in https', { API_TOKENS: 'a', CORS_ORIGINS: 'xhttps://a.example' }, /^CORS_ORIGINS: origin 1 \(xhttps:\/\/a\.example\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
+    ['a CORS origin pattern', { API_TOKENS: 'a', CORS_ORIGINS: 'https://*.example' }, /^CORS_ORIGINS: origin 1 \(https:\/\/\*\.example\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
+    ['a CORS origin pattern after its first letter', { API_TOKENS: 'a', CORS_ORIGINS: 'https://app*.example' }, /^CORS_ORIGINS: origin 1 \(https:\/\/app\*\.example\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
+    ['* beside other CORS origins', { API_TOKENS: 'a', CORS_ORIGINS: '*, https://a.example' }, /^CORS_ORIGINS: origin 1 \(\*\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
     ['a METRICS_PORT that is not a number', { API_TOKENS: 'a', METRICS_PORT: 'x' }, /^METRICS_PORT: Expected number$/],
     ['a METRICS_PORT out of range', { API_TOKENS: 'a', METRICS_PORT: '65536' }, /^METRICS_PORT: Expected number to be less or equal to 65535$/],
     ['a METRICS_PORT equal to PORT', { API_TOKENS: 'a', PORT: '8080', METRICS_PORT: '8080' }, /^METRICS_PORT must differ from PORT: metrics are never served on the API port$/],
@@ -331,8 +332,8 @@ describe('whole-number settings', () => {
     expect(() => loadConfig({ API_TOKENS: 'a', DATABASE_PREPARED_STATEMENTS: 'ON' })).toThrow(new ConfigError('DATABASE_PREPARED_STATEMENTS: Expected string to match \'^(off|on)$\''))
   })
 
-  it('ignores variables it does not know', () => {
-    expect(loadConfig({ API_TOKENS: 'a', PATH: '/bin', PORTS: 'x' }, noLimit)).toEqual(loadConfig({ API_TOKENS: 'a' }, noLimit))
+  it('ignores variables it does not know, and a variable present but undefined', () => {
+    expect(loadConfig({ API_TOKENS: 'a', PATH: '/bin', PORTS: 'x', PORT: undefined }, noLimit)).toEqual(loadConfig({ API_TOKENS: 'a' }, noLimit))
   })
 })
 
