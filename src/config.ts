@@ -14,9 +14,9 @@ export type Config = ReturnType<typeof loadConfig>
 export const defaultMaxHeapUsedBytes = (): number => Math.floor(getHeapStatistics().heap_size_limit * 0.9)
 
 /**
- * MAX_PLANTS's default: one plant per 8 KiB of a memory limit, at most a million. A plant with a 512-byte
- * name costs about 600 bytes in the memory store's Map (Node 24), so plants of up to 1 KiB of text stay
- * within an eighth of the limit, and the store is full (507) before the heap is.
+ * MAX_PLANTS's default under a memory limit: one plant per 8 KiB of it, at most a million. A plant with a
+ * 512-byte name takes about 600 bytes in the memory store's Map (Node 24): plants stay within an eighth of
+ * the limit up to names of about 900 bytes, so the store is full (507) before the heap is.
  */
 export const LIMIT_BYTES_PER_PLANT = 8192
 
