@@ -5,8 +5,6 @@ import type { PlantRepository } from './plants/plant-repository.js'
 export interface StorageOptions {
   databaseUrl: string
   maxPlants: number
-  /** Memory store: bytes its plants may hold before it is full (0 or absent: no bound). */
-  memoryStoreMaxBytes?: number
   /** PostgreSQL: connections of this process (default 10) and statement timeout (default 5000 ms). */
   databasePoolMax?: number
   databaseStatementTimeoutMs?: number
@@ -18,11 +16,9 @@ export interface StorageOptions {
 
 /** The one place that picks a store, importing its driver only when chosen (better-sqlite3 is native). */
 export async function createRepository (options: StorageOptions): Promise<PlantRepository> {
-  const { databaseUrl, memoryStoreMaxBytes, log } = options
+  const { databaseUrl, log } = options
   if (databaseUrl === 'memory:') {
-    const { createMemoryPlantRepository } = await import('./plants/memory-plant-repository.js')
-    // A bound of 0 is none.
-    return createMemoryPlantRepository({ maxPlants: options.maxPlants, maxBytes: memoryStoreMaxBytes ?? 0 })
+    return (await import('./plants/memory-plant-repository.js')).createMemoryPlantRepository(options)
   }
   if (databaseUrl.startsWith('sqlite:')) {
     const path = databaseUrl.slice('sqlite:'.length)

@@ -1,5 +1,5 @@
-import { Type, type Static, type TLiteral, type TSchema } from '@sinclair/typebox'
-import { Value, ValueErrorType, type ValueError } from '@sinclair/typebox/value'
+import { Type, type Static } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
 import { ConfigError } from '../lib/config-error.js'
 
 // Not Type.Integer: TypeBox converts an integer with parseInt, which reads "1.5" as 1 instead of refusing it.
@@ -8,26 +8,26 @@ const whole = (minimum: number, maximum: number, defaultValue: number) =>
 const optionalWhole = (minimum: number, maximum = Number.MAX_SAFE_INTEGER) =>
   Type.Optional(Type.Number({ multipleOf: 1, minimum, maximum }))
 const milliseconds = (defaultValue: number) => whole(100, 600000, defaultValue)
-const oneOf = <T extends string>(values: readonly T[], defaultValue: T) =>
-  Type.Union(values.map((value) => Type.Literal(value)), { default: defaultValue })
-const text = Type.String({ minLength: 1 })
+const oneOf = (values: string[], defaultValue: string) =>
+  Type.String({ pattern: `^(${values.join('|')})$`, default: defaultValue })
+const optional = (pattern = '') => Type.Optional(Type.String({ pattern }))
 
 /** The environment the service reads, one row a variable (docs/configuration.md), each also a field of Config. */
 export const Env = Type.Object({
   PORT: whole(0, 65535, 3000),
-  HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
+  HOST: Type.String({ default: '127.0.0.1' }),
   LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
   LOG_BUFFER_MAX_BYTES: optionalWhole(65536, 1073741824),
-  API_TOKENS: Type.Optional(Type.String()),
-  API_TOKENS_FILE: Type.Optional(text),
+  API_TOKENS: optional(),
+  API_TOKENS_FILE: optional(),
   DATABASE_URL: Type.String({ default: 'memory:' }),
   // PostgreSQL only.
   DATABASE_POOL_MAX: whole(1, 1000, 10),
   DATABASE_STATEMENT_TIMEOUT_MS: milliseconds(5000),
   DATABASE_PREPARED_STATEMENTS: oneOf(['off', 'on'], 'off'),
   BODY_LIMIT: whole(64, 1048576, 16384),
-  MAX_PLANTS: whole(1, 16000000, 1000000),
-  MEMORY_STORE_MAX_BYTES: optionalWhole(0),
+  // Below V8's most Map entries (2^24).
+  MAX_PLANTS: optionalWhole(1, 16000000),
   SHUTDOWN_TIMEOUT_MS: milliseconds(8000),
   SHUTDOWN_DELAY_MS: whole(0, 600000, 0),
   HEADERS_TIMEOUT_MS: milliseconds(10000),
@@ -40,39 +40,21 @@ export const Env = Type.Object({
   MAX_RSS_BYTES: whole(0, Number.MAX_SAFE_INTEGER, 0),
   MAX_RSS_ANON_BYTES: optionalWhole(0),
   RATE_LIMIT_PER_MINUTE: whole(0, 100000000, 0),
-  REDIS_URL: Type.Optional(text),
-  CORS_ORIGINS: Type.Optional(Type.String()),
+  REDIS_URL: optional('^rediss?://'),
+  CORS_ORIGINS: optional(),
   METRICS_PORT: optionalWhole(0, 65535),
-  METRICS_HOST: Type.Optional(text),
-  OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(text)
+  METRICS_HOST: optional(),
+  // The OTLP/HTTP receiver, e.g. http://127.0.0.1:4318.
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional('^https?://[^/]')
 })
 export type Env = Static<typeof Env>
 
-/** A TypeBox error as a phrase after the variable's name; a string can only fail as a number otherwise. */
-function phrase (error: ValueError): string {
-  const schema = error.schema as TSchema & { minimum: number, maximum: number, minLength: number, anyOf: TLiteral[] }
-  switch (error.type) {
-    case ValueErrorType.NumberMaximum: return `must be <= ${schema.maximum}`
-    case ValueErrorType.NumberMinimum: return `must be >= ${schema.minimum}`
-    case ValueErrorType.StringMinLength: return `must NOT have fewer than ${schema.minLength} characters`
-    case ValueErrorType.Union: return `must be one of ${schema.anyOf.map((branch) => branch.const).join(', ')}`
-    default: return 'must be integer'
-  }
-}
-
-/** The variables Env names, with defaults and numbers converted; one ConfigError lists every bad one. */
+/** The variables Env names, trimmed, with defaults and numbers converted; one ConfigError lists every bad one. */
 export function readEnv (env: NodeJS.ProcessEnv): Env {
-  // A copy, which Value.Default fills in. Blank is unset for these, so that a variable the Docker image
-  // sets can be unset with `-e NAME=`.
-  const given = { ...env }
-  for (const name of ['API_TOKENS', 'DATABASE_URL', 'METRICS_PORT', 'OTEL_EXPORTER_OTLP_ENDPOINT']) {
-    if (given[name]?.trim() === '') given[name] = undefined
-  }
+  // Blank is unset, so that a variable the Docker image sets can be unset with `-e NAME=`.
+  const given = Object.fromEntries(Object.entries(env).map(([name, value]) => [name, value?.trim() || undefined]))
   const values = Value.Convert(Env, Value.Default(Env, given))
   if (Value.Check(Env, values)) return values
-  // A variable's last error is told (a Map keeps the first position and the last value): TypeBox checks
-  // bounds before multipleOf, and "1.5" is not whole before it is small.
-  const problems = new Map([...Value.Errors(Env, values)]
-    .map((error): [string, string] => [error.path, `${error.path.slice(1)} ${phrase(error)}`]))
-  throw new ConfigError([...problems.values()].join(', '))
+  const problems = [...Value.Errors(Env, values)].map((error) => `${error.path.slice(1)}: ${error.message}`)
+  throw new ConfigError(problems.join(', '))
 }

@@ -60,17 +60,18 @@ export function parseTokens (text: string, source: 'API_TOKENS' | 'API_TOKENS_FI
     entries.push(entry)
   }
   if (entries.length === 0) {
-    throw new ConfigError(`${source}: at least one bearer token is required; the service never runs open`)
+    throw new ConfigError(`${source}: at least one bearer token is required (API_TOKENS or API_TOKENS_FILE); ` +
+      'the service never runs open')
   }
   return entries
 }
 
 export function readTokensFile (path: string): TokenEntry[] {
+  let text: string
   try {
-    return parseTokens(readFileSync(path, 'utf8'), 'API_TOKENS_FILE')
+    text = readFileSync(path, 'utf8')
   } catch (error) {
-    if (error instanceof ConfigError) throw error
-    const reason = (error as NodeJS.ErrnoException).code ?? String(error)
-    throw new ConfigError(`API_TOKENS_FILE: cannot read ${path}: ${reason}`)
+    throw new ConfigError(`API_TOKENS_FILE: ${(error as Error).message}`)
   }
+  return parseTokens(text, 'API_TOKENS_FILE')
 }

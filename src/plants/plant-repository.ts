@@ -22,10 +22,10 @@ export interface PlantRepository {
 
 /**
  * Each store fills in what it knows; a field it leaves out is not exported. The memory store: plants stored,
- * and its capacity (MAX_PLANTS); under MEMORY_STORE_MAX_BYTES, bytes its plants hold, and that bound.
- * PostgreSQL: connections the pool holds open, how many of them are idle, and calls waiting for one.
+ * and its capacity (MAX_PLANTS). PostgreSQL: connections the pool holds open, how many of them are idle,
+ * and calls waiting for one.
  */
-export type StoreStats = Partial<Record<'plants' | 'capacity' | 'bytes' | 'capacityBytes' |
+export type StoreStats = Partial<Record<'plants' | 'capacity' |
   'poolConnections' | 'poolIdleConnections' | 'poolWaitingRequests', number>>
 
 export interface StoreObserver {

@@ -19,10 +19,6 @@ const STAT_GAUGES: ReadonlyArray<[keyof StoreStats, string, string]> = [
   ['plants', 'plant_store_memory_plants', 'Plants held by the memory store.'],
   ['capacity', 'plant_store_memory_capacity_plants',
     'Plants the memory store can hold (MAX_PLANTS); beyond it a create is a 507.'],
-  ['bytes', 'plant_store_memory_bytes',
-    'Bytes the memory store\'s plants hold (UTF-8 names and tags, the id index), against MEMORY_STORE_MAX_BYTES.'],
-  ['capacityBytes', 'plant_store_memory_capacity_bytes',
-    'Bytes the memory store\'s plants may hold (MEMORY_STORE_MAX_BYTES); beyond it a create is a 507.'],
   ['poolConnections', 'plant_store_pool_connections', 'PostgreSQL connections the pool holds open, busy or idle.'],
   ['poolIdleConnections', 'plant_store_pool_idle_connections', 'PostgreSQL connections open and idle in the pool.'],
   ['poolWaitingRequests', 'plant_store_pool_waiting_requests', 'Store calls waiting for a free PostgreSQL connection.']

@@ -348,9 +348,8 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
   })
 
   it('with --memory 96m: a burst that stores nothing is never a 507 and creates succeed after it; then new plants until full and 60 s past it: never OOM-killed, only 200/503/507, the last answers all 507 (full, not shed), memory sampled throughout', { timeout: 300000 }, async () => {
-    // The largest capacity the service accepts, far beyond what 96 MiB holds: the limit must come
-    // from memory (MEMORY_STORE_MAX_BYTES: an eighth of the limit, the bytes the plants hold).
-    const { id, api } = await startContainer(['--memory', '96m', '--memory-swap', '96m', '--env', 'MAX_PLANTS=16000000'])
+    // MAX_PLANTS unset: its default follows the memory limit (one plant per 8 KiB of it).
+    const { id, api } = await startContainer(['--memory', '96m', '--memory-swap', '96m'])
     // The container's own address on Docker's bridge: the load reaches the service without the
     // userland proxy of the published port.
     const address = await docker(['inspect', '--format', '{{.NetworkSettings.IPAddress}}', id])

@@ -7,7 +7,7 @@ import { Secret, Service, type IContainer, type IProbe } from 'kubernetes-models
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1'
 import { parseAllDocuments } from 'yaml'
 import { afterAll, describe, expect, it } from 'vitest'
-import { loadConfig, MEMORY_STORE_SHARE_OF_LIMIT, RSS_ANON_SHARE_OF_LIMIT, type Config } from '../../src/config.js'
+import { LIMIT_BYTES_PER_PLANT, loadConfig, type Config } from '../../src/config.js'
 
 // The manifests under deploy/kubernetes/, checked offline: against the Kubernetes API schemas
 // (kubernetes-models: JSON schemas of the Kubernetes OpenAPI document, validated in process), then
@@ -150,12 +150,11 @@ describe('deploy/kubernetes', () => {
     expect((probe('readinessProbe').timeoutSeconds ?? 1) * 1000).toBeGreaterThan(config.overload.maxEventLoopDelayMs)
   })
 
-  it('sets a memory limit from which the memory store bound (507) and the resident-memory shedding (503) are derived, both under it', () => {
+  it('sets a memory limit from which the memory store\'s capacity (507) and the resident-memory shedding (503) are derived', () => {
     const limit = bytes(container.resources?.limits?.memory)
     const config = podConfig()
-    expect(config.memoryStoreMaxBytes).toBe(Math.floor(limit * MEMORY_STORE_SHARE_OF_LIMIT))
-    expect(config.overload.maxRssAnonBytes).toBe(Math.floor(limit * RSS_ANON_SHARE_OF_LIMIT))
-    expect(config.memoryStoreMaxBytes).toBeLessThan(config.overload.maxRssAnonBytes)
+    expect(config.maxPlants).toBe(Math.min(1000000, Math.floor(limit / LIMIT_BYTES_PER_PLANT)))
+    expect(config.overload.maxRssAnonBytes).toBe(Math.floor(limit * 0.85))
     expect(config.overload.maxRssAnonBytes).toBeLessThan(limit)
     expect(bytes(container.resources?.requests?.memory)).toBeLessThanOrEqual(limit)
   })

@@ -2,7 +2,6 @@ import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { defaultOverloadLimits } from '../../src/config.js'
 import { StoreUnavailableError } from '../../src/errors.js'
-import { createMemoryPlantRepository } from '../../src/plants/memory-plant-repository.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 import { createMetrics, UNMATCHED_ROUTE } from '../../src/plugins/metrics.js'
 import { AUTH, buildTestApp, postPlant, sampleValue } from '../helpers.js'
@@ -134,30 +133,6 @@ describe('store metrics', () => {
     // Not a store that commits in groups, nor one with a pool.
     expect(text).not.toContain('plant_store_group_commit_batch_size')
     expect(text).not.toContain('plant_store_pool_')
-  })
-})
-
-describe('memory store bytes', () => {
-  it('exports the bytes the memory store\'s plants hold and MEMORY_STORE_MAX_BYTES, read at scrape time; neither without that bound', async () => {
-    const metrics = createMetrics()
-    metrics.watchStore(createMemoryPlantRepository({ maxPlants: 4, maxBytes: 1000 }))
-    // The id index's smallest table (256 bytes), then each plant's 8-byte header and name.
-    expect(sampleValue(await metrics.exposition.metrics(), 'plant_store_memory_bytes')).toBe(256)
-    const bounded = createMemoryPlantRepository({ maxPlants: 4, maxBytes: 1000 })
-    const watched = createMetrics()
-    watched.watchStore(bounded)
-    await bounded.insert(1, { name: 'fern' })
-    const text = await watched.exposition.metrics()
-    expect(sampleValue(text, 'plant_store_memory_bytes')).toBe(256 + 8 + 4)
-    expect(sampleValue(text, 'plant_store_memory_capacity_bytes')).toBe(1000)
-    expect(text).toContain('# TYPE plant_store_memory_bytes gauge')
-
-    const unbounded = createMetrics()
-    unbounded.watchStore(createMemoryPlantRepository({ maxPlants: 4 }))
-    const plain = await unbounded.exposition.metrics()
-    expect(sampleValue(plain, 'plant_store_memory_capacity_plants')).toBe(4)
-    expect(plain).not.toContain('plant_store_memory_bytes')
-    expect(plain).not.toContain('plant_store_memory_capacity_bytes')
   })
 })
 
