@@ -1,4 +1,4 @@
-import { hash, timingSafeEqual } from 'node:crypto'
+import { hash } from 'node:crypto'
 import bearerAuth from '@fastify/bearer-auth'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
@@ -27,50 +27,25 @@ export function tokenRateLimitKey (token: string): string {
 }
 
 /**
- * Plain tokens as UTF-8 with their clients; hashed entries by their SHA-256 (lowercase hex). The entries are
- * checked once, where they are read (config/tokens.ts): none empty, no token twice, digests well-formed.
- */
-interface KnownTokens { plain: Array<{ key: Buffer, client: Client }>, hashed: Map<string, Client> }
-
-function knownTokens (entries: readonly (TokenEntry | string)[]): KnownTokens {
-  const known: KnownTokens = { plain: [], hashed: new Map() }
-  const named = (name: string): Client => ({ name, rateLimitKey: `client:${name}` })
-  for (const given of entries) {
-    const entry = typeof given === 'string' ? { token: given } : given
-    if ('sha256' in entry) known.hashed.set(entry.sha256, named(entry.name))
-    else {
-      const client = entry.name === undefined
-        ? { name: `sha256:${hash('sha256', entry.token).slice(0, 12)}`, rateLimitKey: tokenRateLimitKey(entry.token) }
-        : named(entry.name)
-      known.plain.push({ key: Buffer.from(entry.token), client })
-    }
-  }
-  return known
-}
-
-/**
- * The presented token is compared with every plain token by crypto.timingSafeEqual, as
- * @fastify/bearer-auth compares its keys; unmatched, its SHA-256 is looked up among the hashed
- * entries, a digest an attacker cannot steer towards a known one. Neither's time tells anything about
- * the tokens. `identify` gives the client a token belongs to (undefined: not accepted); `replace` swaps
- * the accepted tokens at once (rotation).
+ * The accepted tokens by their SHA-256 (hashed entries give theirs): a presented token is hashed and
+ * looked up, a digest an attacker cannot steer towards a known one, so the lookup's time tells nothing
+ * about the tokens. `identify` gives the client a token belongs to (undefined: not accepted);
+ * `replace` swaps the accepted tokens at once (rotation). The entries were checked where they are
+ * read (config/tokens.ts).
  */
 export function createTokenSet (entries: readonly (TokenEntry | string)[]) {
-  let known = knownTokens(entries)
-  const identify = (token: string): Client | undefined => {
-    const presented = Buffer.from(token)
-    let found: Client | undefined
-    for (const { key, client } of known.plain) {
-      // Another length costs a comparison too.
-      if (key.length !== presented.length) timingSafeEqual(key, key)
-      else if (timingSafeEqual(key, presented)) found = client
-    }
-    return found ?? known.hashed.get(hash('sha256', token))
-  }
+  const clientsOf = (list: readonly (TokenEntry | string)[]) => new Map(list.map((given): [string, Client] => {
+    const entry = typeof given === 'string' ? { token: given } : given
+    if ('sha256' in entry) return [entry.sha256, { name: entry.name, rateLimitKey: `client:${entry.name}` }]
+    const digest = hash('sha256', entry.token)
+    return [digest, entry.name === undefined
+      ? { name: `sha256:${digest.slice(0, 12)}`, rateLimitKey: tokenRateLimitKey(entry.token) }
+      : { name: entry.name, rateLimitKey: `client:${entry.name}` }]
+  }))
+  let clients = clientsOf(entries)
   return {
-    identify,
-    verify: (token: string): boolean => identify(token) !== undefined,
-    replace (next: readonly (TokenEntry | string)[]): void { known = knownTokens(next) }
+    identify: (token: string): Client | undefined => clients.get(hash('sha256', token)),
+    replace (next: readonly (TokenEntry | string)[]): void { clients = clientsOf(next) }
   }
 }
 
