@@ -34,8 +34,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
-# `npm run build` stamps dist/ with a digest of its sources (what `npm start` checks).
-COPY scripts/dist-stamp.mjs ./scripts/
+# `npm run build` bundles dist/ and stamps it with a digest of its sources (what `npm start` checks).
+COPY scripts/bundle.mjs scripts/dist-stamp.mjs ./scripts/
 COPY src ./src
 RUN npm run build
 

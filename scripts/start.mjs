@@ -10,12 +10,14 @@ import { distStatus, ROOT, writeStamp } from './dist-stamp.mjs'
 
 const { current, digest } = distStatus()
 if (!current) {
-  process.stderr.write('plant-store: dist/ is not built from the current sources: building (tsc -p tsconfig.build.json)\n')
+  process.stderr.write('plant-store: dist/ is not built from the current sources: building (npm run build)\n')
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
-  const build = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' })
-  if (build.status !== 0) {
-    process.stderr.write(`plant-store: the build failed (${build.error?.message ?? `status ${build.status ?? build.signal}`}); not starting\n`)
-    process.exit(1)
+  for (const step of [[tsc, '-p', 'tsconfig.build.json'], [join(ROOT, 'scripts', 'bundle.mjs')]]) {
+    const build = spawnSync(process.execPath, step, { cwd: ROOT, stdio: 'inherit' })
+    if (build.status !== 0) {
+      process.stderr.write(`plant-store: the build failed (${build.error?.message ?? `status ${build.status ?? build.signal}`}); not starting\n`)
+      process.exit(1)
+    }
   }
   // The digest taken before the build: a file changed during it makes the next start build again.
   writeStamp(digest)

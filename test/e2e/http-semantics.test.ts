@@ -64,6 +64,6 @@ describe('CORS in the built server', () => {
   it('exits 1 with one line naming CORS_ORIGINS when an origin has a path', async () => {
     const proc = run(process.execPath, [SERVER], { API_TOKENS: TOKEN, CORS_ORIGINS: 'https://app.example.com/' })
     expect((await proc.exited).code).toBe(1)
-    expect(proc.stderr()).toBe('plant-store: CORS_ORIGINS: origin 1 (https://app.example.com/) is not scheme://host[:port] as a browser sends it: write https://app.example.com (no path, no trailing /, lower-case host, no default port)\n')
+    expect(proc.stderr()).toBe('plant-store: CORS_ORIGINS: origin 1 (https://app.example.com/) is not http(s)://host[:port] as a browser sends it (lower-case host, no path, no default port), nor * alone for any origin\n')
   })
 })

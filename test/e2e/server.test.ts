@@ -23,13 +23,13 @@ describe('the built server as a process', () => {
     const proc = run(process.execPath, [SERVER], { API_TOKENS: TOKEN, PORT: 'eighty' })
     const { code } = await proc.exited
     expect(code).toBe(1)
-    expect(proc.stderr()).toBe('plant-store: PORT must be integer\n')
+    expect(proc.stderr()).toBe('plant-store: PORT: Expected number\n')
   })
 
   it('exits 1 when no token is configured: the service never runs open', async () => {
     const proc = run(process.execPath, [SERVER], {})
     expect((await proc.exited).code).toBe(1)
-    expect(proc.stderr()).toMatch(/^plant-store: API_TOKENS: set API_TOKENS/)
+    expect(proc.stderr()).toBe('plant-store: API_TOKENS: at least one bearer token is required (API_TOKENS or API_TOKENS_FILE); the service never runs open\n')
   })
 
   it('on SIGTERM finishes the request in flight with Connection: close, and exits 0', async () => {
