@@ -12,10 +12,10 @@ await build({
   format: 'esm',
   platform: 'node',
   target: 'node22',
-  // Left in node_modules: what loads only when configured, native code, and packages that read files
-  // of their own folder (Swagger UI's pages, pino's worker).
+  // Left in node_modules: what loads only when configured, native code, and Swagger UI, which serves the
+  // files of its own folder.
   external: ['better-sqlite3', 'pg', 'ioredis', '@fastify/rate-limit', '@opentelemetry/*', '@fastify/otel', 'prom-client',
-    '@fastify/swagger-ui', 'pino'],
+    '@fastify/swagger-ui'],
   // CommonJS packages inlined into ES modules still call require() for Node's built-ins.
   banner: { js: 'import { createRequire } from \'node:module\'; const require = createRequire(import.meta.url);' },
   logLevel: 'warning'
