@@ -14,6 +14,7 @@ import {
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
 const README = join(root, 'README.md')
+const BENCH_README = join(root, 'bench', 'README.md')
 const DOCS = join(root, 'docs')
 const pages = readdirSync(DOCS).filter((name) => name.endsWith('.md')).map((name) => join(DOCS, name))
 const read = (file: string): string => readFileSync(file, 'utf8')
@@ -49,13 +50,17 @@ describe('docs/', () => {
     expect(lines(join(DOCS, 'performance.md'))).toBeLessThanOrEqual(200)
   })
 
-  it.each([README, ...pages].map((file) => [file.slice(root.length), file]))('%s says nothing of how the work was organised', (_name, file) => {
+  it('bench/README.md is at most 100 lines', () => {
+    expect(lines(BENCH_README)).toBeLessThanOrEqual(100)
+  })
+
+  it.each([README, BENCH_README, ...pages].map((file) => [file.slice(root.length), file]))('%s says nothing of how the work was organised', (_name, file) => {
     expect(workHistory(read(file))).toEqual([])
   })
 })
 
-describe('relative links in README.md and docs/', () => {
-  it.each([README, ...pages].map((file) => [file.slice(root.length), file]))('%s: every link leads to a file, and to a heading when it names one', (_name, file) => {
+describe('relative links in README.md, bench/README.md and docs/', () => {
+  it.each([README, BENCH_README, ...pages].map((file) => [file.slice(root.length), file]))('%s: every link leads to a file, and to a heading when it names one', (_name, file) => {
     expect(brokenLinks(file)).toEqual([])
   })
 })
