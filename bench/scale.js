@@ -97,7 +97,8 @@ const result = existsSync(outFile)
 /** What to start for a store: { script, env, service, file?, pgUrl?, cleanup }. */
 async function prepare (store, plants, label) {
   if (args.url !== undefined) return { external: true, file: args.file, pgUrl: args['pg-url'] }
-  const maxPlants = String(Math.max(16_000_000, plants + 1_000_000))
+  // Room for the fill, within the most MAX_PLANTS takes (it bounds only the memory store).
+  const maxPlants = String(Math.min(16_000_000, plants + 1_000_000))
   const script = SERVERS.memory.script
   if (store === 'memory') return { script, service: true, env: serviceEnv({ MAX_PLANTS: maxPlants }) }
   if (store === 'peer') return { script: SERVERS.peer.script, env: SERVERS.peer.env() }

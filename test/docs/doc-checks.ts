@@ -82,7 +82,7 @@ export function brokenLinks (file: string, markdown: string = readFileSync(file,
 
 /** The lines that speak of how the work was organised (sessions, passes, agents, issue numbers), not of the service. */
 export function workHistory (text: string): string[] {
-  const pattern = /\b(sessions? of 20\d\d-|(first|second|third|fourth|fifth|sixth|this|last|previous|earlier|next) (session|pass)\b|other agents?\b|subagents?\b|issues? #?\d+\b)/i
+  const pattern = /\b(sessions? of 20\d\d-|(first|second|third|fourth|fifth|sixth|this|last|previous|earlier|next) (session|pass)\b|(other |sub)agents?\b|issues? #?\d+\b)/i
   return text.split('\n').filter((line) => pattern.test(line))
 }
 
@@ -98,6 +98,42 @@ export function tableVariables (markdown: string): string[] {
     }
   }
   return names
+}
+
+/** The cells of every table row whose first column names variables, by each name it names. */
+export function tableRows (markdown: string): Map<string, string[]> {
+  const rows = new Map<string, string[]>()
+  for (const line of withoutCodeBlocks(markdown)) {
+    if (!line.startsWith('|')) continue
+    const cells = line.slice(1, line.endsWith('|') ? -1 : undefined).split('|').map((cell) => cell.trim())
+    for (const name of tableVariables(line)) rows.set(name, cells)
+  }
+  return rows
+}
+
+/** What the configuration schema says of one variable: JSON Schema keywords, as TypeBox writes them. */
+export interface SettingSchema { minimum?: number, maximum?: number, default?: unknown, pattern?: string }
+
+/**
+ * Where a table of variables disagrees with the schema: a default column that does not start with the
+ * schema's default, a bounded number whose row does not give `min … max`, a choice (`^(a|b)$`) whose
+ * row leaves out one of its values. Bounds at 2^53 − 1 are the page's general rule, not a row's.
+ */
+export function schemaMismatches (markdown: string, schema: Record<string, SettingSchema>): string[] {
+  const rows = tableRows(markdown)
+  const problems: string[] = []
+  for (const [name, setting] of Object.entries(schema)) {
+    const [, defaultCell = '', ...rest] = rows.get(name) ?? []
+    const row = [defaultCell, ...rest].join(' | ')
+    if (setting.default !== undefined && !defaultCell.startsWith(`\`${String(setting.default)}\``)) {
+      problems.push(`${name}: default ${String(setting.default)}`)
+    }
+    if (setting.maximum !== undefined && setting.maximum < Number.MAX_SAFE_INTEGER &&
+      !row.includes(`${setting.minimum} … ${setting.maximum}`)) problems.push(`${name}: ${setting.minimum} … ${setting.maximum}`)
+    const choices = /^\^\(([^()]*)\)\$$/.exec(setting.pattern ?? '')?.[1]?.split('|') ?? []
+    for (const choice of choices) if (!row.includes(`\`${choice}\``)) problems.push(`${name}: ${choice}`)
+  }
+  return problems
 }
 
 const noMemoryLimit = { memoryLimit: () => undefined }

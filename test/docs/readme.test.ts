@@ -3,7 +3,10 @@ import { basename, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config.js'
-import { anchors, brokenLinks, candidateNames, configReads, linkTargets, slug, tableVariables, workHistory } from './doc-checks.js'
+import { Env } from '../../src/config/env.js'
+import {
+  anchors, brokenLinks, candidateNames, configReads, linkTargets, schemaMismatches, slug, tableVariables, workHistory
+} from './doc-checks.js'
 
 // The README is for a newcomer; everything else lives in docs/, one topic a page. These tests keep the
 // two honest as the code moves: no dead link, no setting documented that the service does not read,
@@ -11,6 +14,7 @@ import { anchors, brokenLinks, candidateNames, configReads, linkTargets, slug, t
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
 const README = join(root, 'README.md')
+const BENCH_README = join(root, 'bench', 'README.md')
 const DOCS = join(root, 'docs')
 const pages = readdirSync(DOCS).filter((name) => name.endsWith('.md')).map((name) => join(DOCS, name))
 const read = (file: string): string => readFileSync(file, 'utf8')
@@ -46,13 +50,17 @@ describe('docs/', () => {
     expect(lines(join(DOCS, 'performance.md'))).toBeLessThanOrEqual(200)
   })
 
-  it.each([README, ...pages].map((file) => [file.slice(root.length), file]))('%s says nothing of how the work was organised', (_name, file) => {
+  it('bench/README.md is at most 100 lines', () => {
+    expect(lines(BENCH_README)).toBeLessThanOrEqual(100)
+  })
+
+  it.each([README, BENCH_README, ...pages].map((file) => [file.slice(root.length), file]))('%s says nothing of how the work was organised', (_name, file) => {
     expect(workHistory(read(file))).toEqual([])
   })
 })
 
-describe('relative links in README.md and docs/', () => {
-  it.each([README, ...pages].map((file) => [file.slice(root.length), file]))('%s: every link leads to a file, and to a heading when it names one', (_name, file) => {
+describe('relative links in README.md, bench/README.md and docs/', () => {
+  it.each([README, BENCH_README, ...pages].map((file) => [file.slice(root.length), file]))('%s: every link leads to a file, and to a heading when it names one', (_name, file) => {
     expect(brokenLinks(file)).toEqual([])
   })
 })
@@ -73,6 +81,10 @@ describe('docs/configuration.md', () => {
 
   it('documents each variable once', () => {
     expect(documented.filter((name, index) => documented.indexOf(name) !== index)).toEqual([])
+  })
+
+  it('gives each variable the default, the bounds and the choices of src/config/env.ts', () => {
+    expect(schemaMismatches(read(join(DOCS, 'configuration.md')), Env.properties)).toEqual([])
   })
 })
 
@@ -113,8 +125,20 @@ describe('the checks', () => {
   })
 
   it('find words about how the work was organised, and leave the terms of the domain alone', () => {
-    expect(workHistory('Measured in the second session of 2026-11-25.\nAs issue 30 asked.\nPgBouncer in session mode.\nThe last pass, as other agents saw it.'))
-      .toEqual(['Measured in the second session of 2026-11-25.', 'As issue 30 asked.', 'The last pass, as other agents saw it.'])
+    // Each flagged line joined from parts, so that this file holds none of them whole.
+    const flagged = [
+      ['Measured in the second', 'session of', '2026-11-25.'],
+      ['As', 'issue', '30 asked.'],
+      ['The last', 'pass, as other', 'agents saw it.']
+    ].map((parts) => parts.join(' '))
+    expect(workHistory([flagged[0], flagged[1], 'PgBouncer in session mode.', flagged[2]].join('\n'))).toEqual(flagged)
+  })
+
+  it('find a table that disagrees with the configuration schema, and pass one that agrees', () => {
+    const schema = { PORT: { minimum: 0, maximum: 65535, default: 3000 }, LOG_LEVEL: { pattern: '^(info|warn)$', default: 'info' } }
+    expect(schemaMismatches('| `PORT` | `3000` | TCP port (0 … 65535). |\n| `LOG_LEVEL` | `info` | `info` or `warn`. |', schema)).toEqual([])
+    expect(schemaMismatches('| `PORT` | `8080` | TCP port (1 … 65535). |\n| `LOG_LEVEL` | `info` | `info` only. |', schema))
+      .toEqual(['PORT: default 3000', 'PORT: 0 … 65535', 'LOG_LEVEL: warn'])
   })
 
   it('read the variables of a table, one or several a row, with or without backticks', () => {
