@@ -73,13 +73,9 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
   app.setErrorHandler(sendError)
   for (const schema of sharedSchemas) app.addSchema(schema)
 
-  if (config.corsOrigins !== undefined) {
-    const { cors } = await import('./plugins/cors.js')
-    await app.register(cors, { origins: config.corsOrigins })
-  }
   // First, so that requests the edge refuses, shed and failed ones are traced too.
   if (tracing !== undefined) await app.register(tracing.plugin)
-  await app.register(httpEdge)
+  await app.register(httpEdge, { corsOrigins: config.corsOrigins })
   await app.register(shutdown, { delayMs: config.shutdownDelayMs ?? 0 })
   app.addHook('onClose', async () => { await repository.close() })
   if (app.log.level === 'debug' || app.log.level === 'trace') await app.register(processHealth)

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import {
   ExpectationFailedError, MethodNotAllowedError, MissingHostError, pathOf, RouteNotFoundError
@@ -48,11 +48,16 @@ export function setReplyHeaders (request: FastifyRequest, reply: FastifyReply): 
   reply.header('cache-control', 'no-store')
 }
 
-export const httpEdge = fp(async function httpEdge (app: FastifyInstance) {
+export const httpEdge = fp<{ corsOrigins?: readonly string[] | undefined }>(async function httpEdge (app, options) {
   // Without a listener Node answers an Expect other than 100-continue with a bare 417 before any hook.
   app.server.on('checkExpectation', app.routing)
   app.addHook('onRequest', (request, reply, done) => {
     setReplyHeaders(request, reply)
-    done(refusal(request, reply))
+    done()
   })
+  // Between the two hooks: a preflight's 204 carries the headers above, and every refusal the CORS headers.
+  if (options.corsOrigins !== undefined) {
+    await app.register((await import('./cors.js')).cors, { origins: options.corsOrigins })
+  }
+  app.addHook('onRequest', (request, reply, done) => { done(refusal(request, reply)) })
 }, { name: 'http-edge' })

@@ -149,6 +149,14 @@ describe('CORS for listed origins (CORS_ORIGINS)', () => {
     }
   })
 
+  it('carries x-request-id, nosniff and no-store on the preflight\'s 204, like every reply', async () => {
+    const res = await preflight(await corsApp(), APP)
+    expect(res.statusCode).toBe(204)
+    expect(res.headers['x-request-id']).toMatch(/^\S+$/)
+    expect(res.headers['x-content-type-options']).toBe('nosniff')
+    expect(res.headers['cache-control']).toBe('no-store')
+  })
+
   it('answers an OPTIONS without Access-Control-Request-Method as a preflight too (204), never a 405 or a plain-text 400', async () => {
     const app = await corsApp()
     const res = await app.inject({ method: 'OPTIONS', url: '/plants', headers: { origin: APP } })
