@@ -22,10 +22,7 @@ const Int64 = (description: string, example: number): TUnsafe<PlantId> =>
  */
 export const STORABLE_TEXT = '^(?:[^\\u0000\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF])*$'
 
-/**
- * The published pattern (plugins/openapi.ts): surrogate escapes compile only in JavaScript's code-unit
- * regular expressions (Rust refuses them), so the document says the rest of the rule in words.
- */
+/** The published pattern: Rust's regular expressions refuse surrogate escapes, so words say the rest. */
 export const PORTABLE_TEXT = '^[^\\u0000]*$'
 const STORABLE_TEXT_RULE = 'No U+0000 and no unpaired surrogate ' +
   '(a \\uD800-\\uDFFF escape that is not a high-low pair): the service refuses either with 400'

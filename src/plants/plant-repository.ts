@@ -20,11 +20,7 @@ export interface PlantRepository {
   observe? (observer: StoreObserver): void
 }
 
-/**
- * Each store fills in what it knows; a field it leaves out is not exported. The memory store: plants stored,
- * and its capacity (MAX_PLANTS). PostgreSQL: connections the pool holds open, how many of them are idle,
- * and calls waiting for one.
- */
+/** What a store knows of itself, for its gauges; a field it leaves out is not exported. */
 export type StoreStats = Partial<Record<'plants' | 'capacity' |
   'poolConnections' | 'poolIdleConnections' | 'poolWaitingRequests', number>>
 

@@ -11,10 +11,8 @@ export interface OverloadOptions {
 }
 
 /**
- * Sheds requests in onRequest (before auth, body or store) with a 503 Error record and Retry-After
- * while the event loop or memory is over its limit: a saturated process says quickly that it is
- * busy. /readyz is shed too, which is how it reports the pressure to the load balancer; /livez is
- * not, since a liveness probe that failed would get a busy process killed.
+ * Sheds requests before auth, body or store with a 503 while the event loop or memory is over its
+ * limit. /readyz is shed too, to tell the balancer; /livez is not, or a busy process would be killed.
  */
 export const overload = fp<OverloadOptions>(async function overload (app, options) {
   const { limits, rssAnonBytes = residentAnonymousBytes } = options

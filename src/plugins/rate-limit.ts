@@ -9,21 +9,15 @@ import { tokenRateLimitKey } from './auth.js'
 
 type RateLimit = NonNullable<Config['rateLimit']>
 
-/**
- * The counter's key, the same on every replica: the client's, set by auth (it runs first), so a
- * named client keeps its count across a token rotation. Without a client: the digest of the
- * header's token, read as @fastify/bearer-auth reads it.
- */
+/** The counter's key, the same on every replica: a named client keeps its count across a token rotation. */
 export function rateLimitKey (request: FastifyRequest): string {
   return request.client?.rateLimitKey ??
     tokenRateLimitKey((request.headers.authorization ?? '').slice('bearer '.length).trim())
 }
 
 /**
- * A per-client limit on the routes of its scope, after auth: 429 Error record with Retry-After and
- * the IETF draft's RateLimit headers. With Redis the count is shared by the replicas; while Redis is
- * unreachable the limit fails open (skipOnError), since an outage of a helper must not become one of
- * the service, and authentication still applies.
+ * A per-client limit after auth, shared by the replicas through Redis. While Redis is unreachable the
+ * limit fails open: an outage of a helper must not become one of the service.
  */
 export const tokenRateLimit = fp<{ limit: RateLimit }>(async function tokenRateLimit (app, { limit }) {
   await app.register(rateLimit, {
@@ -47,8 +41,7 @@ async function redisStore (app: FastifyInstance, url: string) {
     connectTimeout: timeoutMs,
     lazyConnect: true
   })
-  // Without a listener, an 'error' would crash the process. ioredis keeps reconnecting; its errors are
-  // logged at most once per second per kind, and once when Redis is back (lib/failure-log.ts).
+  // Without a listener, an 'error' would crash the process; ioredis keeps reconnecting.
   const failures = createFailureLog({
     log: app.log, subject: 'rate limit store (Redis)', counted: 'errors', effect: 'requests are served without a limit'
   })

@@ -19,10 +19,9 @@ declare module 'fastify' {
 }
 
 /**
- * Shutdown in one place. Closing begins at close(), or SHUTDOWN_DELAY_MS earlier on SIGTERM, so that
- * balancers see /readyz fail while requests are still served. Then the listener closes, and open
- * connections get a short grace: each request on them is answered with Connection: close, and only
- * what is still idle after it is closed, so that no request already on its way meets a reset.
+ * Closing begins SHUTDOWN_DELAY_MS before close() on SIGTERM, so that balancers see /readyz fail while
+ * requests are still served. Then open connections get a short grace with Connection: close, so that
+ * no request already on its way meets a reset.
  */
 export const shutdown = fp(async function shutdown (app: FastifyInstance, { delayMs }: ShutdownOptions) {
   let closing = false
