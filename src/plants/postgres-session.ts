@@ -79,7 +79,7 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
   const fixed = hosts.length === 1 && attrs === 'any'
   // What every pooler passes: no startup parameter but application_name, timeouts SET LOCAL per transaction,
   // no named statement unless asked. No query_timeout: the session cancels a statement, keeping its connection.
-  // pipeline: with prepared statements, a transaction's three messages leave together, one round trip.
+  // pipeline: a transaction's three messages leave together, one round trip.
   // Without an error listener, an idle client's error (a restart, a failover) would end the process.
   const config = { ...pool, keepAlive: true, application_name: 'plant-store', pipeline: true }
   const open = (host: Host): pg.Pool => new pg.Pool({ ...config, connectionString: host.url }).on('error', ignore)
@@ -89,8 +89,9 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
   const retiring = new Set<Promise<void>>()
   /** Connections given up on, each with what closes it now; the promise settles once it is closed. */
   const held = new Map<Promise<void>, () => void>()
-  const timeoutSql = `SET LOCAL statement_timeout = ${statementTimeoutMs}`
-  const begin = `BEGIN; ${timeoutSql}; SET LOCAL idle_in_transaction_session_timeout = ${statementTimeoutMs}`
+  // A number from the configuration, not a value of a request: SET takes no parameters.
+  const begin = `BEGIN; SET LOCAL statement_timeout = ${statementTimeoutMs}; ` +
+    `SET LOCAL idle_in_transaction_session_timeout = ${statementTimeoutMs}`
   const check = attrs === 'read-write'
     ? 'SELECT NOT current_setting(\'transaction_read_only\')::bool AS ok'
     : 'SELECT NOT pg_is_in_recovery() AS ok'
@@ -173,21 +174,18 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
 
   return {
     /**
-     * A text runs as `SET LOCAL statement_timeout; <statements>`, one simple-protocol message: one implicit
-     * transaction, rolled back when a statement fails; one message each way, through any pooler. Answers the
-     * last result. A QueryConfig is a named prepared statement (extended protocol): BEGIN and the timeouts,
-     * it, COMMIT, pipelined. After a cancel, the connection is settled only once the cancel's connection has
-     * closed (a late cancel would hit the next statement), and a success is no acknowledgement: a commit
-     * whose wait for the standby was cancelled is kept on the primary alone.
+     * Runs `statement` (a text, or a QueryConfig with its values as parameters) in a transaction under the
+     * statement timeout: BEGIN and the timeouts, it, COMMIT, pipelined (one round trip, through any pooler).
+     * After a cancel, the connection is settled only once the cancel's connection has closed (a late cancel
+     * would hit the next statement), and a success is no acknowledgement: a commit whose wait for the standby
+     * was cancelled is kept on the primary alone.
      */
     async query<Row extends pg.QueryResultRow> (statement: string | pg.QueryConfig, deadline: number) {
       const { pool, client } = await acquire(deadline)
       // A checked-out client reports a lost connection as an event too; the query's rejection carries it.
       client.on('error', ignore)
       // allSettled: a statement that fails after the first cannot go unhandled.
-      const work = Promise.allSettled(typeof statement === 'string'
-        ? [client.query<Row>(`${timeoutSql}; ${statement}`)]
-        : [client.query<Row>(begin), client.query<Row>(statement), client.query<Row>('COMMIT')])
+      const work = Promise.allSettled([client.query(begin), client.query<Row>(statement), client.query('COMMIT')])
       let answer = await within(work, deadline - CANCEL_LEAD_MS - performance.now())
       const cancelled = answer === undefined ? cancel(client, HOLD_MS) : undefined
       answer ??= await within(work, deadline - performance.now())
@@ -199,6 +197,7 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
         })
       }
       client.removeListener('error', ignore)
+      const [opened, result, committed] = answer
       const failure = answer.find((outcome) => outcome.status === 'rejected')
       // Back to the pool after a clean refusal; closed after anything else or a read-only server (25006).
       const drop = failure !== undefined && (!serverRefused(failure.reason) || failure.reason.code === '25006')
@@ -208,19 +207,16 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
       }
       if (cancelled === undefined) settle()
       else void cancelled.then(settle)
-      const [opened, result = opened, committed] = answer
-      if (failure !== undefined) {
-        // One message: its failure says. A transaction: its statement's, else COMMIT's once BEGIN succeeded
-        // (COMMIT of a failed transaction rolls it back, and so does a refused COMMIT unless BEGIN failed).
-        const decisive = result?.status === 'rejected' || opened?.status === 'rejected' ? result : committed
-        const refused = decisive?.status === 'rejected' && nothingStored(decisive.reason)
-        const full = refused && failure.reason instanceof pg.DatabaseError && failure.reason.code === '53100'
-        const StoreError = full ? StoreFullError : refused ? StoreUnavailableError : StoreOutcomeUnknownError
-        throw new StoreError({ cause: failure.reason })
+      if (failure === undefined) {
+        if (cancelled !== undefined) throw new StoreOutcomeUnknownError({ cause: new Error('answered after a cancel') })
+        return (result as PromiseFulfilledResult<pg.QueryResult<Row>>).value
       }
-      if (cancelled !== undefined) throw new StoreOutcomeUnknownError({ cause: new Error('answered after a cancel') })
-      // pg answers a message of several statements with one result each.
-      return [(result as PromiseFulfilledResult<pg.QueryResult<Row>>).value].flat().at(-1) as pg.QueryResult<Row>
+      // The statement's failure says, or BEGIN's; else COMMIT's (COMMIT of a failed transaction rolls it back).
+      const decisive = result.status === 'rejected' || opened.status === 'rejected' ? result : committed
+      const refused = decisive.status === 'rejected' && nothingStored(decisive.reason)
+      const full = refused && failure.reason instanceof pg.DatabaseError && failure.reason.code === '53100'
+      const StoreError = full ? StoreFullError : refused ? StoreUnavailableError : StoreOutcomeUnknownError
+      throw new StoreError({ cause: failure.reason })
     },
 
     stats: () => {
