@@ -20,12 +20,13 @@ export interface PostgresPlantRepositoryOptions {
   hostSelected?: (host: string) => void
 }
 
-type Entry = Pending<{ key: string, id: bigint, plant: Plant }, InsertOutcome>
+type Entry = Pending<{ key: string, plant: Plant }, InsertOutcome>
 
 // A batch's values travel as parameters, one array per column. Ids travel as text and come back as `id::text`:
-// never a JS number, whatever int8 parser is set.
+// never a JS number, whatever int8 parser is set. In id order, so concurrent batches (other replicas) take row
+// locks in one order: no deadlock.
 const INSERT_BATCH = 'INSERT INTO plants (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) ' +
-  'ON CONFLICT (id) DO NOTHING RETURNING id::text AS id'
+  'AS batch (id, name, tag) ORDER BY id ON CONFLICT (id) DO NOTHING RETURNING id::text AS id'
 const SELECT_STORED = 'SELECT id::text AS id, name, tag FROM plants WHERE id = ANY ($1::int8[])'
 // Versioned steps (a released one is never edited) under a lock the replicas share, released by the commit, so
 // it works through transaction pooling. An up-to-date schema writes nothing: a replica on a read-only server
@@ -137,9 +138,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     commit: run,
     // Bounds one statement's size and time; while batches run, new inserts queue and leave together.
     maxBatch: 1000,
-    maxInFlight: Math.min(4, maxConnections),
-    // Queued behind stuck batches for the statement timeout: refused unsent, nothing stored.
-    maxQueueMs: statementTimeout
+    maxInFlight: Math.min(4, maxConnections)
   })
 
   /** Unnamed statements pass through any pooler; named ones are parsed once per connection. */
@@ -150,7 +149,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     if (`${plant.name}${plant.tag ?? ''}`.includes('\0')) {
       return Promise.reject(new TypeError('a plant\'s text holds a NUL character'))
     }
-    return batches.add({ key: String(id), id: BigInt(id), plant })
+    return batches.add({ key: String(id), plant })
   }
 
   /** Inserts a batch as if its inserts ran one after another in arrival order. Never rejects. */
@@ -159,8 +158,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     // The first insert of an id is the one that can create it; later ones compare with what is stored.
     const firsts = new Map<string, Entry>()
     for (const pending of batch) if (!firsts.has(pending.item.key)) firsts.set(pending.item.key, pending)
-    // In id order, so concurrent batches (other replicas) take row locks in one order: no deadlock.
-    const rows = [...firsts.values()].map(({ item }) => item).sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+    const rows = [...firsts.values()].map(({ item }) => item)
     const insert = {
       text: INSERT_BATCH,
       values: [rows.map((row) => row.key), rows.map((row) => row.plant.name), rows.map((row) => row.plant.tag)]

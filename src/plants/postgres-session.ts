@@ -130,11 +130,15 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
     retire(pool)
   }
 
-  /** A connection by the cancel time; else a StoreUnavailableError: nothing was sent, nothing stored. */
+  /**
+   * A connection by the cancel time; else a StoreUnavailableError: nothing was sent, nothing stored. A statement
+   * queued behind stuck ones until its cancel time is refused so.
+   */
   async function acquire (deadline: number): Promise<{ pool: pg.Pool, client: pg.PoolClient }> {
     const budget = deadline - CANCEL_LEAD_MS - performance.now()
     const connecting = (async () => {
       if (ended) throw new Error('the store is closed')
+      if (budget <= 0) throw new Error('timed out queued behind statements the database has not answered')
       const pool = current ?? await (selecting ??= select().finally(() => { selecting = undefined }))
       return { pool, client: await pool.connect().catch((error: unknown) => { lost(pool); throw error }) }
     })()
@@ -236,7 +240,9 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
 /** `work`'s outcome, or undefined once `ms` have passed before it (never, for Infinity). */
 export function within<T> (work: Promise<T>, ms: number): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined
-  const late = new Promise<undefined>((resolve) => { if (ms !== Infinity) timer = setTimeout(resolve, ms, undefined) })
+  const late = new Promise<undefined>((resolve) => {
+    if (ms !== Infinity) timer = setTimeout(resolve, Math.max(0, ms), undefined)
+  })
   return Promise.race([work, late]).finally(() => { clearTimeout(timer) })
 }
 
