@@ -68,6 +68,20 @@ function defineSuite (target: PostgresTarget): void {
   }
 
   if (target.name === 'direct') {
+    it('never becomes ready on a server older than PostgreSQL 13, and names its version', async () => {
+      const url = new URL(await schemas.create())
+      const schema = schemas.schemaOf(url.toString())
+      // Ahead of pg_catalog on the search path, this current_setting() answers as a 12.22 server would.
+      await schemas.query(`CREATE FUNCTION ${schema}.current_setting(text) RETURNS text LANGUAGE sql AS $$
+        SELECT CASE $1 WHEN 'server_version_num' THEN '120022' WHEN 'server_version' THEN '12.22'
+          ELSE pg_catalog.current_setting($1) END $$`)
+      url.searchParams.set('options', `-c search_path=${schema},pg_catalog`)
+      const store = open(url.toString())
+      await expect(store.ready()).rejects.toBeInstanceOf(StoreUnavailableError)
+      await expect(store.ready()).rejects.toHaveProperty('cause.message', 'PostgreSQL 13 or later is needed; the server is 12.22')
+      await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
+    })
+
     it('answers StoreUnavailableError for a read-only server (25006), and does not keep that connection', async () => {
       const connectionString = await schemas.create()
       const writer = open(connectionString)
