@@ -60,8 +60,6 @@ const HEARTBEAT = 'LOCK TABLE plants IN ROW EXCLUSIVE MODE; INSERT INTO plant_st
 
 /** A write that succeeded this recently means ready, unprobed; also the least time between two probes. */
 const FRESH_MS = 1000
-/** An insert is answered within the statement timeout plus this; the rest of the second is the reply's. */
-const ANSWER_MARGIN_MS = 600
 
 /**
  * Plants in PostgreSQL, shared by every replica: a 200 is a commit. Starts while the server is down (the schema
@@ -75,10 +73,9 @@ const ANSWER_MARGIN_MS = 600
 export function createPostgresPlantRepository (options: PostgresPlantRepositoryOptions): PlantRepository {
   const { maxConnections = 10, preparedStatements: prepared = false, hostSelected = ignore } = options
   const statementTimeout = Math.trunc(options.statementTimeoutMs ?? 5000)
-  const answerWithin = statementTimeout + ANSWER_MARGIN_MS
   const session = createSession(options.connectionString, {
     max: maxConnections, connectionTimeoutMillis: Math.trunc(options.connectionTimeoutMs ?? statementTimeout)
-  }, statementTimeout, hostSelected)
+  }, hostSelected)
 
   let migrated = false
   let closed = false
@@ -96,8 +93,8 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   const oldest = (): number | undefined => inFlight.values().next().value?.since
 
   function connect (): void {
-    const deadline = performance.now() + answerWithin
-    attempt = session.query(MIGRATE, deadline).then(() => { migrated = true }, (error: unknown) => {
+    const timeoutAt = performance.now() + statementTimeout
+    attempt = session.query(MIGRATE, timeoutAt).then(() => { migrated = true }, (error: unknown) => {
       // The driver's own error, the cause ready() reports (not the session's name for it).
       lastError = isStoreError(error) ? (error as Error).cause ?? error : error
       if (closed) return
@@ -154,7 +151,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
 
   /** Inserts a batch as if its inserts ran one after another in arrival order. Never rejects. */
   async function run (batch: Entry[]): Promise<void> {
-    const deadline = (batch[0] as Entry).queuedAt + answerWithin
+    const timeoutAt = (batch[0] as Entry).queuedAt + statementTimeout
     // The first insert of an id is the one that can create it; later ones compare with what is stored.
     const firsts = new Map<string, Entry>()
     for (const pending of batch) if (!firsts.has(pending.item.key)) firsts.set(pending.item.key, pending)
@@ -163,7 +160,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       text: INSERT_BATCH,
       values: [rows.map((row) => row.key), rows.map((row) => row.plant.name), rows.map((row) => row.plant.tag)]
     }
-    const created = await track(() => session.query<{ id: string }>(named('plants-insert-batch', insert), deadline))
+    const created = await track(() => session.query<{ id: string }>(named('plants-insert-batch', insert), timeoutAt))
       .then((result) => new Set(result.rows.map((row) => row.id)), (error: unknown) => {
         const failure = isStoreError(error) ? error : new StoreOutcomeUnknownError({ cause: error })
         for (const pending of batch) pending.reject(failure)
@@ -178,7 +175,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       try {
         // A statement of its own: its snapshot sees the rows that made ON CONFLICT skip these ids.
         const select = named('plants-select-stored', { text: SELECT_STORED, values: [others] })
-        const result = await session.query<{ id: string, name: string, tag: string | null }>(select, deadline)
+        const result = await session.query<{ id: string, name: string, tag: string | null }>(select, timeoutAt)
         for (const { id, name, tag } of result.rows) stored.set(id, tag === null ? { name } : { name, tag })
       } catch (error) {
         // These ids are stored (their insert found them): only whether as this plant is not known.
@@ -208,7 +205,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       if (last?.ok === true && (probed || now - last.at < FRESH_MS)) return
       if (probed) throw failing(now)
       if (probing === undefined) probeStarted = now
-      probing ??= track(() => session.query(HEARTBEAT, now + answerWithin)).then(ignore, ignore)
+      probing ??= track(() => session.query(HEARTBEAT, now + statementTimeout)).then(ignore, ignore)
         .finally(() => { probing = undefined })
       const done = await within(probing.then(() => true), (oldest() ?? now) + statementTimeout - now)
       if (done === undefined || last?.ok !== true) throw failing(performance.now())
