@@ -20,13 +20,12 @@ export interface PostgresPlantRepositoryOptions {
   hostSelected?: (host: string) => void
 }
 
-type Entry = Pending<{ key: string, plant: Plant }, InsertOutcome>
+type Entry = Pending<{ key: string, id: bigint, plant: Plant }, InsertOutcome>
 
 // A batch's values travel as parameters, one array per column. Ids travel as text and come back as `id::text`:
-// never a JS number, whatever int8 parser is set. In id order, so concurrent batches (other replicas) take row
-// locks in one order: no deadlock.
+// never a JS number, whatever int8 parser is set.
 const INSERT_BATCH = 'INSERT INTO plants (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) ' +
-  'AS batch (id, name, tag) ORDER BY id ON CONFLICT (id) DO NOTHING RETURNING id::text AS id'
+  'ON CONFLICT (id) DO NOTHING RETURNING id::text AS id'
 const SELECT_STORED = 'SELECT id::text AS id, name, tag FROM plants WHERE id = ANY ($1::int8[])'
 // Versioned steps (a released one is never edited) under a lock the replicas share, released by the commit, so
 // it works through transaction pooling. An up-to-date schema writes nothing: a replica on a read-only server
@@ -146,7 +145,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     if (`${plant.name}${plant.tag ?? ''}`.includes('\0')) {
       return Promise.reject(new TypeError('a plant\'s text holds a NUL character'))
     }
-    return batches.add({ key: String(id), plant })
+    return batches.add({ key: String(id), id: BigInt(id), plant })
   }
 
   /** Inserts a batch as if its inserts ran one after another in arrival order. Never rejects. */
@@ -155,7 +154,9 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     // The first insert of an id is the one that can create it; later ones compare with what is stored.
     const firsts = new Map<string, Entry>()
     for (const pending of batch) if (!firsts.has(pending.item.key)) firsts.set(pending.item.key, pending)
-    const rows = [...firsts.values()].map(({ item }) => item)
+    // In id order, so concurrent batches (other replicas) take row locks in one order: no deadlock. Sorted here:
+    // an ORDER BY in the statement cost the server more than the whole batch's parameters.
+    const rows = [...firsts.values()].map(({ item }) => item).sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
     const insert = {
       text: INSERT_BATCH,
       values: [rows.map((row) => row.key), rows.map((row) => row.plant.name), rows.map((row) => row.plant.tag)]
