@@ -17,11 +17,6 @@ export interface GroupCommitOptions<Item, Outcome> {
   maxBatch?: number
   /** Batches committing at once; while they run, new entries queue up and leave together. Default 1. */
   maxInFlight?: number
-  /**
-   * An entry still queued this long after it was added (batches ahead of it are stuck) is refused, before
-   * anything of it was sent: StoreUnavailableError, nothing stored. Default: entries wait for their turn.
-   */
-  maxQueueMs?: number
 }
 
 /**
@@ -32,13 +27,12 @@ export interface GroupCommitOptions<Item, Outcome> {
  * StoreUnavailableError.
  */
 export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<Item, Outcome>) {
-  const { commit, maxBatch = Infinity, maxInFlight = 1, maxQueueMs = Infinity } = options
+  const { commit, maxBatch = Infinity, maxInFlight = 1 } = options
   let queue: Array<Pending<Item, Outcome>> = []
   let scheduled = false
   let closed = false
   const inFlight = new Set<Promise<void>>()
   let observer: StoreObserver | undefined
-  let expiry: NodeJS.Timeout | undefined
 
   function schedule (): void {
     if (scheduled || queue.length === 0 || inFlight.size >= maxInFlight) return
@@ -60,28 +54,12 @@ export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<It
     }
   }
 
-  /** One timer, for the oldest queued entry (they queue in arrival order); it refuses all that waited too long. */
-  function armExpiry (): void {
-    if (maxQueueMs === Infinity || expiry !== undefined || queue[0] === undefined) return
-    expiry = setTimeout(() => {
-      expiry = undefined
-      const now = performance.now()
-      const waiting = queue.findIndex((pending) => now - pending.queuedAt < maxQueueMs)
-      const error = new StoreUnavailableError({
-        cause: new Error(`timed out after ${maxQueueMs} ms queued behind batches the database has not answered`)
-      })
-      for (const pending of queue.splice(0, waiting === -1 ? queue.length : waiting)) pending.reject(error)
-      armExpiry()
-    }, Math.max(0, queue[0].queuedAt + maxQueueMs - performance.now()))
-  }
-
   return {
     add (item: Item): Promise<Outcome> {
       if (closed) return Promise.reject(new StoreUnavailableError())
       return new Promise<Outcome>((resolve, reject) => {
         queue.push({ item, queuedAt: performance.now(), resolve, reject })
         schedule()
-        armExpiry()
       })
     },
     observe (next: StoreObserver): void { observer = next },
@@ -92,7 +70,6 @@ export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<It
         dispatch()
         await Promise.allSettled([...inFlight])
       }
-      clearTimeout(expiry)
     }
   }
 }

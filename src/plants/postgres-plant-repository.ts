@@ -1,4 +1,4 @@
-import pg from 'pg'
+import type pg from 'pg'
 import { isStoreError, StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../errors.js'
 import type { Plant, PlantId } from '../schemas.js'
 import { createGroupCommit, type Pending } from './group-commit.js'
@@ -22,18 +22,21 @@ export interface PostgresPlantRepositoryOptions {
 
 type Entry = Pending<{ key: string, id: bigint, plant: Plant }, InsertOutcome>
 
-// Ids travel as text and come back as `id::text`: never a JS number, whatever int8 parser is set.
-const INSERT_BATCH = `INSERT INTO plants (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[])
-  ON CONFLICT (id) DO NOTHING RETURNING id::text AS id`
-const SELECT_STORED = 'SELECT id::text AS id, name, tag FROM plants WHERE id'
-const SERVER_VERSION = 'SELECT current_setting(\'server_version_num\')::int AS version, ' +
-  'current_setting(\'server_version\') AS text'
+// A batch's values travel as parameters, one array per column. Ids travel as text and come back as `id::text`:
+// never a JS number, whatever int8 parser is set.
+const INSERT_BATCH = 'INSERT INTO plants (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) ' +
+  'ON CONFLICT (id) DO NOTHING RETURNING id::text AS id'
+const SELECT_STORED = 'SELECT id::text AS id, name, tag FROM plants WHERE id = ANY ($1::int8[])'
 // Versioned steps (a released one is never edited) under a lock the replicas share, released by the commit, so
 // it works through transaction pooling. An up-to-date schema writes nothing: a replica on a read-only server
 // starts, and its creates answer 503.
-const MIGRATE = `SELECT pg_advisory_xact_lock(7165617846240257); DO $$
+const MIGRATE = `DO $$
 DECLARE v int;
 BEGIN
+  IF current_setting('server_version_num')::int < 130000 THEN
+    RAISE 'PostgreSQL 13 or later is needed; the server is %', current_setting('server_version');
+  END IF;
+  PERFORM pg_advisory_xact_lock(7165617846240257);
   IF to_regclass('plant_store_migrations') IS NULL THEN
     CREATE TABLE plant_store_migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
   END IF;
@@ -56,15 +59,6 @@ const HEARTBEAT = 'LOCK TABLE plants IN ROW EXCLUSIVE MODE; INSERT INTO plant_st
 
 /** A write that succeeded this recently means ready, unprobed; also the least time between two probes. */
 const FRESH_MS = 1000
-/** An insert is answered within the statement timeout plus this; the rest of the second is the reply's. */
-const ANSWER_MARGIN_MS = 600
-
-/** Throws, naming the server's version, unless it is PostgreSQL 13 or later (a message's statement timeout). */
-export function assertSupportedServer (server: { version: number, text: string } | undefined): void {
-  if (server === undefined || !(server.version >= 130000)) {
-    throw new Error(`PostgreSQL 13 or later is needed; the server is ${server?.text ?? 'of an unknown version'}`)
-  }
-}
 
 /**
  * Plants in PostgreSQL, shared by every replica: a 200 is a commit. Starts while the server is down (the schema
@@ -78,10 +72,9 @@ export function assertSupportedServer (server: { version: number, text: string }
 export function createPostgresPlantRepository (options: PostgresPlantRepositoryOptions): PlantRepository {
   const { maxConnections = 10, preparedStatements: prepared = false, hostSelected = ignore } = options
   const statementTimeout = Math.trunc(options.statementTimeoutMs ?? 5000)
-  const answerWithin = statementTimeout + ANSWER_MARGIN_MS
   const session = createSession(options.connectionString, {
     max: maxConnections, connectionTimeoutMillis: Math.trunc(options.connectionTimeoutMs ?? statementTimeout)
-  }, statementTimeout, hostSelected)
+  }, hostSelected)
 
   let migrated = false
   let closed = false
@@ -99,17 +92,14 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   const oldest = (): number | undefined => inFlight.values().next().value?.since
 
   function connect (): void {
-    const deadline = performance.now() + answerWithin
-    attempt = session.query<{ version: number, text: string }>(SERVER_VERSION, deadline)
-      .then((server) => { assertSupportedServer(server.rows[0]) })
-      .then(() => session.query(MIGRATE, deadline))
-      .then(() => { migrated = true }, (error: unknown) => {
-        // The driver's own error, the cause ready() reports (not the session's name for it).
-        lastError = isStoreError(error) ? (error as Error).cause ?? error : error
-        if (closed) return
-        retryTimer = setTimeout(connect, retryDelay * (0.5 + Math.random()))
-        retryDelay = Math.min(retryDelay * 2, 10000)
-      })
+    const timeoutAt = performance.now() + statementTimeout
+    attempt = session.query(MIGRATE, timeoutAt).then(() => { migrated = true }, (error: unknown) => {
+      // The driver's own error, the cause ready() reports (not the session's name for it).
+      lastError = isStoreError(error) ? (error as Error).cause ?? error : error
+      if (closed) return
+      retryTimer = setTimeout(connect, retryDelay * (0.5 + Math.random()))
+      retryDelay = Math.min(retryDelay * 2, 10000)
+    })
   }
   connect()
 
@@ -144,10 +134,11 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     commit: run,
     // Bounds one statement's size and time; while batches run, new inserts queue and leave together.
     maxBatch: 1000,
-    maxInFlight: Math.min(4, maxConnections),
-    // Queued behind stuck batches for the statement timeout: refused unsent, nothing stored.
-    maxQueueMs: statementTimeout
+    maxInFlight: Math.min(4, maxConnections)
   })
+
+  /** Unnamed statements pass through any pooler; named ones are parsed once per connection. */
+  const named = (name: string, query: pg.QueryConfig): pg.QueryConfig => prepared ? { ...query, name } : query
 
   function enqueue (id: PlantId, plant: Plant): Promise<InsertOutcome> {
     // Validation refuses NUL (schemas.ts); one that came here anyway fails alone, not its whole batch.
@@ -159,26 +150,22 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
 
   /** Inserts a batch as if its inserts ran one after another in arrival order. Never rejects. */
   async function run (batch: Entry[]): Promise<void> {
-    const deadline = (batch[0] as Entry).queuedAt + answerWithin
+    const timeoutAt = (batch[0] as Entry).queuedAt + statementTimeout
     // The first insert of an id is the one that can create it; later ones compare with what is stored.
     const firsts = new Map<string, Entry>()
     for (const pending of batch) if (!firsts.has(pending.item.key)) firsts.set(pending.item.key, pending)
-    // In id order, so concurrent batches (other replicas) take row locks in one order: no deadlock.
+    // In id order, so concurrent batches (other replicas) take row locks in one order: no deadlock. Sorted here:
+    // an ORDER BY in the statement cost the server more than the whole batch's parameters.
     const rows = [...firsts.values()].map(({ item }) => item).sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
-    const text = (value: string | undefined): string => value === undefined ? 'NULL' : pg.escapeLiteral(value)
-    const created = await track(() => session.query<{ id: string }>(prepared
-      ? {
-          name: 'plants-insert-batch',
-          text: INSERT_BATCH,
-          values: [rows.map((row) => row.key), rows.map((row) => row.plant.name), rows.map((row) => row.plant.tag)]
-        }
-      : 'INSERT INTO plants (id, name, tag) VALUES ' +
-        rows.map(({ key, plant }) => `(${key}, ${text(plant.name)}, ${text(plant.tag)})`).join(', ') +
-        ' ON CONFLICT (id) DO NOTHING RETURNING id::text AS id', deadline)
-    ).then((result) => new Set(result.rows.map((row) => row.id)), (error: unknown) => {
-      const failure = isStoreError(error) ? error : new StoreOutcomeUnknownError({ cause: error })
-      for (const pending of batch) pending.reject(failure)
-    })
+    const insert = {
+      text: INSERT_BATCH,
+      values: [rows.map((row) => row.key), rows.map((row) => row.plant.name), rows.map((row) => row.plant.tag)]
+    }
+    const created = await track(() => session.query<{ id: string }>(named('plants-insert-batch', insert), timeoutAt))
+      .then((result) => new Set(result.rows.map((row) => row.id)), (error: unknown) => {
+        const failure = isStoreError(error) ? error : new StoreOutcomeUnknownError({ cause: error })
+        for (const pending of batch) pending.reject(failure)
+      })
     if (created === undefined) return
 
     const stored = new Map<string, Plant>()
@@ -188,9 +175,8 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     if (others.length > 0) {
       try {
         // A statement of its own: its snapshot sees the rows that made ON CONFLICT skip these ids.
-        const result = await session.query<{ id: string, name: string, tag: string | null }>(prepared
-          ? { name: 'plants-select-stored', text: `${SELECT_STORED} = ANY ($1::int8[])`, values: [others] }
-          : `${SELECT_STORED} IN (${others.join(', ')})`, deadline)
+        const select = named('plants-select-stored', { text: SELECT_STORED, values: [others] })
+        const result = await session.query<{ id: string, name: string, tag: string | null }>(select, timeoutAt)
         for (const { id, name, tag } of result.rows) stored.set(id, tag === null ? { name } : { name, tag })
       } catch (error) {
         // These ids are stored (their insert found them): only whether as this plant is not known.
@@ -220,7 +206,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       if (last?.ok === true && (probed || now - last.at < FRESH_MS)) return
       if (probed) throw failing(now)
       if (probing === undefined) probeStarted = now
-      probing ??= track(() => session.query(HEARTBEAT, now + answerWithin)).then(ignore, ignore)
+      probing ??= track(() => session.query(HEARTBEAT, now + statementTimeout)).then(ignore, ignore)
         .finally(() => { probing = undefined })
       const done = await within(probing.then(() => true), (oldest() ?? now) + statementTimeout - now)
       if (done === undefined || last?.ok !== true) throw failing(performance.now())

@@ -4,9 +4,9 @@ import { ConfigError } from '../lib/config-error.js'
 import { summarizeCause } from '../lib/failure-log.js'
 import { cancel } from './postgres-cancel.js'
 
-/** A statement not yet answered is cancelled this long before its deadline, so the answer says what happened. */
-const CANCEL_LEAD_MS = 400
-/** After its deadline, a connection waits this long for the answer (re-cancelling each second), then is closed. */
+/** A statement still running at its timeout is cancelled and answered within this (the rest of a second: the reply). */
+const CANCEL_ANSWER_MS = 600
+/** After that, a connection waits this long for the answer (re-cancelling each second), then is closed. */
 const HOLD_MS = 10_000
 
 // SQLSTATEs after which nothing of the transaction is committed: classes 22, 23, 25, 40, 42, 44, 53, 54, 55
@@ -65,23 +65,22 @@ export function parsePostgresUrl (url: string): { hosts: Host[], attrs: string }
 }
 
 /**
- * The store's statements, each answered by its deadline however the server stalls (docs/storage.md), on the
- * host that takes writes. What the server's statement timeout does not end (a commit waiting for a standby, a
- * frozen server) gets the protocol's cancel CANCEL_LEAD_MS before the deadline, and a connection given up on
- * stays out of the pool until the server answers: never more backends than the pool, none left waiting.
+ * The store's statements, each answered within CANCEL_ANSWER_MS of its timeout however the server stalls
+ * (docs/storage.md), on the host that takes writes. A statement still running at its timeout (a lock, a commit waiting
+ * for a standby, a frozen server) gets the protocol's cancel, and a connection given up on stays out of the pool
+ * until the server answers: never more backends than the pool, none left waiting.
  *
  * Hosts are tried in order within the connect timeout; the first that is acceptable (read-write:
  * `transaction_read_only` off; primary: not in recovery) is used until a failure says it may be gone.
  */
 export function createSession (url: string, pool: { max: number, connectionTimeoutMillis: number },
-  statementTimeoutMs: number, selected: (label: string) => void) {
+  selected: (label: string) => void) {
   const { hosts, attrs } = parsePostgresUrl(url)
   const fixed = hosts.length === 1 && attrs === 'any'
-  // What every pooler passes: no startup parameter but application_name, timeouts SET LOCAL per transaction,
-  // no named statement unless asked. No query_timeout: the session cancels a statement, keeping its connection.
-  // pipeline: with prepared statements, a transaction's three messages leave together, one round trip.
+  // What every pooler passes: no startup parameter but application_name, no session state, no named statement
+  // unless asked. No query_timeout: the session cancels a statement, keeping its connection.
   // Without an error listener, an idle client's error (a restart, a failover) would end the process.
-  const config = { ...pool, keepAlive: true, application_name: 'plant-store', pipeline: true }
+  const config = { ...pool, keepAlive: true, application_name: 'plant-store' }
   const open = (host: Host): pg.Pool => new pg.Pool({ ...config, connectionString: host.url }).on('error', ignore)
   let current = fixed ? open(hosts[0] as Host) : undefined
   let selecting: Promise<pg.Pool> | undefined
@@ -89,8 +88,6 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
   const retiring = new Set<Promise<void>>()
   /** Connections given up on, each with what closes it now; the promise settles once it is closed. */
   const held = new Map<Promise<void>, () => void>()
-  const timeoutSql = `SET LOCAL statement_timeout = ${statementTimeoutMs}`
-  const begin = `BEGIN; ${timeoutSql}; SET LOCAL idle_in_transaction_session_timeout = ${statementTimeoutMs}`
   const check = attrs === 'read-write'
     ? 'SELECT NOT current_setting(\'transaction_read_only\')::bool AS ok'
     : 'SELECT NOT pg_is_in_recovery() AS ok'
@@ -129,11 +126,15 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
     retire(pool)
   }
 
-  /** A connection by the cancel time; else a StoreUnavailableError: nothing was sent, nothing stored. */
-  async function acquire (deadline: number): Promise<{ pool: pg.Pool, client: pg.PoolClient }> {
-    const budget = deadline - CANCEL_LEAD_MS - performance.now()
+  /**
+   * A connection by the statement's timeout; else a StoreUnavailableError: nothing was sent, nothing stored. A
+   * statement queued behind stuck ones until its timeout is refused so.
+   */
+  async function acquire (timeoutAt: number): Promise<{ pool: pg.Pool, client: pg.PoolClient }> {
+    const budget = timeoutAt - performance.now()
     const connecting = (async () => {
       if (ended) throw new Error('the store is closed')
+      if (budget <= 0) throw new Error('timed out queued behind statements the database has not answered')
       const pool = current ?? await (selecting ??= select().finally(() => { selecting = undefined }))
       return { pool, client: await pool.connect().catch((error: unknown) => { lost(pool); throw error }) }
     })()
@@ -173,24 +174,20 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
 
   return {
     /**
-     * A text runs as `SET LOCAL statement_timeout; <statements>`, one simple-protocol message: one implicit
-     * transaction, rolled back when a statement fails; one message each way, through any pooler. Answers the
-     * last result. A QueryConfig is a named prepared statement (extended protocol): BEGIN and the timeouts,
-     * it, COMMIT, pipelined. After a cancel, the connection is settled only once the cancel's connection has
-     * closed (a late cancel would hit the next statement), and a success is no acknowledgement: a commit
-     * whose wait for the standby was cancelled is kept on the primary alone.
+     * Runs `statement`, one message: a text (simple protocol) or a QueryConfig, its values as parameters
+     * (extended protocol: Parse, Bind, Execute, Sync); either way one implicit transaction, all or nothing, one
+     * round trip through any pooler. After a cancel, the connection is settled only once the cancel's connection
+     * has closed (a late cancel would hit the next statement), and a success is no acknowledgement: a commit whose
+     * wait for the standby was cancelled is kept on the primary alone.
      */
-    async query<Row extends pg.QueryResultRow> (statement: string | pg.QueryConfig, deadline: number) {
-      const { pool, client } = await acquire(deadline)
+    async query<Row extends pg.QueryResultRow> (statement: string | pg.QueryConfig, timeoutAt: number) {
+      const { pool, client } = await acquire(timeoutAt)
       // A checked-out client reports a lost connection as an event too; the query's rejection carries it.
       client.on('error', ignore)
-      // allSettled: a statement that fails after the first cannot go unhandled.
-      const work = Promise.allSettled(typeof statement === 'string'
-        ? [client.query<Row>(`${timeoutSql}; ${statement}`)]
-        : [client.query<Row>(begin), client.query<Row>(statement), client.query<Row>('COMMIT')])
-      let answer = await within(work, deadline - CANCEL_LEAD_MS - performance.now())
+      const work = client.query<Row>(statement).then((result) => ({ result }), (error: unknown) => ({ error }))
+      let answer = await within(work, timeoutAt - performance.now())
       const cancelled = answer === undefined ? cancel(client, HOLD_MS) : undefined
-      answer ??= await within(work, deadline - performance.now())
+      answer ??= await within(work, timeoutAt + CANCEL_ANSWER_MS - performance.now())
       if (answer === undefined) {
         hold(client, work)
         lost(pool)
@@ -199,28 +196,21 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
         })
       }
       client.removeListener('error', ignore)
-      const failure = answer.find((outcome) => outcome.status === 'rejected')
+      const failure = 'error' in answer ? answer.error : undefined
+      const code = failure instanceof pg.DatabaseError ? failure.code : undefined
       // Back to the pool after a clean refusal; closed after anything else or a read-only server (25006).
-      const drop = failure !== undefined && (!serverRefused(failure.reason) || failure.reason.code === '25006')
+      const drop = 'error' in answer && (!serverRefused(failure) || code === '25006')
       const settle = (): void => {
         client.release(drop)
         if (drop) lost(pool)
       }
       if (cancelled === undefined) settle()
       else void cancelled.then(settle)
-      const [opened, result = opened, committed] = answer
-      if (failure !== undefined) {
-        // One message: its failure says. A transaction: its statement's, else COMMIT's once BEGIN succeeded
-        // (COMMIT of a failed transaction rolls it back, and so does a refused COMMIT unless BEGIN failed).
-        const decisive = result?.status === 'rejected' || opened?.status === 'rejected' ? result : committed
-        const refused = decisive?.status === 'rejected' && nothingStored(decisive.reason)
-        const full = refused && failure.reason instanceof pg.DatabaseError && failure.reason.code === '53100'
-        const StoreError = full ? StoreFullError : refused ? StoreUnavailableError : StoreOutcomeUnknownError
-        throw new StoreError({ cause: failure.reason })
-      }
-      if (cancelled !== undefined) throw new StoreOutcomeUnknownError({ cause: new Error('answered after a cancel') })
-      // pg answers a message of several statements with one result each.
-      return [(result as PromiseFulfilledResult<pg.QueryResult<Row>>).value].flat().at(-1) as pg.QueryResult<Row>
+      if ('result' in answer && cancelled === undefined) return answer.result
+      const refused = nothingStored(failure)
+      const full = refused && code === '53100'
+      const StoreError = full ? StoreFullError : refused ? StoreUnavailableError : StoreOutcomeUnknownError
+      throw new StoreError({ cause: failure ?? new Error('answered after a cancel') })
     },
 
     stats: () => {
@@ -240,7 +230,9 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
 /** `work`'s outcome, or undefined once `ms` have passed before it (never, for Infinity). */
 export function within<T> (work: Promise<T>, ms: number): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined
-  const late = new Promise<undefined>((resolve) => { if (ms !== Infinity) timer = setTimeout(resolve, ms, undefined) })
+  const late = new Promise<undefined>((resolve) => {
+    if (ms !== Infinity) timer = setTimeout(resolve, Math.max(0, ms), undefined)
+  })
   return Promise.race([work, late]).finally(() => { clearTimeout(timer) })
 }
 

@@ -43,34 +43,6 @@ describe('group commit (shared by the SQLite and PostgreSQL stores)', () => {
     expect(sizes).toEqual([2, 2, 2, 2, 1])
   })
 
-  it('refuses an entry still queued maxQueueMs after it came (batches ahead are stuck), without sending it', async () => {
-    const sent: number[] = []
-    let release = (): void => {}
-    const group = createGroupCommit<number, number>({
-      commit: (batch) => {
-        sent.push(...batch.map((pending) => pending.item))
-        return new Promise<void>((resolve) => {
-          release = () => {
-            for (const pending of batch) pending.resolve(pending.item)
-            resolve()
-          }
-        })
-      },
-      maxQueueMs: 100
-    })
-    const stuck = group.add(1)
-    await new Promise((resolve) => setImmediate(resolve))
-    const started = performance.now()
-    const queued = group.add(2)
-    await expect(queued).rejects.toBeInstanceOf(StoreUnavailableError)
-    await expect(queued).rejects.toHaveProperty('cause.message', 'timed out after 100 ms queued behind batches the database has not answered')
-    expect(performance.now() - started).toBeGreaterThanOrEqual(95)
-    expect(performance.now() - started).toBeLessThan(1000)
-    release()
-    expect(await stuck).toBe(1)
-    expect(sent).toEqual([1])
-  })
-
   it('on close, commits what is queued, waits for it, and refuses what comes after', async () => {
     const committed: number[] = []
     const group = createGroupCommit<number, number>({

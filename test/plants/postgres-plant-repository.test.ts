@@ -3,7 +3,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest'
 import { StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../../src/errors.js'
 import type { InsertOutcome } from '../../src/plants/plant-repository.js'
-import { assertSupportedServer, createPostgresPlantRepository } from '../../src/plants/postgres-plant-repository.js'
+import { createPostgresPlantRepository } from '../../src/plants/postgres-plant-repository.js'
 import { repositoryContract } from './repository-contract.js'
 import { createSwitchableProxy, freePort, postgresTargets, requiredButMissing, type PostgresTarget, type TestSchemas } from './postgres-test-schemas.js'
 
@@ -14,16 +14,6 @@ for (const message of requiredButMissing()) {
     })
   })
 }
-
-// No server needed: the version check the migration runs first.
-describe('PostgreSQL server version', () => {
-  it('accepts 13 and later, and refuses 12 and older naming the version (a batch\'s statement timeout needs 13)', () => {
-    expect(() => { assertSupportedServer({ version: 130000, text: '13.0' }) }).not.toThrow()
-    expect(() => { assertSupportedServer({ version: 170002, text: '17.2' }) }).not.toThrow()
-    expect(() => { assertSupportedServer({ version: 120022, text: '12.22' }) }).toThrow('PostgreSQL 13 or later is needed; the server is 12.22')
-    expect(() => { assertSupportedServer(undefined) }).toThrow('PostgreSQL 13 or later is needed')
-  })
-})
 
 for (const target of postgresTargets()) {
   if (target.skip !== undefined) {
@@ -78,6 +68,20 @@ function defineSuite (target: PostgresTarget): void {
   }
 
   if (target.name === 'direct') {
+    it('never becomes ready on a server older than PostgreSQL 13, and names its version', async () => {
+      const url = new URL(await schemas.create())
+      const schema = schemas.schemaOf(url.toString())
+      // Ahead of pg_catalog on the search path, this current_setting() answers as a 12.22 server would.
+      await schemas.query(`CREATE FUNCTION ${schema}.current_setting(text) RETURNS text LANGUAGE sql AS $$
+        SELECT CASE $1 WHEN 'server_version_num' THEN '120022' WHEN 'server_version' THEN '12.22'
+          ELSE pg_catalog.current_setting($1) END $$`)
+      url.searchParams.set('options', `-c search_path=${schema},pg_catalog`)
+      const store = open(url.toString())
+      await expect(store.ready()).rejects.toBeInstanceOf(StoreUnavailableError)
+      await expect(store.ready()).rejects.toHaveProperty('cause.message', 'PostgreSQL 13 or later is needed; the server is 12.22')
+      await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
+    })
+
     it('answers StoreUnavailableError for a read-only server (25006), and does not keep that connection', async () => {
       const connectionString = await schemas.create()
       const writer = open(connectionString)
@@ -202,8 +206,8 @@ function defineSuite (target: PostgresTarget): void {
     await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
   })
 
-  // A batch is one message with its values as SQL literals (postgres-plant-repository.ts, run).
-  it('stores texts that read as SQL exactly, in one batch, and runs none of them', async () => {
+  // A batch's values travel as parameters, one array per column (postgres-plant-repository.ts, run).
+  it('stores texts that read as SQL or as array syntax exactly, in one batch, and runs none of them', async () => {
     const connectionString = await schemas.create()
     const store = open(connectionString)
     await store.ready()
@@ -214,7 +218,9 @@ function defineSuite (target: PostgresTarget): void {
       "O'Brien''s \\' fern \\\\ \\",
       "E'\\x41' $$ dollar $$ $q$ quoted $q$",
       '/* comment */ -- line comment',
-      "\\'; SELECT pg_sleep(10); --"
+      "\\'; SELECT pg_sleep(10); --",
+      'NULL',
+      '{"a",b}, "} \\" ,NULL'
     ]
     const outcomes = await Promise.all(texts.map((text, i) => store.insert(i + 1, { name: text, tag: text })))
     expect(sizes).toEqual([texts.length])
@@ -260,10 +266,12 @@ function defineSuite (target: PostgresTarget): void {
     // Another session (straight to the server) holds id 2 uncommitted: the batch waits on the server.
     const holder = await holdOpen(`INSERT INTO ${table} (id, name) VALUES (2, 'held')`)
     const name = `lost-${process.pid}-${Date.now()}`
+    const holderPid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid
     const insert = store.insert(2, { name })
+    // The batch waits on the server for the row the holder keeps.
     await vi.waitFor(async () => {
-      const waiting = await schemas.query('SELECT 1 FROM pg_stat_activity WHERE wait_event_type = \'Lock\' AND position($1 in query) > 0', [name])
-      expect(waiting.rowCount).toBe(1)
+      const blocked = await schemas.query('SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))', [holderPid])
+      expect(blocked.rowCount).toBe(1)
     }, { timeout: 5000, interval: 20 })
     await proxy.down()
     await expect(insert).rejects.toBeInstanceOf(StoreOutcomeUnknownError)
