@@ -14,9 +14,8 @@ export type Config = ReturnType<typeof loadConfig>
 export const defaultMaxHeapUsedBytes = (): number => Math.floor(getHeapStatistics().heap_size_limit * 0.9)
 
 /**
- * MAX_PLANTS's default under a memory limit: one plant per 8 KiB of it, at most a million. A plant with a
- * 512-byte name takes about 600 bytes in the memory store's Map (Node 24): plants stay within an eighth of
- * the limit up to names of about 900 bytes, so the store is full (507) before the heap is.
+ * MAX_PLANTS's default under a memory limit: one plant per 8 KiB of it, at most a million. A plant with a 512-byte
+ * name takes about 600 bytes in the Map: the store is full (507) before the heap is, for names up to ~900 bytes.
  */
 export const LIMIT_BYTES_PER_PLANT = 8192
 
@@ -35,7 +34,7 @@ const overloadLimits = (values: Env, limit = Infinity) => ({
   // V8 sizes its heap from the machine, not the container: under a limit, shed at half of it in heap.
   maxHeapUsedBytes: values.MAX_HEAP_USED_BYTES ?? Math.min(defaultMaxHeapUsedBytes(), Math.floor(limit / 2)),
   maxRssBytes: values.MAX_RSS_BYTES,
-  // 85 % of a limit in resident memory; the rest is the process under load (docs/operating.md, "Memory").
+  // 85 % of a limit in resident memory; the rest is the process under load.
   maxRssAnonBytes: values.MAX_RSS_ANON_BYTES ?? (limit === Infinity ? 0 : Math.floor(limit * 0.85)),
   sampleIntervalMs: 1000
 })

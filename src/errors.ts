@@ -107,9 +107,8 @@ const CLIENT_ERRORS: Record<string, [status: number, message: string]> = {
 }
 
 /**
- * Malformed HTTP never reaches Fastify: Node hands the socket here, as its `clientError` event
- * documents, and the Error record is written on it before it closes. Bytes after a request that
- * said `Connection: close` are left to Node, which closes the connection once that reply is written.
+ * Malformed HTTP never reaches Fastify: Node hands the socket here (its `clientError` event). Bytes after a
+ * request that said `Connection: close` are left to Node, which closes once that reply is written.
  */
 export function clientErrorHandler (error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'HPE_CLOSED_CONNECTION') return

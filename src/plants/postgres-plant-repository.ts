@@ -61,13 +61,9 @@ const HEARTBEAT = 'LOCK TABLE plants IN ROW EXCLUSIVE MODE; INSERT INTO plant_st
 const FRESH_MS = 1000
 
 /**
- * Plants in PostgreSQL, shared by every replica: a 200 is a commit. Starts while the server is down (the schema
- * step retries with backoff). A failure is StoreUnavailableError (or StoreFullError) when nothing was stored for
- * sure, StoreOutcomeUnknownError when the write was sent and its answer lost.
- *
- * Readiness tells the truth about writes (a synchronous standby gone, a primary turned read-only): a write in
- * flight for the statement timeout is a 503 at once; one that succeeded within FRESH_MS is a 200; otherwise one
- * heartbeat write at most per FRESH_MS answers, within the statement timeout.
+ * Plants in PostgreSQL, shared by every replica: a 200 is a commit. A failure is StoreUnavailableError when
+ * nothing was stored for sure, StoreOutcomeUnknownError when the write was sent and its answer lost. Readiness
+ * tells the truth about writes: a write in flight for the statement timeout is a 503 at once.
  */
 export function createPostgresPlantRepository (options: PostgresPlantRepositoryOptions): PlantRepository {
   const { maxConnections = 10, preparedStatements: prepared = false, hostSelected = ignore } = options

@@ -65,13 +65,9 @@ export function parsePostgresUrl (url: string): { hosts: Host[], attrs: string }
 }
 
 /**
- * The store's statements, each answered within CANCEL_ANSWER_MS of its timeout however the server stalls
- * (docs/storage.md), on the host that takes writes. A statement still running at its timeout (a lock, a commit waiting
- * for a standby, a frozen server) gets the protocol's cancel, and a connection given up on stays out of the pool
- * until the server answers: never more backends than the pool, none left waiting.
- *
- * Hosts are tried in order within the connect timeout; the first that is acceptable (read-write:
- * `transaction_read_only` off; primary: not in recovery) is used until a failure says it may be gone.
+ * The store's statements on the host that takes writes, each answered within CANCEL_ANSWER_MS of its timeout
+ * however the server stalls: a statement still running then gets the protocol's cancel, and its connection stays
+ * out of the pool until the server answers, so there are never more backends than the pool.
  */
 export function createSession (url: string, pool: { max: number, connectionTimeoutMillis: number },
   selected: (label: string) => void) {
@@ -174,11 +170,9 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
 
   return {
     /**
-     * Runs `statement`, one message: a text (simple protocol) or a QueryConfig, its values as parameters
-     * (extended protocol: Parse, Bind, Execute, Sync); either way one implicit transaction, all or nothing, one
-     * round trip through any pooler. After a cancel, the connection is settled only once the cancel's connection
-     * has closed (a late cancel would hit the next statement), and a success is no acknowledgement: a commit whose
-     * wait for the standby was cancelled is kept on the primary alone.
+     * Runs `statement` as one message: one implicit transaction, all or nothing, one round trip through any pooler.
+     * After a cancel, a success is no acknowledgement: a commit whose wait for the standby was cancelled is kept on
+     * the primary alone.
      */
     async query<Row extends pg.QueryResultRow> (statement: string | pg.QueryConfig, timeoutAt: number) {
       const { pool, client } = await acquire(timeoutAt)

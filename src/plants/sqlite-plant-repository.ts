@@ -10,20 +10,13 @@ import { samePlant, type InsertOutcome, type PlantRepository } from './plant-rep
 export interface SqlitePlantRepositoryOptions {
   /** The database file; its folder is created when missing. */
   path: string
-  /**
-   * How long a write waits for another process's lock, in ms. better-sqlite3 waits synchronously,
-   * so this blocks the event loop: keep it short. Default 1000.
-   */
+  /** How long a write waits for another process's lock, in ms; it blocks the event loop. Default 1000. */
   busyTimeoutMs?: number
   /** A cap on the file's size in pages, like a full disk (tests use it to reach SQLITE_FULL). */
   maxPageCount?: number
 }
 
-/**
- * Versioned schema steps. A step is never edited once released: a change is a new step. `STRICT`
- * keeps a REAL or TEXT from slipping into `id`; `INTEGER PRIMARY KEY` is the rowid, a signed 64-bit
- * integer over the whole int64 range.
- */
+/** Versioned schema steps, never edited once released. `STRICT` keeps a REAL or TEXT out of the int64 `id`. */
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE plants (
      id INTEGER PRIMARY KEY,
@@ -36,10 +29,8 @@ const MIGRATIONS: readonly string[] = [
 type Entry = Pending<{ id: bigint, plant: Plant }, InsertOutcome>
 
 /**
- * Plants in one SQLite file, durable on 200: WAL with `synchronous=FULL` syncs the log at every
- * commit. An fsync per request would cap throughput at the disk's sync rate, so inserts that arrive
- * in the same turn of the event loop share one transaction (group commit): each promise settles
- * only after the commit that holds its row.
+ * Plants in one SQLite file, durable on 200 (WAL, `synchronous=FULL`). Inserts that arrive in the same turn
+ * share one transaction (group commit), so an fsync is not paid per request.
  */
 export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptions): PlantRepository {
   const { path, busyTimeoutMs = 1000, maxPageCount } = options

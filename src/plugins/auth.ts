@@ -27,11 +27,8 @@ export function tokenRateLimitKey (token: string): string {
 }
 
 /**
- * The accepted tokens by their SHA-256 (hashed entries give theirs): a presented token is hashed and
- * looked up, a digest an attacker cannot steer towards a known one, so the lookup's time tells nothing
- * about the tokens. `identify` gives the client a token belongs to (undefined: not accepted);
- * `replace` swaps the accepted tokens at once (rotation). The entries were checked where they are
- * read (config/tokens.ts).
+ * The accepted tokens by their SHA-256: a presented token's digest, which an attacker cannot steer towards a
+ * known one, is looked up, so the lookup's time tells nothing about the tokens. `replace` is the rotation.
  */
 export function createTokenSet (entries: readonly (TokenEntry | string)[]) {
   const clientsOf = (list: readonly (TokenEntry | string)[]) => new Map(list.map((given): [string, Client] => {
@@ -50,9 +47,8 @@ export function createTokenSet (entries: readonly (TokenEntry | string)[]) {
 }
 
 /**
- * Guards every route registered after it in the same scope: the routes of the authenticated scope in
- * app.ts. @fastify/bearer-auth reads the header (RFC 6749 mode: the scheme word in any case) in
- * onRequest, before the body; its own 401 errors go to the error handler, which words them.
+ * Guards the routes registered after it in its scope (app.ts). @fastify/bearer-auth reads the header before
+ * the body (RFC 6749: the scheme word in any case); its 401 errors go to the error handler.
  */
 export const auth = fp<{ tokens: TokenSet }>(async function auth (app, { tokens }) {
   app.decorateRequest('client', null)
