@@ -120,6 +120,12 @@ describe('clientErrorHandler: malformed HTTP', () => {
     }
   })
 
+  it('answers 400 to a parser error without a code', () => {
+    const { socket, calls } = fakeSocket()
+    clientErrorHandler(new Error('no code'), socket)
+    expect(calls).toEqual(['end HTTP/1.1 400 Bad Request'])
+  })
+
   it('leaves bytes after a request that said Connection: close to Node, which closes once its reply is written', () => {
     const { socket, calls } = fakeSocket()
     clientErrorHandler(parseError('HPE_CLOSED_CONNECTION'), socket)

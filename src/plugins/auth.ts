@@ -51,7 +51,6 @@ export function createTokenSet (entries: readonly (TokenEntry | string)[]) {
  * the body (RFC 6749: the scheme word in any case); its 401 errors go to the error handler.
  */
 export const auth = fp<{ tokens: TokenSet }>(async function auth (app, { tokens }) {
-  app.decorateRequest('client', null)
   await app.register(bearerAuth, {
     keys: new Set<string>(),
     auth: (token, request) => {

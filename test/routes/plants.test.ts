@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { StoreUnavailableError } from '../../src/errors.js'
+import { StoreOutcomeUnknownError, StoreUnavailableError } from '../../src/errors.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 import { AUTH, JSON_AUTH, buildTestApp, postPlant } from '../helpers.js'
 
@@ -303,6 +303,20 @@ describe('POST /plants: other statuses', () => {
     expect(res.json()).toEqual({ error: 503, message: 'the plant store is unavailable, retry later' })
   })
 
+  it('answers 503 Error saying the outcome is unknown when the store lost the write after it was sent', async () => {
+    const repository: PlantRepository = {
+      insert: async () => { throw new StoreOutcomeUnknownError() },
+      ready: async () => {},
+      close: async () => {}
+    }
+    const res = await postPlant(await buildTestApp({ repository }), { id: 1, name: 'a' })
+    expect(res.statusCode).toBe(503)
+    expect(res.json()).toEqual({
+      error: 503,
+      message: 'the plant store did not confirm the write: the outcome is unknown; retrying the identical request is safe, it answers 200 if the plant was stored'
+    })
+  })
+
   it('answers 500 with a generic message when something unexpected fails, and logs the detail', async () => {
     const lines: string[] = []
     const repository: PlantRepository = {
@@ -382,6 +396,14 @@ describe('/plants: other methods (405)', () => {
     expect(res.headers['x-request-id']).toBe('abc-405')
     expect(res.headers['x-content-type-options']).toBe('nosniff')
     expect(res.headers['cache-control']).toBe('no-store')
+  })
+
+  it('names at most the first 200 characters of an unknown path in its 404, never the query', async () => {
+    const app = await buildTestApp()
+    const long = `/${'p'.repeat(300)}`
+    const res = await app.inject({ method: 'GET', url: `${long}?token=secret` })
+    expect(res.statusCode).toBe(404)
+    expect(res.json()).toEqual({ error: 404, message: `no route for GET ${long.slice(0, 200)}` })
   })
 
   it('answers 404 on other paths for every method, /livez included, before reading the body', async () => {
