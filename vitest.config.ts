@@ -1,4 +1,34 @@
 import { defineConfig } from 'vitest/config'
+import { BaseSequencer, type TestSpecification } from 'vitest/node'
+
+/**
+ * The suites that run for minutes, longest first: the Docker image, faults kept on as long as they
+ * last in production, the alert rules in a real Prometheus, rollouts behind a balancer. Started
+ * before the rest, they run beside it instead of ending the run alone.
+ */
+const LONGEST = [
+  'test/container/image.test.ts',
+  'test/e2e/storage-long-faults.test.ts',
+  'test/e2e/alerts.test.ts',
+  'test/e2e/storage-postgres.test.ts',
+  'test/e2e/rollout-haproxy.test.ts',
+  'test/plants/postgres-plant-repository.test.ts',
+  'test/e2e/storage-failover.test.ts',
+  'test/e2e/slow-log-reader.test.ts',
+  'test/scripts/start.test.ts',
+  'test/e2e/storage-sqlite.test.ts'
+]
+
+class LongestFirst extends BaseSequencer {
+  override async sort (files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (file: TestSpecification): number => {
+      const index = LONGEST.findIndex((path) => file.moduleId.endsWith(path))
+      return index === -1 ? LONGEST.length : index
+    }
+    // Array.prototype.sort is stable: the rest keeps Vitest's own order.
+    return (await super.sort(files)).sort((a, b) => rank(a) - rank(b))
+  }
+}
 
 export default defineConfig({
   test: {
@@ -7,6 +37,10 @@ export default defineConfig({
     testTimeout: 20000,
     hookTimeout: 30000,
     reporters: ['default'],
-    pool: 'forks'
+    pool: 'forks',
+    // Vitest's default on 2 cores is one file at a time, yet most of the long suites wait on child
+    // processes, timers and sockets: three at a time overlap those waits on a 2-core machine.
+    maxWorkers: 3,
+    sequence: { sequencer: LongestFirst }
   }
 })

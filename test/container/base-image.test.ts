@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { baseImageUnavailable, type BaseImageProbe } from './docker.js'
 
-// The container suite's decision to run or skip (issue 25: on a machine with Docker but without root
-// and debootstrap it failed in its build instead of skipping). No engine needed: the probes are fakes.
+// The container suite's decision to run or skip: on a machine with Docker but without root and
+// debootstrap it skips with the reason instead of failing in its build. No engine needed: the probes are fakes.
 const probe = (present: boolean, buildable: boolean, pull: boolean, asked: string[] = []): BaseImageProbe => ({
   present: () => { asked.push('present'); return present },
   buildable: () => { asked.push('buildable'); return buildable },

@@ -11,7 +11,7 @@ import { run, type RunningProcess } from './server-process.js'
 import { E2E_TOKEN, postPlant, startServer } from './storage-process.js'
 import type { ServerProcess } from './server-process.js'
 
-// Rollouts as users run them (issue 24): three built servers (`node dist/server.js`) on one
+// Rollouts as users run them: three built servers (`node dist/server.js`) on one
 // PostgreSQL database behind a real HAProxy (Debian's, started here as a child process with a
 // temporary configuration on free ports), 32 keep-alive clients creating plants the whole time, and
 // each replica in turn stopped with SIGTERM, started again on its port and waited for until the
