@@ -8,7 +8,7 @@ import { findPostgresBinaries, startStandbyPair, type StandbyPair } from '../pla
 import type { ServerProcess } from './server-process.js'
 import { get, postPlant, startServer } from './storage-process.js'
 
-// Faults that last as long as they do in production (issue 23): the synchronous standby gone for two
+// Faults that last as long as they do in production: the synchronous standby gone for two
 // minutes under creates that do not stop, and the primary turned read-only, directly and through
 // PgBouncer. Each check runs all the way through the fault, sampled every second.
 
