@@ -69,14 +69,13 @@ export function parsePostgresUrl (url: string): { hosts: Host[], attrs: string }
  * however the server stalls: a statement still running then gets the protocol's cancel, and its connection stays
  * out of the pool until the server answers, so there are never more backends than the pool.
  */
-export function createSession (url: string, pool: { max: number, connectionTimeoutMillis: number },
-  selected: (label: string) => void) {
+export function createSession (url: string, max: number, connectTimeoutMs: number, selected: (label: string) => void) {
   const { hosts, attrs } = parsePostgresUrl(url)
   const fixed = hosts.length === 1 && attrs === 'any'
   // What every pooler passes: no startup parameter but application_name, no session state, no named statement
   // unless asked. No query_timeout: the session cancels a statement, keeping its connection.
   // Without an error listener, an idle client's error (a restart, a failover) would end the process.
-  const config = { ...pool, keepAlive: true, application_name: 'plant-store' }
+  const config = { max, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, application_name: 'plant-store' }
   const open = (host: Host): pg.Pool => new pg.Pool({ ...config, connectionString: host.url }).on('error', ignore)
   let current = fixed ? open(hosts[0] as Host) : undefined
   let selecting: Promise<pg.Pool> | undefined
@@ -129,7 +128,6 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
   async function acquire (timeoutAt: number): Promise<{ pool: pg.Pool, client: pg.PoolClient }> {
     const budget = timeoutAt - performance.now()
     const connecting = (async () => {
-      if (ended) throw new Error('the store is closed')
       if (budget <= 0) throw new Error('timed out queued behind statements the database has not answered')
       const pool = current ?? await (selecting ??= select().finally(() => { selecting = undefined }))
       return { pool, client: await pool.connect().catch((error: unknown) => { lost(pool); throw error }) }
@@ -137,7 +135,7 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
     try {
       const connected = await within(connecting, budget)
       if (connected !== undefined) return connected
-      throw new Error(`timed out after ${Math.max(0, Math.round(budget))} ms waiting for a connection to the database`)
+      throw new Error(`timed out after ${Math.round(budget)} ms waiting for a connection to the database`)
     } catch (error) {
       // A connection that comes too late goes back unused.
       connecting.then(({ client }) => { client.release() }, ignore)
@@ -194,12 +192,10 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
       const code = failure instanceof pg.DatabaseError ? failure.code : undefined
       // Back to the pool after a clean refusal; closed after anything else or a read-only server (25006).
       const drop = 'error' in answer && (!serverRefused(failure) || code === '25006')
-      const settle = (): void => {
+      void Promise.resolve(cancelled).then(() => {
         client.release(drop)
         if (drop) lost(pool)
-      }
-      if (cancelled === undefined) settle()
-      else void cancelled.then(settle)
+      })
       if ('result' in answer && cancelled === undefined) return answer.result
       const refused = nothingStored(failure)
       const full = refused && code === '53100'
