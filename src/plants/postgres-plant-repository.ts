@@ -8,7 +8,6 @@ import { createSession, ignore, notConnected, within } from './postgres-session.
 export interface PostgresPlantRepositoryOptions {
   /** To the server or a pooler; several hosts, sslmode and sslrootcert as libpq reads them (docs/storage.md). */
   connectionString: string
-  /** DATABASE_POOL_MAX, default 10. */
   maxConnections?: number | undefined
   /** DATABASE_STATEMENT_TIMEOUT_MS, default 5000: each insert answered within it + 1 s; also a connect's timeout. */
   statementTimeoutMs?: number | undefined
@@ -71,8 +70,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   let migrated = false
   let closed = false
   let lastError: unknown
-  /** The schema step in progress, or the last one. */
-  let attempt: Promise<void>
+  let migration: Promise<void>
   let retryTimer: NodeJS.Timeout | undefined
   let retryDelay = 250
   // Writes (batches, probes) in flight, in the order they started: the first is the oldest.
@@ -85,7 +83,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
 
   function connect (): void {
     const timeoutAt = performance.now() + statementTimeout
-    attempt = session.query(MIGRATE, timeoutAt).then(() => { migrated = true }, (error: unknown) => {
+    migration = session.query(MIGRATE, timeoutAt).then(() => { migrated = true }, (error: unknown) => {
       // The driver's own error, the cause ready() reports (not the session's name for it).
       lastError = error instanceof Error ? error.cause : error
       if (closed) return
@@ -98,7 +96,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   /** Waits for a schema attempt in progress (an insert at most `ms`); rejects while the database is not reached. */
   async function whenMigrated (ms = Infinity): Promise<void> {
     if (closed) throw new StoreUnavailableError()
-    if (!migrated) await within(attempt, ms)
+    if (!migrated) await within(migration, ms)
     if (!migrated) throw new StoreUnavailableError({ cause: lastError })
   }
 
@@ -205,7 +203,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       if (closed) return
       closed = true
       clearTimeout(retryTimer)
-      await attempt
+      await migration
       await batches.close()
       await probing
       await session.end()

@@ -121,10 +121,7 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
     retire(pool)
   }
 
-  /**
-   * A connection by the statement's timeout; else a StoreUnavailableError: nothing was sent, nothing stored. A
-   * statement queued behind stuck ones until its timeout is refused so.
-   */
+  /** A connection by the statement's timeout, else StoreUnavailableError (nothing sent), also when queued too long. */
   async function acquire (timeoutAt: number): Promise<{ pool: pg.Pool, client: pg.PoolClient }> {
     const budget = timeoutAt - performance.now()
     const connecting = (async () => {
@@ -145,10 +142,7 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
     }
   }
 
-  /**
-   * Waits for the answer to a statement given up on, re-cancelling each second; the connection is closed once
-   * the answer comes, after HOLD_MS, or at end(), whichever is first.
-   */
+  /** Waits for a statement given up on, re-cancelling each second; closed at its answer, after HOLD_MS or at end(). */
   function hold (client: pg.PoolClient, work: Promise<unknown>): void {
     let open = true
     // Released with an error, the client is closed by the pool, and a statement still pending fails.
@@ -168,9 +162,8 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
 
   return {
     /**
-     * Runs `statement` as one message: one implicit transaction, all or nothing, one round trip through any pooler.
-     * After a cancel, a success is no acknowledgement: a commit whose wait for the standby was cancelled is kept on
-     * the primary alone.
+     * `statement` as one message: one implicit transaction, one round trip through any pooler. After a cancel, a
+     * success is no acknowledgement: a commit whose wait for the standby was cancelled is kept on the primary alone.
      */
     async query<Row extends pg.QueryResultRow> (statement: string | pg.QueryConfig, timeoutAt: number) {
       const { pool, client } = await acquire(timeoutAt)
