@@ -34,7 +34,6 @@ export async function createRepository (options: StorageOptions): Promise<PlantR
       maxConnections: options.databasePoolMax,
       statementTimeoutMs: options.databaseStatementTimeoutMs,
       preparedStatements: options.databasePreparedStatements,
-      // After a failover, the line that says where the writes go now.
       hostSelected: (host) => { log?.info({ subject: 'store', host }, 'store host selected') }
     })
   }

@@ -20,11 +20,9 @@ export interface GroupCommitOptions<Item, Outcome> {
 }
 
 /**
- * Group commit, for the SQL stores: entries added in the same turn of the event loop leave together
- * as one batch (one transaction, one fsync or one round trip for all of them), and each entry's
- * promise settles only after the commit that holds it. setImmediate runs after the poll phase, so
- * every request read in this turn joins the batch. An entry added after close() is refused with
- * StoreUnavailableError.
+ * Group commit for the SQL stores: entries added in one turn of the event loop (setImmediate runs after the poll
+ * phase: every request read in it) leave as one batch, one transaction and one fsync or round trip, and each
+ * settles after the commit that holds it. An entry added after close() is refused with StoreUnavailableError.
  */
 export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<Item, Outcome>) {
   const { commit, maxBatch = Infinity, maxInFlight = 1 } = options

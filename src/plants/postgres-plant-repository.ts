@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import { isStoreError, StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../errors.js'
+import { StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../errors.js'
 import type { Plant, PlantId } from '../schemas.js'
 import { createGroupCommit, type Pending } from './group-commit.js'
 import { samePlant, type InsertOutcome, type PlantRepository } from './plant-repository.js'
@@ -8,12 +8,9 @@ import { createSession, ignore, notConnected, within } from './postgres-session.
 export interface PostgresPlantRepositoryOptions {
   /** To the server or a pooler; several hosts, sslmode and sslrootcert as libpq reads them (docs/storage.md). */
   connectionString: string
-  /** DATABASE_POOL_MAX, default 10. */
   maxConnections?: number | undefined
-  /** DATABASE_STATEMENT_TIMEOUT_MS, default 5000: every insert is answered within it + 1 s. */
+  /** DATABASE_STATEMENT_TIMEOUT_MS, default 5000: each insert answered within it + 1 s; also a connect's timeout. */
   statementTimeoutMs?: number | undefined
-  /** How long a new connection may take to open (each host). Default: the statement timeout. */
-  connectionTimeoutMs?: number | undefined
   /** DATABASE_PREPARED_STATEMENTS=on: named prepared statements (not through transaction pooling). */
   preparedStatements?: boolean | undefined
   /** Called with `host:port` each time a host is selected (several hosts, or a target_session_attrs). */
@@ -21,6 +18,7 @@ export interface PostgresPlantRepositoryOptions {
 }
 
 type Entry = Pending<{ key: string, id: bigint, plant: Plant }, InsertOutcome>
+interface StoredRow { id: string, name: string, tag: string | null }
 
 // A batch's values travel as parameters, one array per column. Ids travel as text and come back as `id::text`:
 // never a JS number, whatever int8 parser is set.
@@ -66,17 +64,13 @@ const FRESH_MS = 1000
  * tells the truth about writes: a write in flight for the statement timeout is a 503 at once.
  */
 export function createPostgresPlantRepository (options: PostgresPlantRepositoryOptions): PlantRepository {
-  const { maxConnections = 10, preparedStatements: prepared = false, hostSelected = ignore } = options
-  const statementTimeout = Math.trunc(options.statementTimeoutMs ?? 5000)
-  const session = createSession(options.connectionString, {
-    max: maxConnections, connectionTimeoutMillis: Math.trunc(options.connectionTimeoutMs ?? statementTimeout)
-  }, hostSelected)
+  const { maxConnections: max = 10, statementTimeoutMs: statementTimeout = 5000, hostSelected = ignore } = options
+  const session = createSession(options.connectionString, max, statementTimeout, hostSelected)
 
   let migrated = false
   let closed = false
   let lastError: unknown
-  /** The schema step in progress, or the last one. */
-  let attempt: Promise<void>
+  let migration: Promise<void>
   let retryTimer: NodeJS.Timeout | undefined
   let retryDelay = 250
   // Writes (batches, probes) in flight, in the order they started: the first is the oldest.
@@ -89,9 +83,9 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
 
   function connect (): void {
     const timeoutAt = performance.now() + statementTimeout
-    attempt = session.query(MIGRATE, timeoutAt).then(() => { migrated = true }, (error: unknown) => {
+    migration = session.query(MIGRATE, timeoutAt).then(() => { migrated = true }, (error: unknown) => {
       // The driver's own error, the cause ready() reports (not the session's name for it).
-      lastError = isStoreError(error) ? (error as Error).cause ?? error : error
+      lastError = error instanceof Error ? error.cause : error
       if (closed) return
       retryTimer = setTimeout(connect, retryDelay * (0.5 + Math.random()))
       retryDelay = Math.min(retryDelay * 2, 10000)
@@ -102,7 +96,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   /** Waits for a schema attempt in progress (an insert at most `ms`); rejects while the database is not reached. */
   async function whenMigrated (ms = Infinity): Promise<void> {
     if (closed) throw new StoreUnavailableError()
-    if (!migrated) await within(attempt, ms)
+    if (!migrated) await within(migration, ms)
     if (!migrated) throw new StoreUnavailableError({ cause: lastError })
   }
 
@@ -130,11 +124,12 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     commit: run,
     // Bounds one statement's size and time; while batches run, new inserts queue and leave together.
     maxBatch: 1000,
-    maxInFlight: Math.min(4, maxConnections)
+    maxInFlight: Math.min(4, max)
   })
 
   /** Unnamed statements pass through any pooler; named ones are parsed once per connection. */
-  const named = (name: string, query: pg.QueryConfig): pg.QueryConfig => prepared ? { ...query, name } : query
+  const named = (name: string, query: pg.QueryConfig): pg.QueryConfig =>
+    options.preparedStatements === true ? { ...query, name } : query
 
   function enqueue (id: PlantId, plant: Plant): Promise<InsertOutcome> {
     // Validation refuses NUL (schemas.ts); one that came here anyway fails alone, not its whole batch.
@@ -159,26 +154,21 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     }
     const created = await track(() => session.query<{ id: string }>(named('plants-insert-batch', insert), timeoutAt))
       .then((result) => new Set(result.rows.map((row) => row.id)), (error: unknown) => {
-        const failure = isStoreError(error) ? error : new StoreOutcomeUnknownError({ cause: error })
-        for (const pending of batch) pending.reject(failure)
+        for (const pending of batch) pending.reject(error)
       })
     if (created === undefined) return
 
     const stored = new Map<string, Plant>()
     for (const key of created) stored.set(key, (firsts.get(key) as Entry).item.plant)
     const others = [...firsts.keys()].filter((key) => !created.has(key))
-    let failure: Error | undefined
-    if (others.length > 0) {
-      try {
-        // A statement of its own: its snapshot sees the rows that made ON CONFLICT skip these ids.
-        const select = named('plants-select-stored', { text: SELECT_STORED, values: [others] })
-        const result = await session.query<{ id: string, name: string, tag: string | null }>(select, timeoutAt)
-        for (const { id, name, tag } of result.rows) stored.set(id, tag === null ? { name } : { name, tag })
-      } catch (error) {
-        // These ids are stored (their insert found them): only whether as this plant is not known.
-        failure = new StoreOutcomeUnknownError({ cause: (error as { cause?: unknown }).cause ?? error })
-      }
-    }
+    // A statement of its own: its snapshot sees the rows that made ON CONFLICT skip these ids. If it fails, they
+    // are stored (their insert found them): only whether as this plant is not known.
+    const select = named('plants-select-stored', { text: SELECT_STORED, values: [others] })
+    const failure = others.length === 0
+      ? undefined
+      : await session.query<StoredRow>(select, timeoutAt).then(
+        ({ rows }) => { for (const { id, name, tag } of rows) stored.set(id, tag === null ? { name } : { name, tag }) },
+        (error: unknown) => new StoreOutcomeUnknownError({ cause: error instanceof Error ? error.cause : error }))
     for (const pending of batch) {
       const { key, plant } = pending.item
       const found = stored.get(key)
@@ -213,7 +203,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       if (closed) return
       closed = true
       clearTimeout(retryTimer)
-      await attempt
+      await migration
       await batches.close()
       await probing
       await session.end()

@@ -69,14 +69,13 @@ export function parsePostgresUrl (url: string): { hosts: Host[], attrs: string }
  * however the server stalls: a statement still running then gets the protocol's cancel, and its connection stays
  * out of the pool until the server answers, so there are never more backends than the pool.
  */
-export function createSession (url: string, pool: { max: number, connectionTimeoutMillis: number },
-  selected: (label: string) => void) {
+export function createSession (url: string, max: number, connectTimeoutMs: number, selected: (label: string) => void) {
   const { hosts, attrs } = parsePostgresUrl(url)
   const fixed = hosts.length === 1 && attrs === 'any'
   // What every pooler passes: no startup parameter but application_name, no session state, no named statement
   // unless asked. No query_timeout: the session cancels a statement, keeping its connection.
   // Without an error listener, an idle client's error (a restart, a failover) would end the process.
-  const config = { ...pool, keepAlive: true, application_name: 'plant-store' }
+  const config = { max, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, application_name: 'plant-store' }
   const open = (host: Host): pg.Pool => new pg.Pool({ ...config, connectionString: host.url }).on('error', ignore)
   let current = fixed ? open(hosts[0] as Host) : undefined
   let selecting: Promise<pg.Pool> | undefined
@@ -122,14 +121,10 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
     retire(pool)
   }
 
-  /**
-   * A connection by the statement's timeout; else a StoreUnavailableError: nothing was sent, nothing stored. A
-   * statement queued behind stuck ones until its timeout is refused so.
-   */
+  /** A connection by the statement's timeout, else StoreUnavailableError (nothing sent), also when queued too long. */
   async function acquire (timeoutAt: number): Promise<{ pool: pg.Pool, client: pg.PoolClient }> {
     const budget = timeoutAt - performance.now()
     const connecting = (async () => {
-      if (ended) throw new Error('the store is closed')
       if (budget <= 0) throw new Error('timed out queued behind statements the database has not answered')
       const pool = current ?? await (selecting ??= select().finally(() => { selecting = undefined }))
       return { pool, client: await pool.connect().catch((error: unknown) => { lost(pool); throw error }) }
@@ -137,7 +132,7 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
     try {
       const connected = await within(connecting, budget)
       if (connected !== undefined) return connected
-      throw new Error(`timed out after ${Math.max(0, Math.round(budget))} ms waiting for a connection to the database`)
+      throw new Error(`timed out after ${Math.round(budget)} ms waiting for a connection to the database`)
     } catch (error) {
       // A connection that comes too late goes back unused.
       connecting.then(({ client }) => { client.release() }, ignore)
@@ -147,10 +142,7 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
     }
   }
 
-  /**
-   * Waits for the answer to a statement given up on, re-cancelling each second; the connection is closed once
-   * the answer comes, after HOLD_MS, or at end(), whichever is first.
-   */
+  /** Waits for a statement given up on, re-cancelling each second; closed at its answer, after HOLD_MS or at end(). */
   function hold (client: pg.PoolClient, work: Promise<unknown>): void {
     let open = true
     // Released with an error, the client is closed by the pool, and a statement still pending fails.
@@ -170,9 +162,8 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
 
   return {
     /**
-     * Runs `statement` as one message: one implicit transaction, all or nothing, one round trip through any pooler.
-     * After a cancel, a success is no acknowledgement: a commit whose wait for the standby was cancelled is kept on
-     * the primary alone.
+     * `statement` as one message: one implicit transaction, one round trip through any pooler. After a cancel, a
+     * success is no acknowledgement: a commit whose wait for the standby was cancelled is kept on the primary alone.
      */
     async query<Row extends pg.QueryResultRow> (statement: string | pg.QueryConfig, timeoutAt: number) {
       const { pool, client } = await acquire(timeoutAt)
@@ -194,12 +185,10 @@ export function createSession (url: string, pool: { max: number, connectionTimeo
       const code = failure instanceof pg.DatabaseError ? failure.code : undefined
       // Back to the pool after a clean refusal; closed after anything else or a read-only server (25006).
       const drop = 'error' in answer && (!serverRefused(failure) || code === '25006')
-      const settle = (): void => {
+      void Promise.resolve(cancelled).then(() => {
         client.release(drop)
         if (drop) lost(pool)
-      }
-      if (cancelled === undefined) settle()
-      else void cancelled.then(settle)
+      })
       if ('result' in answer && cancelled === undefined) return answer.result
       const refused = nothingStored(failure)
       const full = refused && code === '53100'

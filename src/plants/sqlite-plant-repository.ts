@@ -5,7 +5,7 @@ import { StoreFullError, StoreUnavailableError } from '../errors.js'
 import { ConfigError } from '../lib/config-error.js'
 import type { Plant, PlantId } from '../schemas.js'
 import { createGroupCommit, type Pending } from './group-commit.js'
-import { samePlant, type InsertOutcome, type PlantRepository } from './plant-repository.js'
+import type { InsertOutcome, PlantRepository } from './plant-repository.js'
 
 export interface SqlitePlantRepositoryOptions {
   /** The database file; its folder is created when missing. */
@@ -15,16 +15,6 @@ export interface SqlitePlantRepositoryOptions {
   /** A cap on the file's size in pages, like a full disk (tests use it to reach SQLITE_FULL). */
   maxPageCount?: number
 }
-
-/** Versioned schema steps, never edited once released. `STRICT` keeps a REAL or TEXT out of the int64 `id`. */
-const MIGRATIONS: readonly string[] = [
-  `CREATE TABLE plants (
-     id INTEGER PRIMARY KEY,
-     name TEXT NOT NULL,
-     tag TEXT,
-     created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
-   ) STRICT`
-]
 
 type Entry = Pending<{ id: bigint, plant: Plant }, InsertOutcome>
 
@@ -39,14 +29,13 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
   try {
     mkdirSync(dirname(path), { recursive: true })
     doing = 'open'
-    // How long a write waits for another process's lock (busy_timeout).
-    db = new Database(path, { timeout: Math.trunc(busyTimeoutMs) })
+    db = new Database(path, { timeout: busyTimeoutMs })
     const mode = db.pragma('journal_mode = WAL', { simple: true })
     if (mode !== 'wal') throw new Error(`the file cannot use write-ahead logging (journal_mode is ${String(mode)})`)
     // better-sqlite3 builds with SQLITE_DEFAULT_WAL_SYNCHRONOUS=1 (NORMAL): a commit could be lost
     // on power failure. FULL makes "200" mean "on disk".
     db.pragma('synchronous = FULL')
-    if (maxPageCount !== undefined) db.pragma(`max_page_count = ${Math.trunc(maxPageCount)}`)
+    if (maxPageCount !== undefined) db.pragma(`max_page_count = ${maxPageCount}`)
     // Integers come back as bigints: a JS number would round ids beyond 2^53.
     db.defaultSafeIntegers(true)
     migrate(db)
@@ -60,21 +49,18 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
 
   const insertRow = db.prepare<[bigint, string, string | null]>(
     'INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING')
-  const selectRow = db.prepare<[bigint], { name: string, tag: string | null }>(
-    'SELECT name, tag FROM plants WHERE id = ?')
+  // 1n for the same plant (`IS`: both without a tag too), 0n for another.
+  const sameRow = db.prepare<[string, string | null, bigint], bigint>(
+    'SELECT name = ? AND tag IS ? FROM plants WHERE id = ?').pluck()
   // BEGIN IMMEDIATE; rolled back when anything throws (SQLite may have rolled back already, e.g. on SQLITE_FULL).
   const insertAll = db.transaction((batch: Entry[]) => batch.map(({ item: { id, plant } }): InsertOutcome => {
     if (insertRow.run(id, plant.name, plant.tag ?? null).changes === 1) return 'created'
-    const row = selectRow.get(id)
-    if (row === undefined) throw new Error(`plant ${id} neither inserted nor found`)
-    const stored = row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag }
-    return samePlant(stored, plant) ? 'same' : 'conflict'
+    return sameRow.get(plant.name, plant.tag ?? null, id) === 1n ? 'same' : 'conflict'
   })).immediate
 
-  /** One transaction for every insert queued so far, in arrival order, so a batch acts as if sequential. */
+  /** One transaction for the inserts queued so far, in arrival order (as if sequential); settled once committed. */
   function flush (batch: Entry[]): void {
     try {
-      // Settled once the transaction has committed.
       insertAll(batch).forEach((outcome, index) => { (batch[index] as Entry).resolve(outcome) })
     } catch (error) {
       // SQLITE_FULL is a full disk (507); every other failure of the file is a 503 the client may retry.
@@ -100,17 +86,16 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
   }
 }
 
-/** Applies the steps the file does not have yet. BEGIN IMMEDIATE: one process at a time migrates. */
+// Versioned steps, never edited once released, under BEGIN IMMEDIATE: one process at a time migrates.
+// STRICT keeps a REAL or TEXT out of the int64 id.
 const migrate = (db: Database.Database): void => db.transaction(() => {
   db.exec('CREATE TABLE IF NOT EXISTS plant_store_migrations ' +
     '(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL) STRICT')
-  const current = Number(db.prepare('SELECT coalesce(max(version), 0) FROM plant_store_migrations').pluck().get())
-  if (current > MIGRATIONS.length) {
-    throw new Error(`schema version ${current} is newer than this release knows (${MIGRATIONS.length})`)
-  }
-  const record = db.prepare('INSERT INTO plant_store_migrations (version, applied_at) VALUES (?, ?)')
-  for (let version = current + 1; version <= MIGRATIONS.length; version++) {
-    db.exec(MIGRATIONS[version - 1] as string)
-    record.run(version, new Date().toISOString())
+  const version = Number(db.prepare('SELECT coalesce(max(version), 0) FROM plant_store_migrations').pluck().get())
+  if (version > 1) throw new Error(`schema version ${version} is newer than this release knows (1)`)
+  if (version < 1) {
+    db.exec(`CREATE TABLE plants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, tag TEXT,
+      created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))) STRICT`)
+    db.prepare('INSERT INTO plant_store_migrations (version, applied_at) VALUES (1, ?)').run(new Date().toISOString())
   }
 }).immediate()

@@ -312,7 +312,7 @@ function defineSuite (target: PostgresTarget): void {
     url.searchParams.set('target_session_attrs', 'read-write')
     const store = createPostgresPlantRepository({
       connectionString: url.toString().replace(`@${url.host}/`, `@127.0.0.1:${(silent.address() as AddressInfo).port},${url.host}/`),
-      connectionTimeoutMs: 300
+      statementTimeoutMs: 300
     })
     onTestFinished(() => store.close())
     const started = performance.now()
