@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { FastifyOtelInstrumentation } from '@fastify/otel'
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, propagation, trace, type Span } from '@opentelemetry/api'
+import { ROOT_CONTEXT, SpanStatusCode, propagation, trace, type Span } from '@opentelemetry/api'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { resourceFromAttributes } from '@opentelemetry/resources'
@@ -63,8 +63,7 @@ export function createTracing (endpoint: string) {
     startInsert () {
       const parent = active.getStore()
       if (parent === undefined) return undefined
-      const context = trace.setSpan(ROOT_CONTEXT, parent)
-      const span = tracer.startSpan('plant_store insert', { kind: SpanKind.INTERNAL }, context)
+      const span = tracer.startSpan('plant_store insert', {}, trace.setSpan(ROOT_CONTEXT, parent))
       return (outcome: InsertOutcome | 'error' | 'unknown', error?: unknown): void => {
         span.setAttribute('plant_store.outcome', outcome)
         if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: String(error) })
