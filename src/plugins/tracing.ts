@@ -9,9 +9,6 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { InsertOutcome } from '../plants/plant-repository.js'
 
-/** The resource's service.name: what a tracing backend lists the spans under. */
-export const SERVICE_NAME = 'plant-store'
-
 /** The OpenTelemetry rule for OTEL_EXPORTER_OTLP_ENDPOINT: the signal's path appended to the base URL. */
 export function tracesUrl (endpoint: string): string {
   return new URL('v1/traces', endpoint.endsWith('/') ? endpoint : `${endpoint}/`).href
@@ -28,10 +25,11 @@ propagation.setGlobalPropagator(new W3CTraceContextPropagator())
  */
 export function createTracing (endpoint: string) {
   const provider = new TracerProvider({
-    resource: resourceFromAttributes({ 'service.name': SERVICE_NAME }),
+    // What a tracing backend lists the spans under.
+    resource: resourceFromAttributes({ 'service.name': 'plant-store' }),
     spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: tracesUrl(endpoint) }) })]
   })
-  const tracer = provider.getTracer(SERVICE_NAME)
+  const tracer = provider.getTracer('plant-store')
   // One span per request, none per hook or handler.
   const instrumentation = new FastifyOtelInstrumentation({
     instrumentHooks: false,
