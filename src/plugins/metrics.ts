@@ -14,8 +14,7 @@ const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT'
 /** The gauges a store's stats() can feed, by the field that feeds each. */
 const STAT_GAUGES: ReadonlyArray<[keyof StoreStats, string, string]> = [
   ['plants', 'plant_store_memory_plants', 'Plants held by the memory store.'],
-  ['capacity', 'plant_store_memory_capacity_plants',
-    'Plants the memory store can hold (MAX_PLANTS); beyond it a create is a 507.'],
+  ['capacity', 'plant_store_memory_capacity_plants', 'Plants the memory store can hold (MAX_PLANTS).'],
   ['poolConnections', 'plant_store_pool_connections', 'PostgreSQL connections the pool holds open, busy or idle.'],
   ['poolIdleConnections', 'plant_store_pool_idle_connections', 'PostgreSQL connections open and idle in the pool.'],
   ['poolWaitingRequests', 'plant_store_pool_waiting_requests', 'Store calls waiting for a free PostgreSQL connection.']
@@ -73,9 +72,8 @@ export function createMetrics () {
         const key = `${method} ${path} ${status}`
         let one = series.get(key)
         if (one === undefined) {
-          series.set(key, one = requestSeconds.series({
-            http_request_method: method, http_route: path, http_response_status_code: `${status}`
-          }))
+          const labels = { http_request_method: method, http_route: path, http_response_status_code: `${status}` }
+          series.set(key, one = requestSeconds.series(labels))
         }
         one.observe(seconds)
       }

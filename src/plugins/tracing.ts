@@ -34,9 +34,8 @@ export function createTracing (endpoint: string) {
   const instrumentation = new FastifyOtelInstrumentation({
     instrumentHooks: false,
     instrumentHandler: false,
-    requestHook: (span, request) => {
-      const route = request.routeOptions.url
-      span.updateName(route === undefined ? request.method : `${request.method} ${route}`)
+    requestHook: (span, { method, routeOptions: { url } }) => {
+      span.updateName(url === undefined ? method : `${method} ${url}`)
     }
   })
   instrumentation.setTracerProvider(provider)
