@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
-import { prometheusHistogram, type HistogramSeries } from '../lib/prometheus-histogram.js'
+import { prometheusHistogram } from '../lib/prometheus-histogram.js'
 import type { InsertOutcome, PlantRepository, StoreStats } from '../plants/plant-repository.js'
 
 /** Seconds: from 0.5 ms (a request served from memory) to 10 s (past every timeout). */
@@ -55,7 +55,7 @@ export function createMetrics () {
   const requestSeconds = prometheusHistogram('http_server_request_duration_seconds',
     'Duration of HTTP server requests, from arrival to the end of the reply, in seconds.', DURATION_BUCKETS)
   // A series per method, route and status, taken once.
-  const series = new Map<string, HistogramSeries>()
+  const series = new Map<string, ReturnType<typeof requestSeconds.series>>()
 
   return {
     /** What GET /metrics serves: prom-client's metrics, then the two histograms counted in place. */
