@@ -19,7 +19,6 @@ export const defaultMaxHeapUsedBytes = (): number => Math.floor(getHeapStatistic
  */
 export const LIMIT_BYTES_PER_PLANT = 8192
 
-/** The HTTP server's limits (app.ts). */
 const httpLimits = (values: Env) => ({
   headersTimeoutMs: values.HEADERS_TIMEOUT_MS,
   requestTimeoutMs: values.REQUEST_TIMEOUT_MS,

@@ -69,7 +69,6 @@ async function main (): Promise<void> {
 main().catch((error: unknown) => {
   // One clear line, naming the variable for configuration errors, then exit status 1.
   const reason = error instanceof Error ? error.message : String(error)
-  const message = error instanceof ConfigError ? error.message : `cannot start: ${reason}`
-  process.stderr.write(`plant-store: ${message}\n`)
+  process.stderr.write(`plant-store: ${error instanceof ConfigError ? '' : 'cannot start: '}${reason}\n`)
   process.exit(1)
 })

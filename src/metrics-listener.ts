@@ -5,20 +5,15 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Registry } from 'prom-client'
 import { bareError, clientErrorHandler, pathOf } from './errors.js'
 
-/** `host` and `port`: METRICS_HOST and METRICS_PORT (0 picks a free port). */
-export interface MetricsListenerOptions {
-  registry: Pick<Registry, 'metrics' | 'contentType'>
-  host: string
-  port: number
-  log: FastifyBaseLogger
-}
-
 /**
  * The second listener, apart from the API: `GET /metrics` in the Prometheus text format, without a
  * token (like every exporter, it relies on the network to keep it private: docs/observability.md).
  * A bare node:http server: a scrape needs no framework, and the API's hooks and access log stay out.
+ * `host` and `port`: METRICS_HOST and METRICS_PORT (0 picks a free port).
  */
-export async function listenMetrics ({ registry, host, port, log }: MetricsListenerOptions) {
+export async function listenMetrics ({ registry, host, port, log }: {
+  registry: Pick<Registry, 'metrics' | 'contentType'>, host: string, port: number, log: FastifyBaseLogger
+}) {
   const server = createServer({ headersTimeout: 10000, requestTimeout: 15000 }, (request, response) => {
     const path = pathOf(request.url ?? '/')
     if (request.method !== 'GET' || path !== '/metrics') {
@@ -39,19 +34,9 @@ export async function listenMetrics ({ registry, host, port, log }: MetricsListe
   const address = server.address() as AddressInfo
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}/metrics`
   log.info({ url }, `Metrics listening at ${url}`)
-  return {
-    /** Where GET /metrics answers, e.g. http://127.0.0.1:9464/metrics. */
-    url,
-    close: async (): Promise<void> => {
-      const closed = once(server.close(), 'close')
-      // A scraper's idle keep-alive connection must not hold the exit back.
-      server.closeAllConnections()
-      await closed
-    }
-  }
+  // close() also ends a scraper's idle keep-alive connection, which must not hold the exit back.
+  return { url, close: async (): Promise<void> => { await once(server.close(), 'close') } }
 }
-
-export type MetricsListener = Awaited<ReturnType<typeof listenMetrics>>
 
 function send (response: ServerResponse, status: number, message: string): void {
   const { body, headers } = bareError(status, message)

@@ -1,4 +1,4 @@
-import { unwatchFile, watchFile, type Stats } from 'node:fs'
+import { unwatchFile, watchFile } from 'node:fs'
 import type { FastifyBaseLogger } from 'fastify'
 import { readTokensFile } from './config.js'
 import type { TokenSet } from './plugins/auth.js'
@@ -37,16 +37,12 @@ export function reloadTokens ({ file, tokens, log, onReload }: TokenReloadOption
  * symlink swap Kubernetes uses to update a mounted secret is seen too. Returns a function that stops both.
  */
 export function watchTokens (options: TokenReloadOptions): () => void {
-  const onSignal = (): void => { reloadTokens(options) }
-  const onChange = (current: Stats, previous: Stats): void => {
-    if (current.mtimeMs !== previous.mtimeMs || current.ino !== previous.ino ||
-      current.size !== previous.size) reloadTokens(options)
-  }
-  process.on('SIGHUP', onSignal)
+  const reload = (): void => { reloadTokens(options) }
+  process.on('SIGHUP', reload)
   // Not persistent: the watcher must not keep the process alive after close.
-  watchFile(options.file, { interval: 2000, persistent: false }, onChange)
+  watchFile(options.file, { interval: 2000, persistent: false }, reload)
   return () => {
-    process.removeListener('SIGHUP', onSignal)
-    unwatchFile(options.file, onChange)
+    process.removeListener('SIGHUP', reload)
+    unwatchFile(options.file, reload)
   }
 }

@@ -67,11 +67,9 @@ export function parseTokens (text: string, source: 'API_TOKENS' | 'API_TOKENS_FI
 }
 
 export function readTokensFile (path: string): TokenEntry[] {
-  let text: string
   try {
-    text = readFileSync(path, 'utf8')
+    return parseTokens(readFileSync(path, 'utf8'), 'API_TOKENS_FILE')
   } catch (error) {
-    throw new ConfigError(`API_TOKENS_FILE: ${(error as Error).message}`)
+    throw error instanceof ConfigError ? error : new ConfigError(`API_TOKENS_FILE: ${(error as Error).message}`)
   }
-  return parseTokens(text, 'API_TOKENS_FILE')
 }

@@ -42,7 +42,6 @@ interface Kind { pending: number, cause: unknown, loggedAt: number, timer: NodeJ
  * and message; one line when it works again.
  */
 export function createFailureLog ({ log, subject, counted, effect, intervalMs = 1000 }: FailureLogOptions) {
-  const suffix = effect === undefined ? '' : `: ${effect}`
   const kinds = new Map<string, Kind>()
   let failingSince: number | undefined
   let total = 0
@@ -52,7 +51,7 @@ export function createFailureLog ({ log, subject, counted, effect, intervalMs = 
     state.timer = undefined
     const cause = summarizeCause(state.cause)
     log.warn({ subject, failure: kind, during, [counted]: state.pending, ...(cause && { cause }) },
-      `${subject} failing (${kind}, ${during})${suffix}`)
+      `${subject} failing (${kind}, ${during})${effect === undefined ? '' : `: ${effect}`}`)
     state.pending = 0
     state.loggedAt = Date.now()
   }

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { totalmem } from 'node:os'
 
 /**
@@ -18,11 +18,7 @@ export function memoryLimit (
  * leaves out pages of mapped files (Node's own binary) that the system drops under pressure.
  */
 export function residentAnonymousBytes (status = '/proc/self/status'): number {
-  try {
-    const match = /^RssAnon:\s+(\d+) kB$/m.exec(readFileSync(status, 'latin1'))
-    if (match?.[1] !== undefined) return Number(match[1]) * 1024
-  } catch {
-    // Not Linux: the RSS below.
-  }
-  return process.memoryUsage.rss()
+  // Not Linux: the whole RSS.
+  const kB = /^RssAnon:\s+(\d+) kB$/m.exec(existsSync(status) ? readFileSync(status, 'latin1') : '')?.[1]
+  return kB === undefined ? process.memoryUsage.rss() : Number(kB) * 1024
 }

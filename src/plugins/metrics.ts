@@ -1,12 +1,9 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
-import { prometheusHistogram, type HistogramSeries } from '../lib/prometheus-histogram.js'
+import { prometheusHistogram } from '../lib/prometheus-histogram.js'
 import type { InsertOutcome, PlantRepository, StoreStats } from '../plants/plant-repository.js'
 
 /** Seconds: from 0.5 ms (a request served from memory) to 10 s (past every timeout). */
 export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
-
-/** Inserts per group commit; a PostgreSQL batch holds at most 1000. */
-export const BATCH_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000]
 
 /** `http_route` of a request that matched no route (404s, bad URLs, malformed HTTP): never the raw path. */
 export const UNMATCHED_ROUTE = 'unmatched'
@@ -17,8 +14,7 @@ const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT'
 /** The gauges a store's stats() can feed, by the field that feeds each. */
 const STAT_GAUGES: ReadonlyArray<[keyof StoreStats, string, string]> = [
   ['plants', 'plant_store_memory_plants', 'Plants held by the memory store.'],
-  ['capacity', 'plant_store_memory_capacity_plants',
-    'Plants the memory store can hold (MAX_PLANTS); beyond it a create is a 507.'],
+  ['capacity', 'plant_store_memory_capacity_plants', 'Plants the memory store can hold (MAX_PLANTS).'],
   ['poolConnections', 'plant_store_pool_connections', 'PostgreSQL connections the pool holds open, busy or idle.'],
   ['poolIdleConnections', 'plant_store_pool_idle_connections', 'PostgreSQL connections open and idle in the pool.'],
   ['poolWaitingRequests', 'plant_store_pool_waiting_requests', 'Store calls waiting for a free PostgreSQL connection.']
@@ -34,8 +30,7 @@ export function createMetrics () {
   for (const kind of ['handles', 'requests', 'resources']) registry.removeSingleMetric(`nodejs_active_${kind}_total`)
   const reloads = new Counter({
     name: 'plant_store_token_reloads_total',
-    help: 'Reloads of API_TOKENS_FILE (SIGHUP or a change of the file): ok, or refused ' +
-      '(the previous tokens stay accepted).',
+    help: 'Reloads of API_TOKENS_FILE: ok, or refused (the previous tokens stay accepted).',
     labelNames: ['result'],
     registers
   })
@@ -46,9 +41,7 @@ export function createMetrics () {
   })
   const inserts = new Counter({
     name: 'plant_store_inserts_total',
-    help: 'Store inserts by outcome: created, same (the identical plant was stored), conflict (another plant has ' +
-      'the id), error (the store failed: nothing stored), unknown (the store lost the write after it was sent: ' +
-      'stored or not).',
+    help: 'Store inserts by outcome: created, same, conflict, error (nothing stored), unknown (stored or not).',
     labelNames: ['outcome'],
     registers
   })
@@ -60,10 +53,9 @@ export function createMetrics () {
     'Time of one store insert, group-commit wait included, in seconds.', DURATION_BUCKETS)
   const inserted = insertSeconds.series()
   const requestSeconds = prometheusHistogram('http_server_request_duration_seconds',
-    'Duration of HTTP server requests, from the request\'s arrival to the end of its reply, in seconds. ' +
-    'Every reply counts.', DURATION_BUCKETS)
+    'Duration of HTTP server requests, from arrival to the end of the reply, in seconds.', DURATION_BUCKETS)
   // A series per method, route and status, taken once.
-  const series = new Map<string, HistogramSeries>()
+  const series = new Map<string, ReturnType<typeof requestSeconds.series>>()
 
   return {
     /** What GET /metrics serves: prom-client's metrics, then the two histograms counted in place. */
@@ -80,9 +72,8 @@ export function createMetrics () {
         const key = `${method} ${path} ${status}`
         let one = series.get(key)
         if (one === undefined) {
-          series.set(key, one = requestSeconds.series({
-            http_request_method: method, http_route: path, http_response_status_code: `${status}`
-          }))
+          const labels = { http_request_method: method, http_route: path, http_response_status_code: `${status}` }
+          series.set(key, one = requestSeconds.series(labels))
         }
         one.observe(seconds)
       }
@@ -101,17 +92,15 @@ export function createMetrics () {
         const batches = new Histogram({
           name: 'plant_store_group_commit_batch_size',
           help: 'Inserts per group commit (one SQLite transaction, or one PostgreSQL statement).',
-          buckets: BATCH_SIZE_BUCKETS,
+          // A PostgreSQL batch holds at most 1000.
+          buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000],
           registers
         })
         store.observe({ batch: (size) => { batches.observe(size) } })
       }
-      const stats = store.stats?.bind(store)
-      if (stats === undefined) return
-      const known = stats()
-      for (const [field, name, help] of STAT_GAUGES) {
-        if (known[field] === undefined) continue
-        // Read when scraped, never per request.
+      // Read when scraped, never per request.
+      const stats = (): StoreStats => store.stats?.() ?? {}
+      for (const [field, name, help] of STAT_GAUGES.filter(([field]) => stats()[field] !== undefined)) {
         registry.registerMetric(new Gauge({ name, help, registers: [], collect () { this.set(stats()[field] ?? 0) } }))
       }
     }

@@ -4,18 +4,13 @@ import type { Config } from '../config.js'
 import { OverloadedError } from '../errors.js'
 import { residentAnonymousBytes } from '../lib/memory-limit.js'
 
-export interface OverloadOptions {
-  limits: Config['overload']
-  /** The resident anonymous memory now; tests pass their own. Default: lib/memory-limit.ts. */
-  rssAnonBytes?: () => number
-}
-
 /**
  * Sheds requests before auth, body or store with a 503 while the event loop or memory is over its
  * limit. /readyz is shed too, to tell the balancer; /livez is not, or a busy process would be killed.
+ * `rssAnonBytes` reads the resident anonymous memory (lib/memory-limit.ts); tests pass their own.
  */
-export const overload = fp<OverloadOptions>(async function overload (app, options) {
-  const { limits, rssAnonBytes = residentAnonymousBytes } = options
+export const overload = fp<{ limits: Config['overload'], rssAnonBytes?: () => number }>(async function overload (
+  app, { limits, rssAnonBytes = residentAnonymousBytes }) {
   // The pressure is measured again only after one sample interval: retrying sooner is pointless.
   const retryAfter = String(Math.max(1, Math.ceil(limits.sampleIntervalMs / 1000)))
   // One error for every shed request, as under-pressure does: no stack captured per request.

@@ -20,8 +20,7 @@ export const processHealth = fp(async function processHealth (app: FastifyInstan
       heapUsedBytes: memory.heapUsed
     }, 'process health')
     histogram.reset()
-  }, 5000)
-  timer.unref()
+  }, 5000).unref()
   app.addHook('onClose', async () => {
     clearInterval(timer)
     histogram.disable()

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
@@ -26,21 +27,17 @@ export const tokenRateLimit = fp<{ limit: RateLimit }>(async function tokenRateL
     keyGenerator: rateLimitKey,
     enableDraftSpec: true,
     skipOnError: true,
-    ...(limit.redisUrl !== undefined && await redisStore(app, limit.redisUrl)),
+    ...(limit.redisUrl !== undefined && { redis: await connectRedis(app, limit.redisUrl) }),
+    nameSpace: 'plant-store:rate-limit:',
     errorResponseBuilder: (_request, context) => new RateLimitedError(context.max, Math.ceil(context.ttl / 1000))
   })
 }, { name: 'token-rate-limit' })
 
-/** Redis as the limit's store: waits at most 2 s for it at start, then goes on without it (fail-open). */
-async function redisStore (app: FastifyInstance, url: string) {
-  const timeoutMs = 2000
-  const redis = new Redis(url, {
-    // Fail fast while Redis is away instead of queueing commands (and requests) behind it.
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    connectTimeout: timeoutMs,
-    lazyConnect: true
-  })
+/** Waits at most 2 s for Redis at start, then goes on without it (fail-open). */
+async function connectRedis (app: FastifyInstance, url: string): Promise<Redis> {
+  // Fail fast while Redis is away instead of queueing commands (and requests) behind it.
+  const options = { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, lazyConnect: true }
+  const redis = new Redis(url, options)
   // Without a listener, an 'error' would crash the process; ioredis keeps reconnecting.
   const failures = createFailureLog({
     log: app.log, subject: 'rate limit store (Redis)', counted: 'errors', effect: 'requests are served without a limit'
@@ -53,11 +50,9 @@ async function redisStore (app: FastifyInstance, url: string) {
     await redis.quit().catch(() => redis.disconnect())
     failures.close()
   })
-  const connected = redis.connect().then(() => true, () => false)
-  const timedOut = new Promise<false>((resolve) => setTimeout(resolve, timeoutMs, false).unref())
-  if (!await Promise.race([connected, timedOut])) {
+  if (!await Promise.race([redis.connect().then(() => true, () => false), sleep(2000, false, { ref: false })])) {
     app.log.warn('rate limit store (Redis) not reachable at start; ' +
       'starting without it, requests are served without a limit until it is')
   }
-  return { redis, nameSpace: 'plant-store:rate-limit:' }
+  return redis
 }

@@ -3,12 +3,6 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { stopAccepting } from '../lib/stop-accepting.js'
 
-/** `delayMs`: SHUTDOWN_DELAY_MS, after SIGTERM how long requests are still served while /readyz answers 503. */
-export interface ShutdownOptions { delayMs: number }
-
-/** How long open keep-alive connections may still bring a request once the listener is closed. */
-const GRACE_MS = 500
-
 declare module 'fastify' {
   interface FastifyInstance {
     /** True from the start of shutdown: /readyz answers 503 and every reply says Connection: close. */
@@ -19,11 +13,11 @@ declare module 'fastify' {
 }
 
 /**
- * Closing begins SHUTDOWN_DELAY_MS before close() on SIGTERM, so that balancers see /readyz fail while
- * requests are still served. Then open connections get a short grace with Connection: close, so that
- * no request already on its way meets a reset.
+ * Closing begins SHUTDOWN_DELAY_MS (`delayMs`) before close() on SIGTERM, so that balancers see /readyz fail
+ * while requests are still served. Then open connections get a grace of 500 ms with Connection: close, so
+ * that no request already on its way meets a reset.
  */
-export const shutdown = fp(async function shutdown (app: FastifyInstance, { delayMs }: ShutdownOptions) {
+export const shutdown = fp(async function shutdown (app: FastifyInstance, { delayMs }: { delayMs: number }) {
   let closing = false
   app.decorate('closing', { getter: () => closing })
   app.decorate('shutDown', async (signal: string | undefined, err?: Error) => {
@@ -40,7 +34,7 @@ export const shutdown = fp(async function shutdown (app: FastifyInstance, { dela
     closing = true
     // The grace ends early once every connection has ended; its timer never holds the process.
     if (!app.server.listening) return
-    await Promise.race([stopAccepting(app.server), sleep(GRACE_MS, undefined, { ref: false })])
+    await Promise.race([stopAccepting(app.server), sleep(500, undefined, { ref: false })])
   })
   // Callback style: an async hook costs a promise per request.
   app.addHook('onSend', (_request, reply, payload, done) => {

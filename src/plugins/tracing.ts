@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { FastifyOtelInstrumentation } from '@fastify/otel'
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, propagation, trace, type Span } from '@opentelemetry/api'
+import { ROOT_CONTEXT, SpanStatusCode, propagation, trace, type Span } from '@opentelemetry/api'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { resourceFromAttributes } from '@opentelemetry/resources'
@@ -8,9 +8,6 @@ import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { InsertOutcome } from '../plants/plant-repository.js'
-
-/** The resource's service.name: what a tracing backend lists the spans under. */
-export const SERVICE_NAME = 'plant-store'
 
 /** The OpenTelemetry rule for OTEL_EXPORTER_OTLP_ENDPOINT: the signal's path appended to the base URL. */
 export function tracesUrl (endpoint: string): string {
@@ -28,17 +25,17 @@ propagation.setGlobalPropagator(new W3CTraceContextPropagator())
  */
 export function createTracing (endpoint: string) {
   const provider = new TracerProvider({
-    resource: resourceFromAttributes({ 'service.name': SERVICE_NAME }),
+    // What a tracing backend lists the spans under.
+    resource: resourceFromAttributes({ 'service.name': 'plant-store' }),
     spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: tracesUrl(endpoint) }) })]
   })
-  const tracer = provider.getTracer(SERVICE_NAME)
+  const tracer = provider.getTracer('plant-store')
   // One span per request, none per hook or handler.
   const instrumentation = new FastifyOtelInstrumentation({
     instrumentHooks: false,
     instrumentHandler: false,
-    requestHook: (span, request) => {
-      const route = request.routeOptions.url
-      span.updateName(route === undefined ? request.method : `${request.method} ${route}`)
+    requestHook: (span, { method, routeOptions: { url } }) => {
+      span.updateName(url === undefined ? method : `${method} ${url}`)
     }
   })
   instrumentation.setTracerProvider(provider)
@@ -63,8 +60,7 @@ export function createTracing (endpoint: string) {
     startInsert () {
       const parent = active.getStore()
       if (parent === undefined) return undefined
-      const context = trace.setSpan(ROOT_CONTEXT, parent)
-      const span = tracer.startSpan('plant_store insert', { kind: SpanKind.INTERNAL }, context)
+      const span = tracer.startSpan('plant_store insert', {}, trace.setSpan(ROOT_CONTEXT, parent))
       return (outcome: InsertOutcome | 'error' | 'unknown', error?: unknown): void => {
         span.setAttribute('plant_store.outcome', outcome)
         if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: String(error) })
