@@ -81,7 +81,7 @@ USER node
 RUN API_TOKENS=compile-cache-warm-up PORT=0 HOST=127.0.0.1 METRICS_PORT=0 node -e " \
       const { spawn } = require('node:child_process'); \
       const child = spawn(process.execPath, ['dist/server.js'], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, LOG_LEVEL: 'info' } }); \
-      child.stdout.on('data', (d) => { const m = /listening at (http:[^\"]+)/.exec(String(d)); if (m) fetch(m[1] + '/livez').then(() => child.kill('SIGINT')) }); \
+      child.stdout.on('data', (d) => { const m = /Server listening at (http:[^\"]+)/.exec(String(d)); if (m) fetch(m[1] + '/livez').then(() => child.kill('SIGINT')) }); \
       child.on('exit', (code) => process.exit(code ?? 1)); \
       setTimeout(() => { child.kill('SIGKILL'); process.exit(1) }, 30000).unref()" \
  && test -n "$(find "$NODE_COMPILE_CACHE" -type f | head -1)"
