@@ -242,7 +242,7 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
   it('without a token (no API_TOKENS) exits 1 with one clear line', async () => {
     const result = await dockerResult(['run', '--rm', IMAGE])
     expect(result.code).toBe(1)
-    expect(result.stderr).toBe('plant-store: API_TOKENS: set API_TOKENS (comma-separated) or API_TOKENS_FILE; the service never runs open\n')
+    expect(result.stderr).toBe('plant-store: API_TOKENS: at least one bearer token is required (API_TOKENS or API_TOKENS_FILE); the service never runs open\n')
     expect(result.stdout).toBe('')
   })
 
