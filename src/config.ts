@@ -76,7 +76,6 @@ export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
     databaseUrl: values.DATABASE_URL,
     databasePoolMax: values.DATABASE_POOL_MAX,
     databaseStatementTimeoutMs: values.DATABASE_STATEMENT_TIMEOUT_MS,
-    databasePreparedStatements: values.DATABASE_PREPARED_STATEMENTS === 'on',
     bodyLimit: values.BODY_LIMIT,
     maxPlants: values.MAX_PLANTS ?? Math.min(1000000, Math.floor(limit / LIMIT_BYTES_PER_PLANT)),
     shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS,

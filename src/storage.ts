@@ -8,8 +8,6 @@ export interface StorageOptions {
   /** PostgreSQL: connections of this process (default 10) and statement timeout (default 5000 ms). */
   databasePoolMax?: number
   databaseStatementTimeoutMs?: number
-  /** PostgreSQL: named prepared statements (not through a transaction-mode pooler). Default false. */
-  databasePreparedStatements?: boolean
   /** Where the store logs what it does by itself (a failover's new host); failures: app.ts's wrapper. */
   log?: FailureLogger
 }
@@ -33,7 +31,6 @@ export async function createRepository (options: StorageOptions): Promise<PlantR
       connectionString: databaseUrl,
       maxConnections: options.databasePoolMax,
       statementTimeoutMs: options.databaseStatementTimeoutMs,
-      preparedStatements: options.databasePreparedStatements,
       hostSelected: (host) => { log?.info({ subject: 'store', host }, 'store host selected') }
     })
   }

@@ -63,7 +63,6 @@ describe('loadConfig', () => {
       databaseUrl: 'memory:',
       databasePoolMax: 10,
       databaseStatementTimeoutMs: 5000,
-      databasePreparedStatements: false,
       bodyLimit: 16384,
       maxPlants: 1000000,
       shutdownTimeoutMs: 8000,
@@ -94,8 +93,8 @@ describe('loadConfig', () => {
   })
 
   it('reads the PostgreSQL pool size and statement timeout', () => {
-    expect(loadConfig({ API_TOKENS: 'a', DATABASE_POOL_MAX: '40', DATABASE_STATEMENT_TIMEOUT_MS: '1500', DATABASE_PREPARED_STATEMENTS: 'on' }))
-      .toMatchObject({ databasePoolMax: 40, databaseStatementTimeoutMs: 1500, databasePreparedStatements: true })
+    expect(loadConfig({ API_TOKENS: 'a', DATABASE_POOL_MAX: '40', DATABASE_STATEMENT_TIMEOUT_MS: '1500' }))
+      .toMatchObject({ databasePoolMax: 40, databaseStatementTimeoutMs: 1500 })
   })
 
   it('reads SHUTDOWN_DELAY_MS (milliseconds of not-ready serving after SIGTERM)', () => {
@@ -117,7 +116,6 @@ describe('loadConfig', () => {
     ['a DATABASE_POOL_MAX of 0', { API_TOKENS: 'a', DATABASE_POOL_MAX: '0' }, /^DATABASE_POOL_MAX: Expected number to be greater or equal to 1$/],
     ['a DATABASE_POOL_MAX that is not a number', { API_TOKENS: 'a', DATABASE_POOL_MAX: 'ten' }, /^DATABASE_POOL_MAX: Expected number$/],
     ['a DATABASE_STATEMENT_TIMEOUT_MS below 100', { API_TOKENS: 'a', DATABASE_STATEMENT_TIMEOUT_MS: '0' }, /^DATABASE_STATEMENT_TIMEOUT_MS: Expected number to be greater or equal to 100$/],
-    ['a DATABASE_PREPARED_STATEMENTS other than on or off', { API_TOKENS: 'a', DATABASE_PREPARED_STATEMENTS: 'yes' }, /^DATABASE_PREPARED_STATEMENTS/],
     ['a negative SHUTDOWN_DELAY_MS', { API_TOKENS: 'a', SHUTDOWN_DELAY_MS: '-1' }, /^SHUTDOWN_DELAY_MS: Expected number to be greater or equal to 0$/],
     ['a SHUTDOWN_DELAY_MS above 10 minutes', { API_TOKENS: 'a', SHUTDOWN_DELAY_MS: '600001' }, /^SHUTDOWN_DELAY_MS: Expected number to be less or equal to 600000$/],
     ['a DATABASE_STATEMENT_TIMEOUT_MS above 10 minutes', { API_TOKENS: 'a', DATABASE_STATEMENT_TIMEOUT_MS: '600001' }, /^DATABASE_STATEMENT_TIMEOUT_MS: Expected number to be less or equal to 600000$/],
@@ -326,10 +324,8 @@ describe('whole-number settings', () => {
       .toThrow(new ConfigError('PORT: Expected number, LOG_LEVEL: Expected string to match \'^(fatal|error|warn|info|debug|trace|silent)$\', MAX_HEADER_BYTES: Expected number to be greater or equal to 1024'))
   })
 
-  it('reads each log level and both prepared-statement settings', () => {
+  it('reads each log level', () => {
     for (const level of ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) expect(loadConfig({ API_TOKENS: 'a', LOG_LEVEL: level }).logLevel).toBe(level)
-    expect(loadConfig({ API_TOKENS: 'a', DATABASE_PREPARED_STATEMENTS: 'off' }).databasePreparedStatements).toBe(false)
-    expect(() => loadConfig({ API_TOKENS: 'a', DATABASE_PREPARED_STATEMENTS: 'ON' })).toThrow(new ConfigError('DATABASE_PREPARED_STATEMENTS: Expected string to match \'^(off|on)$\''))
   })
 
   it('ignores variables it does not know, and a variable present but undefined', () => {

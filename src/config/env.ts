@@ -24,7 +24,6 @@ export const Env = Type.Object({
   // PostgreSQL only.
   DATABASE_POOL_MAX: whole(1, 1000, 10),
   DATABASE_STATEMENT_TIMEOUT_MS: milliseconds(5000),
-  DATABASE_PREPARED_STATEMENTS: oneOf(['off', 'on'], 'off'),
   BODY_LIMIT: whole(64, 1048576, 16384),
   // Below V8's most Map entries (2^24).
   MAX_PLANTS: optionalWhole(1, 16000000),

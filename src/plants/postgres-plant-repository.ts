@@ -1,4 +1,4 @@
-import type pg from 'pg'
+import { hash } from 'node:crypto'
 import { StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../errors.js'
 import type { Plant, PlantId } from '../schemas.js'
 import { createGroupCommit, type Pending } from './group-commit.js'
@@ -11,8 +11,6 @@ export interface PostgresPlantRepositoryOptions {
   maxConnections?: number | undefined
   /** DATABASE_STATEMENT_TIMEOUT_MS, default 5000: each insert answered within it + 1 s; also a connect's timeout. */
   statementTimeoutMs?: number | undefined
-  /** DATABASE_PREPARED_STATEMENTS=on: named prepared statements (not through transaction pooling). */
-  preparedStatements?: boolean | undefined
   /** Called with `host:port` each time a host is selected (several hosts, or a target_session_attrs). */
   hostSelected?: (host: string) => void
 }
@@ -20,11 +18,13 @@ export interface PostgresPlantRepositoryOptions {
 type Entry = Pending<{ key: string, id: bigint, plant: Plant }, InsertOutcome>
 interface StoredRow { id: string, name: string, tag: string | null }
 
+/** Named by its text's digest: two releases behind one pooler never run each other's statement. */
+const named = (text: string) => ({ name: `plant-store-${hash('sha256', text).slice(0, 16)}`, text })
 // A batch's values travel as parameters, one array per column. Ids travel as text and come back as `id::text`:
 // never a JS number, whatever int8 parser is set.
-const INSERT_BATCH = 'INSERT INTO plants (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) ' +
-  'ON CONFLICT (id) DO NOTHING RETURNING id::text AS id'
-const SELECT_STORED = 'SELECT id::text AS id, name, tag FROM plants WHERE id = ANY ($1::int8[])'
+const INSERT_BATCH = named('INSERT INTO plants (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], ' +
+  '$3::text[]) ON CONFLICT (id) DO NOTHING RETURNING id::text AS id')
+const SELECT_STORED = named('SELECT id::text AS id, name, tag FROM plants WHERE id = ANY ($1::int8[])')
 // Versioned steps (a released one is never edited) under a lock the replicas share, released by the commit, so
 // it works through transaction pooling. An up-to-date schema writes nothing: a replica on a read-only server
 // starts, and its creates answer 503.
@@ -127,10 +127,6 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     maxInFlight: Math.min(4, max)
   })
 
-  /** Unnamed statements pass through any pooler; named ones are parsed once per connection. */
-  const named = (name: string, query: pg.QueryConfig): pg.QueryConfig =>
-    options.preparedStatements === true ? { ...query, name } : query
-
   function enqueue (id: PlantId, plant: Plant): Promise<InsertOutcome> {
     // Validation refuses NUL (schemas.ts); one that came here anyway fails alone, not its whole batch.
     if (`${plant.name}${plant.tag ?? ''}`.includes('\0')) {
@@ -149,10 +145,10 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     // an ORDER BY in the statement cost the server more than the whole batch's parameters.
     const rows = [...firsts.values()].map(({ item }) => item).sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
     const insert = {
-      text: INSERT_BATCH,
+      ...INSERT_BATCH,
       values: [rows.map((row) => row.key), rows.map((row) => row.plant.name), rows.map((row) => row.plant.tag)]
     }
-    const created = await track(() => session.query<{ id: string }>(named('plants-insert-batch', insert), timeoutAt))
+    const created = await track(() => session.query<{ id: string }>(insert, timeoutAt))
       .then((result) => new Set(result.rows.map((row) => row.id)), (error: unknown) => {
         for (const pending of batch) pending.reject(error)
       })
@@ -163,7 +159,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     const others = [...firsts.keys()].filter((key) => !created.has(key))
     // A statement of its own: its snapshot sees the rows that made ON CONFLICT skip these ids. If it fails, they
     // are stored (their insert found them): only whether as this plant is not known.
-    const select = named('plants-select-stored', { text: SELECT_STORED, values: [others] })
+    const select = { ...SELECT_STORED, values: [others] }
     const failure = others.length === 0
       ? undefined
       : await session.query<StoredRow>(select, timeoutAt).then(

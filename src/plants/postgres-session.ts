@@ -72,14 +72,16 @@ export function parsePostgresUrl (url: string): { hosts: Host[], attrs: string }
 export function createSession (url: string, max: number, connectTimeoutMs: number, selected: (label: string) => void) {
   const { hosts, attrs } = parsePostgresUrl(url)
   const fixed = hosts.length === 1 && attrs === 'any'
-  // What every pooler passes: no startup parameter but application_name, no session state, no named statement
-  // unless asked. No query_timeout: the session cancels a statement, keeping its connection.
+  // What every pooler passes: no startup parameter but application_name, no session state. No query_timeout:
+  // the session cancels a statement, keeping its connection.
   // Without an error listener, an idle client's error (a restart, a failover) would end the process.
   const config = { max, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, application_name: 'plant-store' }
   const open = (host: Host): pg.Pool => new pg.Pool({ ...config, connectionString: host.url }).on('error', ignore)
   let current = fixed ? open(hosts[0] as Host) : undefined
   let selecting: Promise<pg.Pool> | undefined
   let ended = false
+  // Named statements are parsed once per connection, until a pooler shows that it does not keep them.
+  let prepared = true
   const retiring = new Set<Promise<void>>()
   /** Connections given up on, each with what closes it now; the promise settles once it is closed. */
   const held = new Map<Promise<void>, () => void>()
@@ -160,42 +162,51 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
     held.set(done, close)
   }
 
-  return {
-    /**
-     * `statement` as one message: one implicit transaction, one round trip through any pooler. After a cancel, a
-     * success is no acknowledgement: a commit whose wait for the standby was cancelled is kept on the primary alone.
-     */
-    async query<Row extends pg.QueryResultRow> (statement: string | pg.QueryConfig, timeoutAt: number) {
-      const { pool, client } = await acquire(timeoutAt)
-      // A checked-out client reports a lost connection as an event too; the query's rejection carries it.
-      client.on('error', ignore)
-      const work = client.query<Row>(statement).then((result) => ({ result }), (error: unknown) => ({ error }))
-      let answer = await within(work, timeoutAt - performance.now())
-      const cancelled = answer === undefined ? cancel(client, HOLD_MS) : undefined
-      answer ??= await within(work, timeoutAt + CANCEL_ANSWER_MS - performance.now())
-      if (answer === undefined) {
-        hold(client, work)
-        lost(pool)
-        throw new StoreOutcomeUnknownError({
-          cause: new Error('timed out: the database answered neither the statement nor its cancel by the deadline')
-        })
-      }
-      client.removeListener('error', ignore)
-      const failure = 'error' in answer ? answer.error : undefined
-      const code = failure instanceof pg.DatabaseError ? failure.code : undefined
-      // Back to the pool after a clean refusal; closed after anything else or a read-only server (25006).
-      const drop = 'error' in answer && (!serverRefused(failure) || code === '25006')
-      void Promise.resolve(cancelled).then(() => {
-        client.release(drop)
-        if (drop) lost(pool)
+  /**
+   * `statement` as one message: one implicit transaction, one round trip through any pooler. After a cancel, a
+   * success is no acknowledgement: a commit whose wait for the standby was cancelled is kept on the primary alone.
+   */
+  async function query<Row extends pg.QueryResultRow> (statement: string | pg.QueryConfig, timeoutAt: number):
+  Promise<pg.QueryResult<Row>> {
+    const { pool, client } = await acquire(timeoutAt)
+    // A checked-out client reports a lost connection as an event too; the query's rejection carries it.
+    client.on('error', ignore)
+    const sent = typeof statement === 'string' || prepared ? statement : { ...statement, name: undefined }
+    const work = client.query<Row>(sent).then((result) => ({ result }), (error: unknown) => ({ error }))
+    let answer = await within(work, timeoutAt - performance.now())
+    const cancelled = answer === undefined ? cancel(client, HOLD_MS) : undefined
+    answer ??= await within(work, timeoutAt + CANCEL_ANSWER_MS - performance.now())
+    if (answer === undefined) {
+      hold(client, work)
+      lost(pool)
+      throw new StoreOutcomeUnknownError({
+        cause: new Error('timed out: the database answered neither the statement nor its cancel by the deadline')
       })
-      if ('result' in answer && cancelled === undefined) return answer.result
-      const refused = nothingStored(failure)
-      const full = refused && code === '53100'
-      const StoreError = full ? StoreFullError : refused ? StoreUnavailableError : StoreOutcomeUnknownError
-      throw new StoreError({ cause: failure ?? new Error('answered after a cancel') })
-    },
+    }
+    client.removeListener('error', ignore)
+    const failure = 'error' in answer ? answer.error : undefined
+    const code = failure instanceof pg.DatabaseError ? failure.code : undefined
+    // Back to the pool after a clean refusal; closed after anything else or a read-only server (25006).
+    const drop = 'error' in answer && (!serverRefused(failure) || code === '25006')
+    void Promise.resolve(cancelled).then(() => {
+      client.release(drop)
+      if (drop) lost(pool)
+    })
+    if ('result' in answer && cancelled === undefined) return answer.result
+    // A pooler in transaction mode (PgBouncer before 1.21) hands a named statement to a server that has not
+    // parsed it, or has already: refused before it ran, it runs again unnamed, as does every later one.
+    if (typeof sent !== 'string' && sent.name !== undefined && (code === '26000' || code === '42P05')) {
+      prepared = false
+      return await query(statement, timeoutAt)
+    }
+    const refused = nothingStored(failure)
+    const full = refused && code === '53100'
+    const StoreError = full ? StoreFullError : refused ? StoreUnavailableError : StoreOutcomeUnknownError
+    throw new StoreError({ cause: failure ?? new Error('answered after a cancel') })
+  }
 
+  return {
+    query,
     stats: () => {
       const { totalCount, idleCount, waitingCount } = current ?? { totalCount: 0, idleCount: 0, waitingCount: 0 }
       return { poolConnections: totalCount, poolIdleConnections: idleCount, poolWaitingRequests: waitingCount }

@@ -50,10 +50,6 @@ function defineSuite (target: PostgresTarget): void {
   afterAll(() => schemas.dropAll())
 
   repositoryContract(`postgres, ${target.name}`, async () => createPostgresPlantRepository({ connectionString: await schemas.create() }))
-  if (target.preparedStatements) {
-    repositoryContract(`postgres, ${target.name}, DATABASE_PREPARED_STATEMENTS=on`, async () => createPostgresPlantRepository({ connectionString: await schemas.create(), preparedStatements: true }))
-  }
-
   /** A ready store with a 300 ms statement timeout, and another session holding its plants table locked. */
   async function storeWithPlantsLocked () {
     const connectionString = await schemas.create()
@@ -231,6 +227,31 @@ function defineSuite (target: PostgresTarget): void {
     const { rows } = await schemas.query(`SELECT id::text AS id, name, tag FROM ${schemas.schemaOf(connectionString)}.plants ORDER BY id`)
     expect(rows).toEqual(texts.map((text, i) => ({ id: String(i + 1), name: text, tag: text })))
     expect(await Promise.all(texts.map((text, i) => store.insert(i + 1, { name: text, tag: text })))).toEqual(texts.map(() => 'same'))
+  })
+
+  // Statements are named, parsed once per connection. A pooler in transaction mode without prepared-statement
+  // support hands the next one to a server that never parsed it, or already has: the store sends it again unnamed.
+  it('stores a plant whose named insert meets a server that never parsed it (26000) or already has (42P05), and every later one', async () => {
+    const connectionString = await schemas.create()
+    const store = createPostgresPlantRepository({ connectionString, maxConnections: 1 })
+    onTestFinished(() => store.close())
+    await store.ready()
+    expect(await store.insert(1, { name: 'fern' })).toBe('created')
+    // Another replica's first insert: through PgBouncer, the server that has just parsed it (42P05).
+    const replica = createPostgresPlantRepository({ connectionString, maxConnections: 1 })
+    onTestFinished(() => replica.close())
+    await replica.ready()
+    expect(await replica.insert(5, { name: 'palm' })).toBe('created')
+    // Through PgBouncer this session gets the server the insert just used (its idle servers are reused last first)
+    // and keeps it, so the store's next statement goes to another server.
+    const holder = new pg.Client({ connectionString })
+    await holder.connect()
+    onTestFinished(() => holder.end())
+    await holder.query('BEGIN')
+    await holder.query('SELECT 1')
+    expect(await store.insert(2, { name: 'ivy' })).toBe('created')
+    expect(await Promise.all([store.insert(1, { name: 'fern' }), store.insert(3, { name: 'moss' })])).toEqual(['same', 'created'])
+    expect(await store.insert(2, { name: 'oak' })).toBe('conflict')
   })
 
   it('refuses a text holding NUL on its own (validation stops it before the store), and stores the rest of its batch', async () => {

@@ -100,8 +100,6 @@ export interface PostgresTarget {
   name: string
   /** Why the suite is skipped, when it is. */
   skip?: string
-  /** Whether named prepared statements work here (DATABASE_PREPARED_STATEMENTS=on): not in transaction pooling. */
-  preparedStatements: boolean
   /** Per test file: starts what the target needs and returns its schemas. */
   open (): Promise<TestSchemas>
 }
@@ -118,10 +116,9 @@ export function postgresTargets (): PostgresTarget[] {
   // Transaction mode is what CI runs (the strictest); TEST_PGBOUNCER_POOL_MODE=session runs the same suites in session mode.
   const poolMode = process.env.TEST_PGBOUNCER_POOL_MODE === 'session' ? 'session' : 'transaction'
   return [
-    { name: 'direct', preparedStatements: true, ...(noDatabase === undefined ? {} : { skip: noDatabase }), open: async () => createTestSchemas(url as string) },
+    { name: 'direct', ...(noDatabase === undefined ? {} : { skip: noDatabase }), open: async () => createTestSchemas(url as string) },
     {
       name: `through PgBouncer (${poolMode} mode)`,
-      preparedStatements: poolMode === 'session',
       ...(noPooler === undefined ? {} : { skip: noPooler }),
       open: async () => {
         const server = new URL(url as string)
