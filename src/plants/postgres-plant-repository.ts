@@ -127,13 +127,8 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     maxInFlight: Math.min(4, max)
   })
 
-  function enqueue (id: PlantId, plant: Plant): Promise<InsertOutcome> {
-    // Validation refuses NUL (schemas.ts); one that came here anyway fails alone, not its whole batch.
-    if (`${plant.name}${plant.tag ?? ''}`.includes('\0')) {
-      return Promise.reject(new TypeError('a plant\'s text holds a NUL character'))
-    }
-    return batches.add({ key: String(id), id: BigInt(id), plant })
-  }
+  const enqueue = (id: PlantId, plant: Plant): Promise<InsertOutcome> =>
+    batches.add({ key: String(id), id: BigInt(id), plant })
 
   /** Inserts a batch as if its inserts ran one after another in arrival order. Never rejects. */
   async function run (batch: Entry[]): Promise<void> {

@@ -254,12 +254,14 @@ function defineSuite (target: PostgresTarget): void {
     expect(await store.insert(2, { name: 'oak' })).toBe('conflict')
   })
 
-  it('refuses a text holding NUL on its own (validation stops it before the store), and stores the rest of its batch', async () => {
-    const store = open(await schemas.create())
+  it('refuses a batch holding a NUL character whole, with nothing stored (validation stops NUL before the store)', async () => {
+    const connectionString = await schemas.create()
+    const store = open(connectionString)
     await store.ready()
-    const [withNul, fern] = await Promise.allSettled([store.insert(1, { name: 'a\0b' }), store.insert(2, { name: 'fern' })])
-    expect(withNul.status).toBe('rejected')
-    expect(fern).toEqual({ status: 'fulfilled', value: 'created' })
+    const outcomes = await Promise.allSettled([store.insert(1, { name: 'a\0b' }), store.insert(2, { name: 'fern' })])
+    expect(outcomes.map((outcome) => outcome.status === 'rejected' && outcome.reason instanceof StoreUnavailableError)).toEqual([true, true])
+    expect((await schemas.query(`SELECT count(*)::int AS n FROM ${schemas.schemaOf(connectionString)}.plants`)).rows).toEqual([{ n: 0 }])
+    expect(await store.insert(2, { name: 'fern' })).toBe('created')
   })
 
   it('stores nothing of a batch whose insert times out (one implicit transaction), and the next batch is stored', { timeout: 20000 }, async () => {
