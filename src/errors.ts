@@ -4,9 +4,8 @@ import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 
 // Named errors that carry their status. The service and the plugins throw these; routes never map statuses.
-export const InvalidJsonError = createError('PLANTS_INVALID_JSON', 'body is not valid JSON', 400)
-export const InvalidUtf8Error = createError('PLANTS_INVALID_UTF8', 'body is not valid UTF-8', 400)
-export const InvalidEncodedBodyError = createError('PLANTS_INVALID_ENCODED_BODY', 'body is not valid %s data', 400)
+/** 'JSON', 'UTF-8', or a content coding's data ('gzip data'). */
+export const InvalidBodyError = createError('PLANTS_INVALID_BODY', 'body is not valid %s', 400)
 export const DecodedBodyTooLargeError = createError('PLANTS_DECODED_BODY_TOO_LARGE',
   'body must not be larger than %s bytes once decoded', 413)
 export const UnsupportedEncodingError = createError('PLANTS_UNSUPPORTED_ENCODING',
