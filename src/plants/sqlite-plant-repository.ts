@@ -24,11 +24,9 @@ type Entry = Pending<{ id: bigint, plant: Plant }, InsertOutcome>
  */
 export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptions): PlantRepository {
   const { path, busyTimeoutMs = 1000, maxPageCount } = options
-  let doing = 'create the folder of'
   let db: Database.Database | undefined
   try {
     mkdirSync(dirname(path), { recursive: true })
-    doing = 'open'
     db = new Database(path, { timeout: busyTimeoutMs })
     const mode = db.pragma('journal_mode = WAL', { simple: true })
     if (mode !== 'wal') throw new Error(`the file cannot use write-ahead logging (journal_mode is ${String(mode)})`)
@@ -42,7 +40,7 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
   } catch (error) {
     // Before the file is open, DATABASE_URL names what cannot be; after, the file is what is wrong.
     const reason = `${path}: ${error instanceof Error ? error.message : String(error)}`
-    if (db === undefined) throw new ConfigError(`DATABASE_URL: cannot ${doing} the SQLite database ${reason}`)
+    if (db === undefined) throw new ConfigError(`DATABASE_URL: cannot open the SQLite database ${reason}`)
     db.close()
     throw new Error(`SQLite database ${reason}`, { cause: error })
   }

@@ -48,6 +48,6 @@ describe('built server on SQLite', () => {
   it('stops the start with one clear line and exit 1 when the path cannot be opened', async () => {
     const { code, stderr } = await runServerToExit({ DATABASE_URL: 'sqlite:/dev/null/plants.db' })
     expect(code).toBe(1)
-    expect(stderr).toBe('plant-store: DATABASE_URL: cannot create the folder of the SQLite database /dev/null/plants.db: EEXIST: file already exists, mkdir \'/dev/null\'\n')
+    expect(stderr).toBe('plant-store: DATABASE_URL: cannot open the SQLite database /dev/null/plants.db: EEXIST: file already exists, mkdir \'/dev/null\'\n')
   })
 })

@@ -69,7 +69,7 @@ describe('SQLite store', () => {
     const file = join(dir, 'a-file')
     writeFileSync(file, 'not a folder')
     expect(() => createSqlitePlantRepository({ path: join(file, 'plants.db') })).toThrow(ConfigError)
-    expect(() => createSqlitePlantRepository({ path: join(file, 'plants.db') })).toThrow(/^DATABASE_URL: cannot create the folder of the SQLite database .*a-file\/plants\.db: /)
+    expect(() => createSqlitePlantRepository({ path: join(file, 'plants.db') })).toThrow(/^DATABASE_URL: cannot open the SQLite database .*a-file\/plants\.db: /)
   })
 
   it('fails to start with a ConfigError naming DATABASE_URL when the path is a folder', () => {
