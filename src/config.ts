@@ -48,9 +48,6 @@ export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
   const limit = system.memoryLimit() ?? Infinity
   const values = readEnv(env)
   const corsOrigins = parseCorsOrigins(values.CORS_ORIGINS ?? '')
-  for (const name of ['MEMORY_STORE_MAX_BYTES', 'MEMORY_STORE_MAX_RSS_BYTES']) {
-    if (env[name] !== undefined) throw new ConfigError(`${name} is removed: MAX_PLANTS bounds the memory store (507)`)
-  }
   if (values.API_TOKENS !== undefined && values.API_TOKENS_FILE !== undefined) {
     throw new ConfigError('API_TOKENS and API_TOKENS_FILE are both set: set only one')
   }

@@ -34,12 +34,6 @@ describe('loadConfig', () => {
     expect(loadConfig({ API_TOKENS: 'a', MAX_HEAP_USED_BYTES: String(200 * MiB) }, in96MiB).overload?.maxHeapUsedBytes).toBe(200 * MiB)
   })
 
-  it('refuses MEMORY_STORE_MAX_BYTES and MEMORY_STORE_MAX_RSS_BYTES, whose meaning is gone, naming what replaces them', () => {
-    for (const name of ['MEMORY_STORE_MAX_BYTES', 'MEMORY_STORE_MAX_RSS_BYTES']) {
-      expect(() => loadConfig({ API_TOKENS: 'a', [name]: '1000' }, noLimit)).toThrow(new ConfigError(`${name} is removed: MAX_PLANTS bounds the memory store (507)`))
-    }
-  })
-
   it('holds log lines for a slow reader up to 1/32 of a memory limit (16 MiB at most, 64 KiB at least, 16 MiB without a limit); LOG_BUFFER_MAX_BYTES overrides it', () => {
     const limited = (bytes: number) => ({ memoryLimit: () => bytes })
     expect(loadConfig({ API_TOKENS: 'a' }, limited(96 * MiB)).logBufferMaxBytes).toBe(3 * MiB)
