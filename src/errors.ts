@@ -4,9 +4,7 @@ import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 
 // Named errors that carry their status. The service and the plugins throw these; routes never map statuses.
-export const InvalidJsonError = createError('PLANTS_INVALID_JSON', 'body is not valid JSON', 400)
-export const InvalidUtf8Error = createError('PLANTS_INVALID_UTF8', 'body is not valid UTF-8', 400)
-export const InvalidEncodedBodyError = createError('PLANTS_INVALID_ENCODED_BODY', 'body is not valid %s data', 400)
+export const InvalidBodyError = createError('PLANTS_INVALID_BODY', 'body is not valid %s', 400)
 export const DecodedBodyTooLargeError = createError('PLANTS_DECODED_BODY_TOO_LARGE',
   'body must not be larger than %s bytes once decoded', 413)
 export const UnsupportedEncodingError = createError('PLANTS_UNSUPPORTED_ENCODING',
@@ -46,8 +44,6 @@ const MISSING_TOKEN = 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER'
 const frameworkMessages: Record<string, (request: FastifyRequest) => string> = {
   FST_ERR_CTP_BODY_TOO_LARGE: (request) => `body must not be larger than ${request.routeOptions.bodyLimit} bytes`,
   FST_ERR_CTP_INVALID_MEDIA_TYPE: () => 'content-type must be application/json',
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => 'body length does not match the content-length header',
-  FST_ERR_BAD_URL: () => 'the URL is not valid',
   [MISSING_TOKEN]: () => 'a bearer token is required: send "Authorization: Bearer <token>"',
   FST_BEARER_AUTH_INVALID_AUTHORIZATION_HEADER: () => 'the bearer token is not valid'
 }

@@ -3,9 +3,7 @@ import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import secureJson from 'secure-json-parse'
-import {
-  DecodedBodyTooLargeError, InvalidEncodedBodyError, InvalidJsonError, InvalidUtf8Error, UnsupportedEncodingError
-} from '../errors.js'
+import { DecodedBodyTooLargeError, InvalidBodyError, UnsupportedEncodingError } from '../errors.js'
 import { INT64_MAX, INT64_MIN } from '../schemas.js'
 
 // RFC 9110 §8.4.1: `deflate` is the zlib format, `x-gzip` is gzip.
@@ -33,7 +31,7 @@ function decode (body: Buffer, header: string, limit: number): Buffer {
     return decoder(body, { maxOutputLength: limit })
   } catch (error) {
     const tooLarge = (error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE'
-    throw tooLarge ? new DecodedBodyTooLargeError(limit) : new InvalidEncodedBodyError(coding.replace('x-', ''))
+    throw tooLarge ? new DecodedBodyTooLargeError(limit) : new InvalidBodyError(`${coding.replace('x-', '')} data`)
   }
 }
 
@@ -59,23 +57,20 @@ function exactId (key: string, value: unknown, { source }: { source?: string } =
 /** A request body's JSON value, with exact int64 ids; strict UTF-8 (RFC 8259 §8.1), never U+FFFD. */
 export function parseBody (body: Buffer, coding: string | undefined, limit: number): unknown {
   const bytes = coding === undefined ? body : decode(body, coding, limit)
-  if (!isUtf8(bytes)) throw new InvalidUtf8Error()
+  if (!isUtf8(bytes)) throw new InvalidBodyError('UTF-8')
   const text = bytes.toString()
   try {
     return secureJson.parse(text, MAYBE_INEXACT.test(text) ? exactId : undefined, POISON)
   } catch {
-    throw new InvalidJsonError()
+    throw new InvalidBodyError('JSON')
   }
 }
 
 export const jsonBody = fp(async function jsonBody (app: FastifyInstance) {
   // JSON only: Fastify's text/plain parser goes too, so any other type is a 415.
   app.removeAllContentTypeParsers()
+  // Fastify hands what the parser throws to `done` itself.
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    try {
-      done(null, parseBody(body as Buffer, request.headers['content-encoding'], request.routeOptions.bodyLimit))
-    } catch (error) {
-      done(error as Error)
-    }
+    done(null, parseBody(body as Buffer, request.headers['content-encoding'], request.routeOptions.bodyLimit))
   })
 }, { name: 'json-body' })
