@@ -18,7 +18,6 @@ export default {
     'src/config.ts',
     'src/config/**/*.ts',
     'src/plugins/http-edge.ts',
-    'src/plugins/cors.ts',
     'src/lib/failure-log.ts',
     'src/plants/observed-plant-repository.ts',
     'src/lib/prometheus-histogram.ts'

@@ -56,8 +56,20 @@ export const httpEdge = fp<{ corsOrigins?: readonly string[] | undefined }>(asyn
     done()
   })
   // Between the two hooks: a preflight's 204 carries the headers above, and every refusal the CORS headers.
+  // Before auth, so a preflight needs no token. No credentials mode: a page sends the token in Authorization.
   if (options.corsOrigins !== undefined) {
-    await app.register((await import('./cors.js')).cors, { origins: options.corsOrigins })
+    await app.register((await import('@fastify/cors')).default, {
+      // Exact origins; a list that holds `*` allows any origin.
+      origin: [...options.corsOrigins],
+      methods: PLANTS_ALLOW,
+      allowedHeaders: 'authorization, content-type, content-encoding, x-request-id',
+      // So that a page can read every Error record's context.
+      exposedHeaders: 'x-request-id, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset, ' +
+        'www-authenticate, allow, accept-encoding',
+      maxAge: 600,
+      // An OPTIONS without Access-Control-Request-Method gets the same 204, not a plain-text 400.
+      strictPreflight: false
+    })
   }
   app.addHook('onRequest', (request, reply, done) => { done(refusal(request, reply)) })
 }, { name: 'http-edge' })
