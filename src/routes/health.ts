@@ -1,16 +1,9 @@
-import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { NotReadyError, WritesFailingError } from '../errors.js'
 import type { PlantRepository } from '../plants/plant-repository.js'
-import { errorResponse, Health, responseHeaders } from '../schemas.js'
+import { errorResponse, Health, jsonResponse } from '../schemas.js'
 
 export interface HealthRoutesOptions { repository: PlantRepository }
-
-const health = (description: string) => ({
-  description,
-  headers: responseHeaders(),
-  content: { 'application/json': { schema: Type.Ref(Health) } }
-})
 
 const MALFORMED = errorResponse('missingHost', 'A malformed request, such as HTTP/1.1 without Host')
 
@@ -21,7 +14,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
       summary: 'The process is up',
       operationId: 'getLiveness',
       security: [],
-      response: { 200: health('The process answers: `{"status":"ok"}`'), '4XX': MALFORMED }
+      response: { 200: jsonResponse('The process answers: `{"status":"ok"}`', Health), '4XX': MALFORMED }
     }
   }, async () => ({ status: 'ok' }))
 
@@ -31,7 +24,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = asyn
       operationId: 'getReadiness',
       security: [],
       response: {
-        200: health('Ready for traffic: `{"status":"ready"}`'),
+        200: jsonResponse('Ready for traffic: `{"status":"ready"}`', Health),
         '4XX': MALFORMED,
         503: errorResponse(503, 'Not ready: the store is unreachable or failing, the service is shutting down, ' +
           'or it is overloaded', ['retry-after'])
