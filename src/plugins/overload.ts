@@ -31,10 +31,9 @@ export const overload = fp<{ limits: Config['overload'], rssAnonBytes?: () => nu
       const now = Date.now()
       if (now - lastLogged >= limits.sampleIntervalMs) {
         lastLogged = now
-        const pressure = type === 'healthCheck'
-          ? { pressure: 'rssAnonBytes', value: rssAnonBytes() }
-          : { pressure: type, value }
-        request.log.warn(pressure, 'overloaded: shedding requests with 503')
+        // The health check (resident anonymous memory) hands no value.
+        const pressure = type === 'healthCheck' ? 'rssAnonBytes' : type
+        request.log.warn({ pressure, value: value ?? rssAnonBytes() }, 'overloaded: shedding requests with 503')
       }
       reply.header('retry-after', retryAfter)
       // A rejected promise is how under-pressure hands an error to Fastify's error handler.
