@@ -68,14 +68,12 @@ export function sendError (error: FastifyError & { headers?: Record<string, stri
   else if (status === 500) {
     request.log.error({ err: error }, 'request failed')
     message = 'internal server error'
-  } else {
-    // Shedding and store failures are logged once per interval where they happen, not per request.
-    if (!(error instanceof OverloadedError || error instanceof NotReadyError || isStoreError(error))) {
-      request.log.warn({ err: error }, 'request refused')
-    }
-    if (error.code?.startsWith('PLANTS_') !== true) message = STATUS_CODES[status] ?? 'server error'
-    if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '1')
+  } else if (error.code?.startsWith('PLANTS_') !== true) {
+    // Ours (shedding, not ready, store failures) are logged once per interval where they happen, not per request.
+    request.log.warn({ err: error }, 'request refused')
+    message = STATUS_CODES[status] ?? 'server error'
   }
+  if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '1')
   if (status === 401) {
     reply.header('www-authenticate', error.code === MISSING_TOKEN
       ? 'Bearer realm="plants"'
