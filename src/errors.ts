@@ -74,11 +74,8 @@ export function sendError (error: FastifyError & { headers?: Record<string, stri
     message = STATUS_CODES[status] ?? 'server error'
   }
   if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '1')
-  if (status === 401) {
-    reply.header('www-authenticate', error.code === MISSING_TOKEN
-      ? 'Bearer realm="plants"'
-      : 'Bearer realm="plants", error="invalid_token"')
-  }
+  const refused = error.code === MISSING_TOKEN ? '' : ', error="invalid_token"'
+  if (status === 401) reply.header('www-authenticate', `Bearer realm="plants"${refused}`)
   // Fastify clears the content-type before an error handler, and types an object as JSON in UTF-8.
   reply.code(status).send({ error: status, message })
 }
