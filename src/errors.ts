@@ -32,11 +32,9 @@ export const MissingHostError = createError('PLANTS_MISSING_HOST', 'an HTTP/1.1 
 export const ExpectationFailedError = createError('PLANTS_EXPECTATION_FAILED',
   'the expectation "%s" cannot be met: send no Expect header, or Expect: 100-continue', 417)
 
-/** A store's named failure (plants/plant-repository.ts): the one list of them. */
-export function isStoreError (error: unknown): boolean {
-  return error instanceof StoreUnavailableError || error instanceof StoreOutcomeUnknownError ||
-    error instanceof StoreFullError || error instanceof WritesFailingError
-}
+/** A store's named failures (plants/plant-repository.ts): the one list of them. */
+const STORE_ERRORS = [StoreUnavailableError, StoreOutcomeUnknownError, StoreFullError, WritesFailingError]
+export const isStoreError = (error: unknown): boolean => STORE_ERRORS.some((StoreError) => error instanceof StoreError)
 
 const MISSING_TOKEN = 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER'
 
