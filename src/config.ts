@@ -39,9 +39,8 @@ const overloadLimits = (values: Env, limit = Infinity) => ({
 })
 
 // The defaults are the schema's (config/env.ts), for callers that build an app without the environment.
-const defaults = readEnv({})
-export const defaultHttpLimits = httpLimits(defaults)
-export const defaultOverloadLimits = () => overloadLimits(defaults)
+export const defaultHttpLimits = httpLimits(readEnv({}))
+export const defaultOverloadLimits = () => overloadLimits(readEnv({}))
 
 /** Reads and checks the configuration once, at start. Throws ConfigError naming the variable. */
 export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
