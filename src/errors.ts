@@ -4,6 +4,7 @@ import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 
 // Named errors that carry their status. The service and the plugins throw these; routes never map statuses.
+/** 'JSON', 'UTF-8', or a content coding's data ('gzip data'). */
 export const InvalidBodyError = createError('PLANTS_INVALID_BODY', 'body is not valid %s', 400)
 export const DecodedBodyTooLargeError = createError('PLANTS_DECODED_BODY_TOO_LARGE',
   'body must not be larger than %s bytes once decoded', 413)

@@ -53,13 +53,12 @@ export const httpEdge = fp<{ corsOrigins?: readonly string[] | undefined }>(asyn
     setReplyHeaders(request, reply)
     done()
   })
-  // Between the two hooks: a preflight's 204 carries the headers above, and every refusal the CORS headers.
-  // Before auth, so a preflight needs no token. No credentials mode: a page sends the token in Authorization.
+  // CORS_ORIGINS (exact origins, or `*` alone), between the two hooks: a preflight's 204 carries the headers above,
+  // and every refusal the CORS headers. No credentials mode: a page sends the token in Authorization itself.
   if (options.corsOrigins !== undefined) {
     await app.register((await import('@fastify/cors')).default, {
-      // Exact origins; a list that holds `*` allows any origin.
       origin: [...options.corsOrigins],
-      methods: PLANTS_ALLOW,
+      methods: 'POST',
       allowedHeaders: 'authorization, content-type, content-encoding, x-request-id',
       // So that a page can read every Error record's context.
       exposedHeaders: 'x-request-id, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset, ' +
