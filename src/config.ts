@@ -39,9 +39,8 @@ const overloadLimits = (values: Env, limit = Infinity) => ({
 })
 
 // The defaults are the schema's (config/env.ts), for callers that build an app without the environment.
-const defaults = readEnv({})
-export const defaultHttpLimits = httpLimits(defaults)
-export const defaultOverloadLimits = () => overloadLimits(defaults)
+export const defaultHttpLimits = httpLimits(readEnv({}))
+export const defaultOverloadLimits = () => overloadLimits(readEnv({}))
 
 /** Reads and checks the configuration once, at start. Throws ConfigError naming the variable. */
 export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
@@ -100,12 +99,9 @@ export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
 function parseCorsOrigins (text: string): string[] {
   const origins = [...new Set(text.split(',').map((origin) => origin.trim()).filter((origin) => origin !== ''))]
   if (origins.join() === '*') return origins
-  origins.forEach((origin, index) => {
-    const url = URL.parse(origin)
-    if (origin.includes('*') || url?.origin !== origin || !url.protocol.startsWith('http')) {
-      throw new ConfigError(`CORS_ORIGINS: origin ${index + 1} (${origin}) is not http(s)://host[:port] as a browser ` +
-        'sends it (lower-case host, no path, no default port), nor * alone for any origin')
-    }
-  })
-  return origins
+  const bad = origins.findIndex((origin) =>
+    origin.includes('*') || URL.parse(origin)?.origin !== origin || !origin.startsWith('http'))
+  if (bad === -1) return origins
+  throw new ConfigError(`CORS_ORIGINS: origin ${bad + 1} (${origins[bad]}) is not http(s)://host[:port] as a browser ` +
+    'sends it (lower-case host, no path, no default port), nor * alone for any origin')
 }

@@ -33,11 +33,9 @@ export const MissingHostError = createError('PLANTS_MISSING_HOST', 'an HTTP/1.1 
 export const ExpectationFailedError = createError('PLANTS_EXPECTATION_FAILED',
   'the expectation "%s" cannot be met: send no Expect header, or Expect: 100-continue', 417)
 
-/** A store's named failure (plants/plant-repository.ts): the one list of them. */
-export function isStoreError (error: unknown): boolean {
-  return error instanceof StoreUnavailableError || error instanceof StoreOutcomeUnknownError ||
-    error instanceof StoreFullError || error instanceof WritesFailingError
-}
+/** A store's named failures (plants/plant-repository.ts): the one list of them. */
+const STORE_ERRORS = [StoreUnavailableError, StoreOutcomeUnknownError, StoreFullError, WritesFailingError]
+export const isStoreError = (error: unknown): boolean => STORE_ERRORS.some((StoreError) => error instanceof StoreError)
 
 const MISSING_TOKEN = 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER'
 
@@ -45,8 +43,6 @@ const MISSING_TOKEN = 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER'
 const frameworkMessages: Record<string, (request: FastifyRequest) => string> = {
   FST_ERR_CTP_BODY_TOO_LARGE: (request) => `body must not be larger than ${request.routeOptions.bodyLimit} bytes`,
   FST_ERR_CTP_INVALID_MEDIA_TYPE: () => 'content-type must be application/json',
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => 'body length does not match the content-length header',
-  FST_ERR_BAD_URL: () => 'the URL is not valid',
   [MISSING_TOKEN]: () => 'a bearer token is required: send "Authorization: Bearer <token>"',
   FST_BEARER_AUTH_INVALID_AUTHORIZATION_HEADER: () => 'the bearer token is not valid'
 }
@@ -71,19 +67,14 @@ export function sendError (error: FastifyError & { headers?: Record<string, stri
   else if (status === 500) {
     request.log.error({ err: error }, 'request failed')
     message = 'internal server error'
-  } else {
-    // Shedding and store failures are logged once per interval where they happen, not per request.
-    if (!(error instanceof OverloadedError || error instanceof NotReadyError || isStoreError(error))) {
-      request.log.warn({ err: error }, 'request refused')
-    }
-    if (error.code?.startsWith('PLANTS_') !== true) message = STATUS_CODES[status] ?? 'server error'
-    if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '1')
+  } else if (error.code?.startsWith('PLANTS_') !== true) {
+    // Ours (shedding, not ready, store failures) are logged once per interval where they happen, not per request.
+    request.log.warn({ err: error }, 'request refused')
+    message = STATUS_CODES[status] ?? 'server error'
   }
-  if (status === 401) {
-    reply.header('www-authenticate', error.code === MISSING_TOKEN
-      ? 'Bearer realm="plants"'
-      : 'Bearer realm="plants", error="invalid_token"')
-  }
+  if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '1')
+  const refused = error.code === MISSING_TOKEN ? '' : ', error="invalid_token"'
+  if (status === 401) reply.header('www-authenticate', `Bearer realm="plants"${refused}`)
   // Fastify clears the content-type before an error handler, and types an object as JSON in UTF-8.
   reply.code(status).send({ error: status, message })
 }

@@ -90,17 +90,17 @@ const replyHeaders = {
 }
 export type ReplyHeaderName = keyof typeof replyHeaders
 
-/** The `headers` of a response: x-request-id and the named ones. */
-export const responseHeaders = (...names: ReplyHeaderName[]) =>
-  Object.fromEntries((['x-request-id', ...names] as const).map((name) => [name, replyHeaders[name]]))
-
-/** An Error record response of one status, with its example, x-request-id and the named headers. */
-export const errorResponse = (status: keyof typeof errorExamples, description: string,
-  headers: ReplyHeaderName[] = []) => ({
+/** A JSON response of a shared schema, with x-request-id and the named headers. */
+export const jsonResponse = (description: string, schema: TSchema, headers: ReplyHeaderName[] = [],
+  examples?: Record<string, { value: ErrorRecord }>) => ({
   description,
-  headers: responseHeaders(...headers),
-  content: { 'application/json': { schema: Type.Ref(ErrorRecord), examples: { [status]: errorExamples[status] } } }
+  headers: Object.fromEntries((['x-request-id', ...headers] as const).map((name) => [name, replyHeaders[name]])),
+  content: { 'application/json': { schema: Type.Ref(schema), ...(examples !== undefined && { examples }) } }
 })
+
+/** An Error record response of one status, with its example. */
+export const errorResponse = (status: keyof typeof errorExamples, description: string, headers?: ReplyHeaderName[]) =>
+  jsonResponse(description, ErrorRecord, headers, { [status]: errorExamples[status] })
 
 export const Health = Type.Object({
   status: Type.String({ description: '"ok" when the process is up, "ready" when it can serve' })

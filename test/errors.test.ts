@@ -79,9 +79,10 @@ describe('sendError: the Error record for any error', () => {
     expect(reply.json()).toEqual({ error: 409, message: 'a detail for the log only' })
   })
 
-  it('words Fastify\'s own 4xx errors for the API\'s callers', async () => {
+  it('words Fastify\'s own 4xx errors for the API\'s callers where its words are not clear, and keeps them where they are', async () => {
     const framework = (code: string, status = 400) => () => Object.assign(new Error('fastify wording'), { code, statusCode: status }) as FastifyError
-    expect((await appThrowing(framework('FST_ERR_CTP_INVALID_CONTENT_LENGTH'))).reply.json()).toEqual({ error: 400, message: 'body length does not match the content-length header' })
+    expect((await appThrowing(framework('FST_ERR_CTP_INVALID_MEDIA_TYPE', 415))).reply.json()).toEqual({ error: 415, message: 'content-type must be application/json' })
+    expect((await appThrowing(framework('FST_ERR_CTP_INVALID_CONTENT_LENGTH'))).reply.json()).toEqual({ error: 400, message: 'fastify wording' })
     expect((await appThrowing(framework('FST_ERR_ASYNC_CONSTRAINT', 500))).reply.json()).toEqual({ error: 500, message: 'internal server error' })
     const Own = createError('X_TEAPOT', 'short and stout', 418)
     expect((await appThrowing(() => new Own())).reply.json()).toEqual({ error: 418, message: 'short and stout' })

@@ -5,7 +5,7 @@ import { ConfigError } from '../lib/config-error.js'
 /** RFC 6750 b64token: what can follow "Bearer ". It has no ':', which separates a client name. */
 const TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/
 const CLIENT_NAME = /^[A-Za-z0-9._-]{1,64}$/
-const SHA256_HEX = /^[0-9A-Fa-f]{64}$/
+const SHA256_ENTRY = /^sha256:[0-9A-Fa-f]{64}$/
 
 /** `token`, `name:token`, or `name:sha256:<64 hex digits>` (a hashed entry is always named). */
 export type TokenEntry = { name?: string, token: string } | { name: string, sha256: string }
@@ -25,29 +25,23 @@ export function parseTokens (text: string, source: 'API_TOKENS' | 'API_TOKENS_FI
     if (item === '') continue
     const position = index + 1
     const bad = (problem: string): ConfigError => new ConfigError(`${source} ${unit} ${position}: ${problem}`)
-    const token = (value: string): string => {
-      if (TOKEN.test(value)) return value
+    const colon = item.indexOf(':')
+    const name = item.slice(0, colon)
+    const rest = item.slice(colon + 1)
+    let entry: TokenEntry
+    if (colon === -1) entry = { token: item }
+    else if (name === 'sha256') throw bad('a hashed entry needs a client name in front: name:sha256:<64 hex digits>')
+    else if (!CLIENT_NAME.test(name)) {
+      throw bad('a client name is 1 to 64 characters of A-Z a-z 0-9 . _ - (then a colon, then the token)')
+    } else if (rest === '') throw bad('no token after the client name')
+    else if (names.has(name)) throw bad(`duplicate client name (first on ${unit} ${names.get(name)}); names are unique`)
+    else if (!rest.startsWith('sha256:')) entry = { name, token: rest }
+    else if (SHA256_ENTRY.test(rest)) entry = { name, sha256: rest.slice('sha256:'.length).toLowerCase() }
+    else throw bad('sha256: must be followed by exactly 64 hex digits, the SHA-256 of the token')
+    if (colon !== -1) names.set(name, position)
+    if ('token' in entry && !TOKEN.test(entry.token)) {
       throw bad('the token has characters a bearer token cannot carry ' +
         '(allowed: A-Z a-z 0-9 - . _ ~ + / and trailing =)')
-    }
-    const colon = item.indexOf(':')
-    let entry: TokenEntry
-    if (colon === -1) entry = { token: token(item) }
-    else {
-      const name = item.slice(0, colon)
-      const rest = item.slice(colon + 1)
-      if (name === 'sha256') throw bad('a hashed entry needs a client name in front: name:sha256:<64 hex digits>')
-      if (!CLIENT_NAME.test(name)) {
-        throw bad('a client name is 1 to 64 characters of A-Z a-z 0-9 . _ - (then a colon, then the token)')
-      }
-      if (rest === '') throw bad('no token after the client name')
-      const first = names.get(name)
-      if (first !== undefined) throw bad(`duplicate client name (first on ${unit} ${first}); names are unique`)
-      names.set(name, position)
-      const hex = rest.startsWith('sha256:') ? rest.slice('sha256:'.length) : undefined
-      if (hex === undefined) entry = { name, token: token(rest) }
-      else if (SHA256_HEX.test(hex)) entry = { name, sha256: hex.toLowerCase() }
-      else throw bad('sha256: must be followed by exactly 64 hex digits, the SHA-256 of the token')
     }
     const digest = 'sha256' in entry ? entry.sha256 : hash('sha256', entry.token)
     const same = digests.get(digest)

@@ -5,10 +5,7 @@ import { totalmem } from 'node:os'
  * The memory limit on this process (a container's), or undefined when there is none. Node reads the
  * cgroup (`process.constrainedMemory()`); this decides what its answer means. Tests pass both readings.
  */
-export function memoryLimit (
-  constrained: number = process.constrainedMemory(),
-  machine: number = totalmem()
-): number | undefined {
+export function memoryLimit (constrained = process.constrainedMemory(), machine = totalmem()): number | undefined {
   // No limit reads as 0 or as 2^64, by version; a limit above the machine's memory is none.
   return constrained > 0 && constrained < machine ? constrained : undefined
 }

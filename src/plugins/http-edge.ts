@@ -25,20 +25,18 @@ export function requestId (request: IncomingMessage): string {
  * in the first hook of every request, before a token or a body is read.
  */
 function refusal (request: FastifyRequest, reply: FastifyReply) {
-  const { raw, headers } = request
   // Node's own check (requireHostHeader, off in app.ts) answers with no body and no hook.
-  if (headers.host === undefined && raw.httpVersion === '1.1') return new MissingHostError()
+  if (request.headers.host === undefined && request.raw.httpVersion === '1.1') return new MissingHostError()
   if (request.is404) {
     const path = pathOf(request.url).slice(0, 200)
     if (path !== '/plants') return new RouteNotFoundError(request.method, path)
     reply.header('allow', PLANTS_ALLOW)
     return new MethodNotAllowedError(request.method, path, PLANTS_ALLOW)
   }
-  const expect = headers.expect
+  const expect = request.headers.expect
   if (expect !== undefined && expect.toLowerCase() !== '100-continue') {
     return new ExpectationFailedError(expect.slice(0, 100))
   }
-  return undefined
 }
 
 /** Every reply carries its request id, no content sniffing and no caching (replies answer writes). */

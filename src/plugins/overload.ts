@@ -11,8 +11,6 @@ import { residentAnonymousBytes } from '../lib/memory-limit.js'
  */
 export const overload = fp<{ limits: Config['overload'], rssAnonBytes?: () => number }>(async function overload (
   app, { limits, rssAnonBytes = residentAnonymousBytes }) {
-  // The pressure is measured again only after one sample interval: retrying sooner is pointless.
-  const retryAfter = String(Math.max(1, Math.ceil(limits.sampleIntervalMs / 1000)))
   // One error for every shed request, as under-pressure does: no stack captured per request.
   const overloaded = new OverloadedError()
   let lastLogged = 0
@@ -25,19 +23,18 @@ export const overload = fp<{ limits: Config['overload'], rssAnonBytes?: () => nu
     maxHeapUsedBytes: limits.maxHeapUsedBytes,
     maxRssBytes: limits.maxRssBytes,
     sampleInterval: limits.sampleIntervalMs,
-    pressureHandler: (request, reply, type, value) => {
+    pressureHandler: (request, _reply, type, value) => {
       if (request.routeOptions.url === '/livez') return undefined
       // Once per sample interval, not per request: logging is what a shed request would spend most on.
       const now = Date.now()
       if (now - lastLogged >= limits.sampleIntervalMs) {
         lastLogged = now
-        const pressure = type === 'healthCheck'
-          ? { pressure: 'rssAnonBytes', value: rssAnonBytes() }
-          : { pressure: type, value }
-        request.log.warn(pressure, 'overloaded: shedding requests with 503')
+        // The health check (resident anonymous memory) hands no value.
+        const pressure = type === 'healthCheck' ? 'rssAnonBytes' : type
+        request.log.warn({ pressure, value: value ?? rssAnonBytes() }, 'overloaded: shedding requests with 503')
       }
-      reply.header('retry-after', retryAfter)
-      // A rejected promise is how under-pressure hands an error to Fastify's error handler.
+      // A rejected promise is how under-pressure hands an error to Fastify's error handler, which adds
+      // Retry-After: 1, the sample interval (config.ts), after which the pressure is measured again.
       return Promise.reject(overloaded)
     }
   })

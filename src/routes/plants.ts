@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { PlantService } from '../plants/plant-service.js'
-import { errorResponse as error, NewPlant, Plant, responseHeaders } from '../schemas.js'
+import { errorResponse as error, jsonResponse, NewPlant, Plant } from '../schemas.js'
 
 export interface PlantRoutesOptions { plants: PlantService }
 
@@ -18,11 +18,7 @@ export const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async 
       operationId: 'addPlant',
       body: Type.Ref(NewPlant),
       response: {
-        200: {
-          description: 'The plant as stored; tag only when it was given',
-          headers: responseHeaders(...RATE_LIMIT_HEADERS),
-          content: { 'application/json': { schema: Type.Ref(Plant) } }
-        },
+        200: jsonResponse('The plant as stored; tag only when it was given', Plant, [...RATE_LIMIT_HEADERS]),
         400: error(400, 'The body is not a NewPlant in UTF-8 JSON (no type coercion), or the request is malformed'),
         401: error(401, 'The bearer token is missing or not valid', ['www-authenticate']),
         409: error(409, 'A plant with this id exists with another name or tag'),

@@ -47,7 +47,7 @@ describe('malformed HTTP on a real socket', () => {
 
     const reply = parseRawReply(await rawExchange(port, post(`Content-Length: ${BODY.length}\r\nConnection: close\r\n`).replace('/plants', '/plants%zz')))
     expect(reply.status).toBe(400)
-    expect(JSON.parse(reply.body)).toEqual({ error: 400, message: 'the URL is not valid' })
+    expect(JSON.parse(reply.body)).toEqual({ error: 400, message: "'/plants%zz' is not a valid url component" })
     expect(reply.headers['x-content-type-options']).toBe('nosniff')
     expect(repository.inserts).toBe(0)
   })

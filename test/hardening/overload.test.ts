@@ -103,7 +103,6 @@ describe('overload shedding (under-pressure)', () => {
     await until(() => app.isUnderPressure(), 5000, 'pressure seen')
     const shed = await app.inject('/work')
     expect(shed.statusCode).toBe(503)
-    expect(shed.headers['retry-after']).toBe('1')
     resident = 999
     await until(() => !app.isUnderPressure(), 5000, 'pressure gone')
     expect((await app.inject('/work')).statusCode).toBe(200)

@@ -125,7 +125,7 @@ describe('CORS for listed origins (CORS_ORIGINS)', () => {
     const res = await app.inject({ method: 'GET', url: '/plants%zz', headers: { origin: APP } })
     expect(res.statusCode).toBe(400)
     expect(corsHeaders(res)).toEqual({})
-    expect(res.json()).toEqual({ error: 400, message: 'the URL is not valid' })
+    expect(res.json()).toEqual({ error: 400, message: "'/plants%zz' is not a valid url component" })
   })
 
   it('carries the CORS headers on replies Node would have made itself (raw socket): no Host (400), an unmet Expect (417)', async () => {

@@ -23,7 +23,7 @@ describe('the HTTP edge', () => {
     const app = await buildTestApp({ metrics, logLines })
     const res = await app.inject({ method: 'GET', url: '/plants%', headers: { 'x-request-id': 'bad-url' } })
     expect(res.statusCode).toBe(400)
-    expect(res.json()).toEqual({ error: 400, message: 'the URL is not valid' })
+    expect(res.json()).toEqual({ error: 400, message: "'/plants%' is not a valid url component" })
     expect(res.headers['x-request-id']).toBe('bad-url')
     expect(res.headers['x-content-type-options']).toBe('nosniff')
     expect(res.headers['cache-control']).toBe('no-store')

@@ -278,7 +278,7 @@ describe('POST /plants: other statuses', () => {
     const app = await buildTestApp()
     const res = await app.inject({ method: 'POST', url: '/plants%', headers: JSON_AUTH, payload: '{}' })
     expect(res.statusCode).toBe(400)
-    expect(res.json()).toEqual({ error: 400, message: 'the URL is not valid' })
+    expect(res.json()).toEqual({ error: 400, message: "'/plants%' is not a valid url component" })
   })
 
   it('answers 507 Error when the memory store is full, and still replays stored plants', async () => {
