@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Soak: sustained load on the built server (dist/server.js) for minutes, mixing valid creates,
-// replays, conflicts and invalid requests, sampling the server's RSS (/proc/<pid>/status) and its
-// event-loop delay (its debug "process health" line, every 5 s) over time. It says whether RSS
+// replays, conflicts and invalid requests, sampling the server's RSS (/proc/<pid>/status), heap and
+// event-loop delay (prom-client's default metrics, scraped from METRICS_PORT) over time. It says whether RSS
 // levelled off during the phase that stores nothing new: replays, conflicts and invalid requests
 // must not make the process grow. Localhost only; bounded in time and request count.
 //
@@ -37,20 +37,10 @@ async function freePort () {
 }
 
 const port = await freePort()
+const metricsPort = await freePort()
 const child = spawn(process.execPath, [SERVER], {
-  env: { PATH: process.env.PATH, API_TOKENS: TOKEN, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'debug', MAX_PLANTS: '16000000' },
-  stdio: ['ignore', 'pipe', 'inherit']
-})
-let health = []
-let partial = ''
-child.stdout.setEncoding('utf8')
-child.stdout.on('data', (chunk) => {
-  const lines = (partial + chunk).split('\n')
-  partial = lines.pop()
-  for (const line of lines) {
-    // Only the health lines are parsed; the access log lines are many and skipped cheaply.
-    if (line.includes('"process health"')) health.push(JSON.parse(line))
-  }
+  env: { PATH: process.env.PATH, API_TOKENS: TOKEN, PORT: String(port), HOST: '127.0.0.1', METRICS_PORT: String(metricsPort), MAX_PLANTS: '16000000' },
+  stdio: ['ignore', 'ignore', 'inherit']
 })
 const stopServer = () => { if (child.exitCode === null) child.kill('SIGTERM') }
 process.on('exit', stopServer)
@@ -78,6 +68,17 @@ function send (body, { token = TOKEN, type = 'application/json' } = {}) {
     req.on('error', (error) => resolve({ status: error.code ?? 'error', ms: performance.now() - started }))
     req.end(body)
   })
+}
+
+// prom-client's default metrics; its event-loop lag figures cover the time since the previous scrape.
+async function scrape () {
+  const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text(), () => '')
+  const value = (name) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN)
+  return {
+    loopP99Ms: Math.round(value('nodejs_eventloop_lag_p99_seconds') * 1e5) / 100,
+    loopMaxMs: Math.round(value('nodejs_eventloop_lag_max_seconds') * 1e5) / 100,
+    heapMiB: Math.round(value('nodejs_heap_size_used_bytes') / 1048576)
+  }
 }
 
 const deadline = Date.now() + 15000
@@ -143,12 +144,11 @@ const workers = Array.from({ length: connections }, async () => {
 })
 
 const sampleEveryMs = durationMs / samples
-const sampler = setInterval(() => {
+const sampler = setInterval(async () => {
+  const health = await scrape()
   const elapsed = Date.now() - started
   const sorted = window.latencies.sort((a, b) => a - b)
   const q = (p) => sorted.length === 0 ? NaN : Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] * 10) / 10
-  const loop = health.at(-1)?.loopDelayMs
-  const loopMax = health.length === 0 ? NaN : Math.max(...health.map((h) => h.loopDelayMs.max))
   rows.push({
     't (s)': Math.round(elapsed / 1000),
     phase: elapsed <= growthPhaseMs + 1000 ? 'creates+all' : 'no creates',
@@ -157,15 +157,14 @@ const sampler = setInterval(() => {
     unexpected: window.unexpected,
     'lat p50 ms': q(0.5),
     'lat p99 ms': q(0.99),
-    'loop p99 ms': loop?.p99 ?? NaN,
-    'loop max ms': Number.isFinite(loopMax) ? loopMax : NaN,
-    'heap MiB': health.length === 0 ? NaN : Math.round(health.at(-1).heapUsedBytes / 1048576),
+    'loop p99 ms': health.loopP99Ms,
+    'loop max ms': health.loopMaxMs,
+    'heap MiB': health.heapMiB,
     'RSS MiB': Math.round(rssMiB()),
     plants: created.length
   })
   process.stdout.write(`${JSON.stringify(rows.at(-1))}\n`)
   window = { requests: 0, unexpected: 0, latencies: [], kinds: {} }
-  health = []
 }, sampleEveryMs)
 
 await Promise.all(workers)

@@ -8,7 +8,6 @@ import { httpEdge, requestId, setReplyHeaders } from './plugins/http-edge.js'
 import { jsonBody } from './plugins/json-body.js'
 import type { Metrics } from './plugins/metrics.js'
 import { openapi } from './plugins/openapi.js'
-import { processHealth } from './plugins/process-health.js'
 import { shutdown } from './plugins/shutdown.js'
 import { overload } from './plugins/overload.js'
 import type { PlantRepository } from './plants/plant-repository.js'
@@ -78,7 +77,6 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
   await app.register(httpEdge, { corsOrigins: config.corsOrigins })
   await app.register(shutdown, { delayMs: config.shutdownDelayMs ?? 0 })
   app.addHook('onClose', async () => { await repository.close() })
-  if (app.log.level === 'debug' || app.log.level === 'trace') await app.register(processHealth)
   await app.register(overload, { limits: config.overload ?? defaultOverloadLimits() })
   await app.register(jsonBody)
   await app.register(openapi)
