@@ -46,10 +46,7 @@ async function connectRedis (app: FastifyInstance, url: string): Promise<Redis> 
     failures.failed(err.code === 'ECONNREFUSED' ? 'refused' : 'down', 'connection', err)
   })
   redis.on('ready', () => failures.recovered())
-  app.addHook('onClose', async () => {
-    await redis.quit().catch(() => redis.disconnect())
-    failures.close()
-  })
+  app.addHook('onClose', async () => { await redis.quit().catch(() => redis.disconnect()) })
   if (!await Promise.race([redis.connect().then(() => true, () => false), sleep(2000, false, { ref: false })])) {
     app.log.warn('rate limit store (Redis) not reachable at start; ' +
       'starting without it, requests are served without a limit until it is')
