@@ -9,11 +9,6 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { InsertOutcome } from '../plants/plant-repository.js'
 
-/** The OpenTelemetry rule for OTEL_EXPORTER_OTLP_ENDPOINT: the signal's path appended to the base URL. */
-export function tracesUrl (endpoint: string): string {
-  return new URL('v1/traces', endpoint.endsWith('/') ? endpoint : `${endpoint}/`).href
-}
-
 // @fastify/otel reads the caller's traceparent through the global propagator; it holds no state, so
 // every app of the process may share it. The tracer provider, which does, stays per app.
 propagation.setGlobalPropagator(new W3CTraceContextPropagator())
@@ -24,10 +19,12 @@ propagation.setGlobalPropagator(new W3CTraceContextPropagator())
  * alone without a route), its parent the caller's valid `traceparent`, whose sampling decision is kept.
  */
 export function createTracing (endpoint: string) {
+  // The OpenTelemetry rule for OTEL_EXPORTER_OTLP_ENDPOINT: the signal's path appended to the base URL.
+  const url = new URL('v1/traces', endpoint.endsWith('/') ? endpoint : `${endpoint}/`).href
   const provider = new TracerProvider({
     // What a tracing backend lists the spans under.
     resource: resourceFromAttributes({ 'service.name': 'plant-store' }),
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: tracesUrl(endpoint) }) })]
+    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url }) })]
   })
   const tracer = provider.getTracer('plant-store')
   // One span per request, none per hook or handler.
