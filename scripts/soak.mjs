@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // Soak: sustained load on the built server (dist/server.js) for minutes, mixing valid creates,
 // replays, conflicts and invalid requests, sampling the server's RSS (/proc/<pid>/status), heap and
-// event-loop delay (prom-client's default metrics, scraped from METRICS_PORT) over time. It says whether RSS
-// levelled off during the phase that stores nothing new: replays, conflicts and invalid requests
-// must not make the process grow. Localhost only; bounded in time and request count.
+// event-loop delay (prom-client's default metrics, scraped from METRICS_PORT) over time. It says
+// whether RSS levelled off during the phase that stores nothing new: replays, conflicts and invalid
+// requests must not make the process grow. Localhost only; bounded in time and request count.
 //
 //   npm run soak -- [--minutes 5] [--connections 20] [--samples 20]
 import { spawn } from 'node:child_process'
