@@ -15,21 +15,19 @@ export interface TokenReloadOptions {
 /**
  * Reads the tokens file again and swaps the accepted set at once. A file that cannot be read, holds
  * no token or has a bad line is refused whole and the previous set stays: a half-written file, a
- * typo or a missing mount must not lock clients out. Returns whether the new set was taken.
+ * typo or a missing mount must not lock clients out. onReload is told whether the new set was taken.
  */
-export function reloadTokens ({ file, tokens, log, onReload }: TokenReloadOptions): boolean {
-  let taken = true
+export function reloadTokens ({ file, tokens, log, onReload }: TokenReloadOptions): void {
   try {
     const next = readTokensFile(file)
     tokens.replace(next)
     log.info({ tokens: next.length }, 'tokens reloaded')
+    onReload?.(true)
   } catch (error) {
     // The message names the variable and the reason; it never contains a token.
     log.warn({ reason: (error as Error).message }, 'tokens not reloaded; the previous tokens stay accepted')
-    taken = false
+    onReload?.(false)
   }
-  onReload?.(taken)
-  return taken
 }
 
 /**

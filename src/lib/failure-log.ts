@@ -33,56 +33,41 @@ export function summarizeCause (error: unknown): { code?: string, message: strin
   }
 }
 
-/** A kind of failure (where and what): the failures not logged yet, the latest cause, the timer that logs them. */
-interface Kind { pending: number, cause: unknown, loggedAt: number, timer: NodeJS.Timeout | undefined }
-
 /**
  * Logs a dependency's failures so that an outage does not flood the log pipeline: per kind of
- * failure at most one line per interval, with the count since the last line and the cause's code
- * and message; one line when it works again.
+ * failure at most one line per interval, with the count since its previous line and the cause's
+ * code and message; one line when it works again, with the outage's total.
  */
 export function createFailureLog ({ log, subject, counted, effect, intervalMs = 1000 }: FailureLogOptions) {
-  const kinds = new Map<string, Kind>()
+  // Per kind of failure (where and what): the failures not logged yet, and when its last line was written.
+  const kinds = new Map<string, { pending: number, loggedAt: number }>()
   let failingSince: number | undefined
   let total = 0
 
-  function write (kind: string, during: string, state: Kind): void {
-    clearTimeout(state.timer)
-    state.timer = undefined
-    const cause = summarizeCause(state.cause)
-    log.warn({ subject, failure: kind, during, [counted]: state.pending, ...(cause && { cause }) },
-      `${subject} failing (${kind}, ${during})${effect === undefined ? '' : `: ${effect}`}`)
-    state.pending = 0
-    state.loggedAt = Date.now()
-  }
-  function close (): void {
-    for (const state of kinds.values()) clearTimeout(state.timer)
-    kinds.clear()
-  }
-
   return {
     /** Counts one failure of this kind (`during`: where, e.g. "insert", "readyz"). */
-    failed (kind: string, during: string, cause: unknown) {
+    failed (kind: string, during: string, error: unknown) {
       const now = Date.now()
       failingSince ??= now
       total++
       const key = `${during}\0${kind}`
-      let state = kinds.get(key)
-      if (state === undefined) kinds.set(key, state = { pending: 0, cause, loggedAt: -Infinity, timer: undefined })
+      const state = kinds.get(key) ?? { pending: 0, loggedAt: -Infinity }
+      kinds.set(key, state)
       state.pending++
-      state.cause = cause
-      if (now - state.loggedAt >= intervalMs) write(kind, during, state)
-      else state.timer ??= setTimeout(write, state.loggedAt + intervalMs - now, kind, during, state).unref()
+      if (now - state.loggedAt < intervalMs) return
+      const cause = summarizeCause(error)
+      log.warn({ subject, failure: kind, during, [counted]: state.pending, ...(cause && { cause }) },
+        `${subject} failing (${kind}, ${during})${effect === undefined ? '' : `: ${effect}`}`)
+      state.pending = 0
+      state.loggedAt = now
     },
     /** It works again: one line with the outage's length and total, then quiet until the next failure. */
     recovered () {
       if (failingSince === undefined) return
-      close()
       log.info({ subject, failedMs: Date.now() - failingSince, [counted]: total }, `${subject} back`)
+      kinds.clear()
       failingSince = undefined
       total = 0
-    },
-    /** Stops the timers (the counts not yet logged are dropped). */
-    close
+    }
   }
 }

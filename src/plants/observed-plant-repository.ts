@@ -63,9 +63,6 @@ export function createObservedPlantRepository (
       })
     },
     ready: () => inner.ready().then(() => { failures.recovered() }, (error: unknown) => failed('readyz', error)),
-    async close () {
-      failures.close()
-      await inner.close()
-    }
+    close: () => inner.close()
   }
 }

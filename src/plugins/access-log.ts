@@ -23,7 +23,7 @@ export class AccessLog extends LogController {
     const status = reply.statusCode
     // Fastify starts no clock for a request it could not route (a bad URL).
     const seconds = (reply.elapsedTime || 0) / 1000
-    this.#metrics?.requests.observe(method, route, status, seconds)
+    this.#metrics?.requestDone(method, route, status, seconds)
     const trace = parseTraceparent(request.headers.traceparent)
     const line = {
       reqId,

@@ -63,20 +63,18 @@ export function createMetrics () {
       contentType: registry.contentType,
       metrics: async () => `${await registry.metrics()}\n${requestSeconds.text()}\n\n${insertSeconds.text()}\n`
     },
-    requests: {
-      /** `route` is the matched route's template, or undefined when none matched. */
-      observe (method: string, route: string | undefined, status: number, seconds: number): void {
-        // Only an unmatched request's method can be anything Node's parser accepts: bound it.
-        if (route === undefined && !KNOWN_METHODS.has(method)) method = '_OTHER'
-        const path = route ?? UNMATCHED_ROUTE
-        const key = `${method} ${path} ${status}`
-        let one = series.get(key)
-        if (one === undefined) {
-          const labels = { http_request_method: method, http_route: path, http_response_status_code: `${status}` }
-          series.set(key, one = requestSeconds.series(labels))
-        }
-        one.observe(seconds)
+    /** One request done; `route` is the matched route's template, or undefined when none matched. */
+    requestDone (method: string, route: string | undefined, status: number, seconds: number): void {
+      // Only an unmatched request's method can be anything Node's parser accepts: bound it.
+      if (route === undefined && !KNOWN_METHODS.has(method)) method = '_OTHER'
+      const path = route ?? UNMATCHED_ROUTE
+      const key = `${method} ${path} ${status}`
+      let one = series.get(key)
+      if (one === undefined) {
+        const labels = { http_request_method: method, http_route: path, http_response_status_code: `${status}` }
+        series.set(key, one = requestSeconds.series(labels))
       }
+      one.observe(seconds)
     },
     /** A reload of API_TOKENS_FILE: taken, or refused (the previous tokens stay). */
     tokenReload: (taken: boolean) => { reloads.inc({ result: taken ? 'ok' : 'refused' }) },

@@ -1,20 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import rateLimit from '@fastify/rate-limit'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { Redis } from 'ioredis'
 import type { Config } from '../config.js'
 import { RateLimitedError } from '../errors.js'
 import { createFailureLog } from '../lib/failure-log.js'
-import { tokenRateLimitKey } from './auth.js'
 
 type RateLimit = NonNullable<Config['rateLimit']>
-
-/** The counter's key, the same on every replica: a named client keeps its count across a token rotation. */
-export function rateLimitKey (request: FastifyRequest): string {
-  return request.client?.rateLimitKey ??
-    tokenRateLimitKey((request.headers.authorization ?? '').slice('bearer '.length).trim())
-}
 
 /**
  * A per-client limit after auth, shared by the replicas through Redis. While Redis is unreachable the
@@ -24,7 +17,9 @@ export const tokenRateLimit = fp<{ limit: RateLimit }>(async function tokenRateL
   await app.register(rateLimit, {
     max: limit.perMinute,
     timeWindow: 60000,
-    keyGenerator: rateLimitKey,
+    // The client's key (plugins/auth.ts), the same on every replica: a named client keeps its count across a
+    // token rotation. The limiter's hook is the route's, so auth's, the scope's, has set the client already.
+    keyGenerator: (request) => request.client?.rateLimitKey ?? '',
     enableDraftSpec: true,
     skipOnError: true,
     ...(limit.redisUrl !== undefined && { redis: await connectRedis(app, limit.redisUrl) }),
@@ -46,10 +41,7 @@ async function connectRedis (app: FastifyInstance, url: string): Promise<Redis> 
     failures.failed(err.code === 'ECONNREFUSED' ? 'refused' : 'down', 'connection', err)
   })
   redis.on('ready', () => failures.recovered())
-  app.addHook('onClose', async () => {
-    await redis.quit().catch(() => redis.disconnect())
-    failures.close()
-  })
+  app.addHook('onClose', async () => { await redis.quit().catch(() => redis.disconnect()) })
   if (!await Promise.race([redis.connect().then(() => true, () => false), sleep(2000, false, { ref: false })])) {
     app.log.warn('rate limit store (Redis) not reachable at start; ' +
       'starting without it, requests are served without a limit until it is')

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { FastifyOtelInstrumentation } from '@fastify/otel'
-import { ROOT_CONTEXT, SpanStatusCode, propagation, trace, type Span } from '@opentelemetry/api'
+import { SpanStatusCode, propagation, type Context } from '@opentelemetry/api'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { resourceFromAttributes } from '@opentelemetry/resources'
@@ -8,11 +8,6 @@ import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { InsertOutcome } from '../plants/plant-repository.js'
-
-/** The OpenTelemetry rule for OTEL_EXPORTER_OTLP_ENDPOINT: the signal's path appended to the base URL. */
-export function tracesUrl (endpoint: string): string {
-  return new URL('v1/traces', endpoint.endsWith('/') ? endpoint : `${endpoint}/`).href
-}
 
 // @fastify/otel reads the caller's traceparent through the global propagator; it holds no state, so
 // every app of the process may share it. The tracer provider, which does, stays per app.
@@ -24,10 +19,12 @@ propagation.setGlobalPropagator(new W3CTraceContextPropagator())
  * alone without a route), its parent the caller's valid `traceparent`, whose sampling decision is kept.
  */
 export function createTracing (endpoint: string) {
+  // The OpenTelemetry rule for OTEL_EXPORTER_OTLP_ENDPOINT: the signal's path appended to the base URL.
+  const url = new URL('v1/traces', endpoint.endsWith('/') ? endpoint : `${endpoint}/`).href
   const provider = new TracerProvider({
     // What a tracing backend lists the spans under.
     resource: resourceFromAttributes({ 'service.name': 'plant-store' }),
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: tracesUrl(endpoint) }) })]
+    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url }) })]
   })
   const tracer = provider.getTracer('plant-store')
   // One span per request, none per hook or handler.
@@ -39,17 +36,13 @@ export function createTracing (endpoint: string) {
     }
   })
   instrumentation.setTracerProvider(provider)
-  // The request's span while its handler runs, so that the store's span finds its parent without a
-  // global context manager.
-  const active = new AsyncLocalStorage<Span>()
+  // The request's context (its span) while its handler runs, so that the store's span finds its parent
+  // without a global context manager; null when the request is not traced.
+  const active = new AsyncLocalStorage<Context | null>()
 
   const plugin = fp(async function tracing (app: FastifyInstance) {
     await app.register(instrumentation.plugin())
-    app.addHook('preHandler', (request, _reply, done) => {
-      const { span } = request.opentelemetry()
-      if (span === null) done()
-      else active.run(span, done)
-    })
+    app.addHook('preHandler', (request, _reply, done) => { active.run(request.opentelemetry().context, done) })
     // After the last request: what is still buffered is sent before the process exits.
     app.addHook('onClose', async () => { await provider.shutdown() })
   }, { name: 'tracing' })
@@ -59,8 +52,8 @@ export function createTracing (endpoint: string) {
     /** A child span of the request's span for a store insert; the returned function ends it. */
     startInsert () {
       const parent = active.getStore()
-      if (parent === undefined) return undefined
-      const span = tracer.startSpan('plant_store insert', {}, trace.setSpan(ROOT_CONTEXT, parent))
+      if (parent == null) return undefined
+      const span = tracer.startSpan('plant_store insert', {}, parent)
       return (outcome: InsertOutcome | 'error' | 'unknown', error?: unknown): void => {
         span.setAttribute('plant_store.outcome', outcome)
         if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: String(error) })

@@ -18,50 +18,21 @@ describe('createFailureLog', () => {
   beforeEach(() => { vi.useFakeTimers() })
   afterEach(() => { vi.useRealTimers() })
 
-  it('logs the first failure at once, then one line per second per kind with the count since the last line', () => {
+  it('logs the first failure at once, then at most one line per second per kind with the count since the last line', () => {
     const { lines, log } = recorder()
     const failures = createFailureLog({ log, subject: 'store', counted: 'refused' })
     failures.failed('refused', 'insert', refused)
     expect(lines).toEqual([{ level: 'warn', message: 'store failing (refused, insert)', fields: { subject: 'store', failure: 'refused', during: 'insert', refused: 1, cause: { code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:1' } } }])
     for (let i = 0; i < 500; i++) failures.failed('refused', 'insert', refused)
-    expect(lines).toHaveLength(1)
-    vi.advanceTimersByTime(1000)
-    expect(lines).toHaveLength(2)
-    expect(lines[1]?.fields).toMatchObject({ failure: 'refused', refused: 500 })
-    // Nothing new: no line at the next second.
-    vi.advanceTimersByTime(5000)
-    expect(lines).toHaveLength(2)
-  })
-
-  it('writes the counted failures one interval after the last line, not before, and again each interval while they go on', () => {
-    const { lines, log } = recorder()
-    const failures = createFailureLog({ log, subject: 'store', counted: 'refused', intervalMs: 1000 })
-    failures.failed('refused', 'insert', refused)
-    vi.advanceTimersByTime(400)
-    failures.failed('refused', 'insert', refused)
-    failures.failed('refused', 'insert', refused)
-    vi.advanceTimersByTime(599)
-    expect(lines).toHaveLength(1)
-    vi.advanceTimersByTime(1)
-    expect(lines.map((line) => line.fields.refused)).toEqual([1, 2])
-    failures.failed('refused', 'insert', refused)
     vi.advanceTimersByTime(999)
-    expect(lines).toHaveLength(2)
+    expect(lines).toHaveLength(1)
     vi.advanceTimersByTime(1)
-    expect(lines.map((line) => line.fields.refused)).toEqual([1, 2, 1])
-  })
-
-  it('writes the counted failures once when a failure comes after the interval before their timer has run (a busy event loop)', () => {
-    const { lines, log } = recorder()
-    const failures = createFailureLog({ log, subject: 'store', counted: 'refused', intervalMs: 1000 })
+    // Written with the next failure, counted with the ones held back.
+    failures.failed('refused', 'insert', new Error('the latest cause'))
+    expect(lines).toHaveLength(2)
+    expect(lines[1]?.fields).toMatchObject({ failure: 'refused', refused: 501, cause: { message: 'the latest cause' } })
     failures.failed('refused', 'insert', refused)
-    failures.failed('refused', 'insert', refused)
-    // The clock passes the interval while the timer has not run yet.
-    vi.setSystemTime(Date.now() + 1500)
-    failures.failed('refused', 'insert', refused)
-    expect(lines.map((line) => line.fields.refused)).toEqual([1, 2])
-    vi.advanceTimersByTime(5000)
-    expect(lines.map((line) => line.fields.refused)).toEqual([1, 2])
+    expect(lines).toHaveLength(2)
   })
 
   it('logs a failure at once when a whole interval has passed since the last line', () => {
@@ -71,17 +42,6 @@ describe('createFailureLog', () => {
     vi.advanceTimersByTime(1000)
     failures.failed('refused', 'insert', refused)
     expect(lines.map((line) => line.fields.refused)).toEqual([1, 1])
-  })
-
-  it('never keeps the process alive for a line still to be written (its timer is unref\'d)', () => {
-    const { log } = recorder()
-    const setTimeoutSpy = vi.spyOn(globalThis, 'setTimeout')
-    const failures = createFailureLog({ log, subject: 'store', counted: 'refused' })
-    failures.failed('refused', 'insert', refused)
-    failures.failed('refused', 'insert', refused)
-    expect(setTimeoutSpy).toHaveBeenCalledTimes(1)
-    expect((setTimeoutSpy.mock.results[0]?.value as NodeJS.Timeout).hasRef()).toBe(false)
-    failures.close()
   })
 
   it('appends the effect to the failure lines\' message, and logs a failure with no cause without a cause field', () => {
@@ -96,19 +56,6 @@ describe('createFailureLog', () => {
     }])
     failures.recovered()
     expect(lines[1]).toEqual({ level: 'info', message: 'rate limit store (Redis) back', fields: { subject: 'rate limit store (Redis)', failedMs: 0, errors: 1 } })
-  })
-
-  it('stops its timers on close: the failures counted and not yet logged are dropped', () => {
-    const { lines, log } = recorder()
-    const failures = createFailureLog({ log, subject: 'store', counted: 'refused' })
-    failures.failed('refused', 'insert', refused)
-    failures.failed('refused', 'insert', refused)
-    failures.close()
-    vi.advanceTimersByTime(5000)
-    expect(lines).toHaveLength(1)
-    // Dropped, not carried into a later line.
-    failures.failed('refused', 'insert', refused)
-    expect(lines.map((line) => line.fields.refused)).toEqual([1, 1])
   })
 
   it('keeps kinds apart: a timeout is logged even while refusals are being counted', () => {
@@ -137,9 +84,6 @@ describe('createFailureLog', () => {
     expect(lines.map((line) => line.level)).toEqual(['warn', 'info'])
     // The outage is counted from its first failure, not its latest.
     expect(lines[1]).toEqual({ level: 'info', message: 'store back', fields: { subject: 'store', failedMs: 250, refused: 3 } })
-    // The counted refusals were part of the outage's total: no late line after the recovery.
-    vi.advanceTimersByTime(2000)
-    expect(lines).toHaveLength(2)
     // A new outage is logged from its first failure again.
     failures.failed('refused', 'insert', refused)
     expect(lines).toHaveLength(3)

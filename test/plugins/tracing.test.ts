@@ -1,6 +1,5 @@
 import { createServer } from 'node:http'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { tracesUrl } from '../../src/plugins/tracing.js'
 import { JSON_AUTH, buildTestApp, postPlant } from '../helpers.js'
 
 interface OtlpAttribute { key: string, value: { stringValue?: string, intValue?: number | string } }
@@ -113,9 +112,14 @@ describe('OTLP tracing (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     expect(insert?.status?.code).toBe(SPAN_STATUS_ERROR)
   })
 
-  it('sends to <endpoint>/v1/traces, with or without a trailing slash or a base path', () => {
-    expect(tracesUrl('http://collector:4318')).toBe('http://collector:4318/v1/traces')
-    expect(tracesUrl('http://collector:4318/')).toBe('http://collector:4318/v1/traces')
-    expect(tracesUrl('https://example.test/otlp')).toBe('https://example.test/otlp/v1/traces')
+  it('sends to <endpoint>/v1/traces, with or without a trailing slash or a base path', async () => {
+    const receiver = await startReceiver()
+    for (const endpoint of [`${receiver.endpoint}/`, `${receiver.endpoint}/otlp`]) {
+      const app = await buildTestApp({ config: { otlpEndpoint: endpoint } })
+      expect((await postPlant(app, { id: 1, name: 'fern' })).statusCode).toBe(200)
+      // Closing the app flushes the spans still buffered.
+      await app.close()
+    }
+    expect(receiver.exports.map((e) => e.path)).toEqual(['/v1/traces', '/otlp/v1/traces'])
   })
 })
