@@ -206,6 +206,10 @@ describe('token entries: named, hashed and plain', () => {
     expect(parseTokens(`billing:sha256:${sha256(SECRET)}`, 'API_TOKENS')).toEqual([{ name: 'billing', sha256: sha256(SECRET) }])
   })
 
+  it('reserves a client name only for named entries: an unnamed token never clashes with a name', () => {
+    expect(parseTokens('billingx,billing:token-b', 'API_TOKENS')).toEqual([{ token: 'billingx' }, { name: 'billing', token: 'token-b' }])
+  })
+
   it('accepts a name of 64 characters from the whole name alphabet', () => {
     const name = `A-z.0_9${'x'.repeat(57)}`
     expect(name).toHaveLength(64)
@@ -230,6 +234,7 @@ describe('token entries: named, hashed and plain', () => {
     ['a second colon in a plain token', `billing:${SECRET}:x`, 'API_TOKENS_FILE line 1: the token has characters a bearer token cannot carry'],
     ['a hashed entry without a name', `a:t\nsha256:${sha256(SECRET)}`, 'API_TOKENS_FILE line 2: a hashed entry needs a client name in front'],
     ['a hashed entry with 63 hex digits', `billing:sha256:${sha256(SECRET).slice(1)}`, 'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
+    ['a token that holds sha256: after other characters', `billing:xsha256:${sha256(SECRET)}`, 'API_TOKENS_FILE line 1: the token has characters a bearer token cannot carry'],
     ['a hashed entry with a character before its 64 hex digits', `billing:sha256:x${sha256(SECRET)}`, 'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
     ['a hashed entry with a non-hex digit', `billing:sha256:${sha256(SECRET).slice(1)}g`, 'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
     ['sha256sum\'s output pasted whole', `billing:sha256:${sha256(SECRET)}  -`, 'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],

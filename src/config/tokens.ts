@@ -35,9 +35,10 @@ export function parseTokens (text: string, source: 'API_TOKENS' | 'API_TOKENS_FI
       throw bad('a client name is 1 to 64 characters of A-Z a-z 0-9 . _ - (then a colon, then the token)')
     } else if (rest === '') throw bad('no token after the client name')
     else if (names.has(name)) throw bad(`duplicate client name (first on ${unit} ${names.get(name)}); names are unique`)
-    else if (!rest.startsWith('sha256:')) entry = { name, token: rest }
     else if (SHA256_ENTRY.test(rest)) entry = { name, sha256: rest.slice('sha256:'.length).toLowerCase() }
-    else throw bad('sha256: must be followed by exactly 64 hex digits, the SHA-256 of the token')
+    else if (rest.startsWith('sha256:')) {
+      throw bad('sha256: must be followed by exactly 64 hex digits, the SHA-256 of the token')
+    } else entry = { name, token: rest }
     if (colon !== -1) names.set(name, position)
     if ('token' in entry && !TOKEN.test(entry.token)) {
       throw bad('the token has characters a bearer token cannot carry ' +

@@ -26,9 +26,8 @@ export const overload = fp<{ limits: Config['overload'], rssAnonBytes?: () => nu
     pressureHandler: (request, _reply, type, value) => {
       if (request.routeOptions.url === '/livez') return undefined
       // Once per sample interval, not per request: logging is what a shed request would spend most on.
-      const now = Date.now()
-      if (now - lastLogged >= limits.sampleIntervalMs) {
-        lastLogged = now
+      if (Date.now() - lastLogged >= limits.sampleIntervalMs) {
+        lastLogged = Date.now()
         // The health check (resident anonymous memory) hands no value.
         const pressure = type === 'healthCheck' ? 'rssAnonBytes' : type
         request.log.warn({ pressure, value: value ?? rssAnonBytes() }, 'overloaded: shedding requests with 503')
