@@ -28,26 +28,19 @@ export function createMetrics () {
   // Gauges that prom-client names like counters (promtool: "non-counter metrics should not have
   // _total suffix"); nodejs_active_handles, _requests and _resources, by type, remain: sum them.
   for (const kind of ['handles', 'requests', 'resources']) registry.removeSingleMetric(`nodejs_active_${kind}_total`)
-  const reloads = new Counter({
-    name: 'plant_store_token_reloads_total',
-    help: 'Reloads of API_TOKENS_FILE: ok, or refused (the previous tokens stay accepted).',
-    labelNames: ['result'],
-    registers
-  })
-  const dropped = new Counter({
-    name: 'plant_store_log_lines_dropped_total',
-    help: 'Log lines dropped because the log reader (stdout) fell behind by more than LOG_BUFFER_MAX_BYTES.',
-    registers
-  })
-  const inserts = new Counter({
-    name: 'plant_store_inserts_total',
-    help: 'Store inserts by outcome: created, same, conflict, error (nothing stored), unknown (stored or not).',
-    labelNames: ['outcome'],
-    registers
-  })
-  // Exported as 0 from the start, so that increase() sees the first one.
-  for (const result of ['ok', 'refused']) reloads.inc({ result }, 0)
-  for (const outcome of ['created', 'same', 'conflict', 'error', 'unknown']) inserts.inc({ outcome }, 0)
+  // A counter whose label values are exported as 0 from the start, so that increase() sees the first one.
+  const counter = (name: string, help: string, labels: Record<string, string[]> = {}) => {
+    const one = new Counter({ name, help, labelNames: Object.keys(labels), registers })
+    for (const [label, values] of Object.entries(labels)) for (const value of values) one.inc({ [label]: value }, 0)
+    return one
+  }
+  const reloads = counter('plant_store_token_reloads_total',
+    'Reloads of API_TOKENS_FILE: ok, or refused (the previous tokens stay accepted).', { result: ['ok', 'refused'] })
+  const dropped = counter('plant_store_log_lines_dropped_total',
+    'Log lines dropped because the log reader (stdout) fell behind by more than LOG_BUFFER_MAX_BYTES.')
+  const inserts = counter('plant_store_inserts_total',
+    'Store inserts by outcome: created, same, conflict, error (nothing stored), unknown (stored or not).',
+    { outcome: ['created', 'same', 'conflict', 'error', 'unknown'] })
   // The histograms of every request and insert are counted in place (lib/prometheus-histogram.ts).
   const insertSeconds = prometheusHistogram('plant_store_insert_duration_seconds',
     'Time of one store insert, group-commit wait included, in seconds.', DURATION_BUCKETS)
