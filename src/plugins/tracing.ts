@@ -55,9 +55,8 @@ export function createTracing (endpoint: string) {
       if (parent == null) return undefined
       const span = tracer.startSpan('plant_store insert', {}, parent)
       return (outcome: InsertOutcome | 'error' | 'unknown', error?: unknown): void => {
-        span.setAttribute('plant_store.outcome', outcome)
         if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: String(error) })
-        span.end()
+        span.setAttribute('plant_store.outcome', outcome).end()
       }
     }
   }
