@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises'
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
@@ -28,7 +27,7 @@ export const tokenRateLimit = fp<{ limit: RateLimit }>(async function tokenRateL
   })
 }, { name: 'token-rate-limit' })
 
-/** Waits at most 2 s for Redis at start, then goes on without it (fail-open). */
+/** Waits for Redis at start until it answers or fails once (connectTimeout), then goes on without it. */
 async function connectRedis (app: FastifyInstance, url: string): Promise<Redis> {
   // Fail fast while Redis is away instead of queueing commands (and requests) behind it.
   const options = { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, lazyConnect: true }
@@ -42,9 +41,7 @@ async function connectRedis (app: FastifyInstance, url: string): Promise<Redis> 
   })
   redis.on('ready', () => failures.recovered())
   app.addHook('onClose', async () => { await redis.quit().catch(() => redis.disconnect()) })
-  if (!await Promise.race([redis.connect().then(() => true, () => false), sleep(2000, false, { ref: false })])) {
-    app.log.warn('rate limit store (Redis) not reachable at start; ' +
-      'starting without it, requests are served without a limit until it is')
-  }
+  // A failure is logged by the 'error' listener above.
+  await redis.connect().catch(() => {})
   return redis
 }
