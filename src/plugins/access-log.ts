@@ -18,22 +18,18 @@ export class AccessLog extends LogController {
   override incomingRequest (): void {}
 
   override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    const { id: reqId, method } = request
-    const route = request.routeOptions.url
-    const status = reply.statusCode
+    const { method, routeOptions: { url: route } } = request
     // Fastify starts no clock for a request it could not route (a bad URL).
     const seconds = (reply.elapsedTime || 0) / 1000
-    this.#metrics?.requestDone(method, route, status, seconds)
-    const trace = parseTraceparent(request.headers.traceparent)
+    this.#metrics?.requestDone(method, route, reply.statusCode, seconds)
     const line = {
-      reqId,
+      reqId: request.id,
       method,
       route,
       client: request.client?.name,
-      status,
+      status: reply.statusCode,
       ms: Math.round(seconds * 100000) / 100,
-      traceId: trace?.traceId,
-      parentSpanId: trace?.parentSpanId
+      ...parseTraceparent(request.headers.traceparent)
     }
     // The app's logger, not the request's child: the id is written here once.
     if (error) request.server.log.error({ ...line, err: error }, 'request failed')
