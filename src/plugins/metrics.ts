@@ -8,9 +8,6 @@ export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05
 /** `http_route` of a request that matched no route (404s, bad URLs, malformed HTTP): never the raw path. */
 export const UNMATCHED_ROUTE = 'unmatched'
 
-/** An unmatched request's method outside these is `_OTHER` (OpenTelemetry HTTP conventions). */
-const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH'])
-
 /** The gauges a store's stats() can feed, by the field that feeds each. */
 const STAT_GAUGES: ReadonlyArray<[keyof StoreStats, string, string]> = [
   ['plants', 'plant_store_memory_plants', 'Plants held by the memory store.'],
@@ -56,10 +53,11 @@ export function createMetrics () {
       contentType: registry.contentType,
       metrics: async () => `${await registry.metrics()}\n${requestSeconds.text()}\n\n${insertSeconds.text()}\n`
     },
-    /** One request done; `route` is the matched route's template, or undefined when none matched. */
+    /**
+     * One request done; `route` is the matched route's template, or undefined when none matched. The method
+     * needs no bound of ours: Node's parser accepts only those of http.METHODS.
+     */
     requestDone (method: string, route: string | undefined, status: number, seconds: number): void {
-      // Only an unmatched request's method can be anything Node's parser accepts: bound it.
-      if (route === undefined && !KNOWN_METHODS.has(method)) method = '_OTHER'
       const path = route ?? UNMATCHED_ROUTE
       const key = `${method} ${path} ${status}`
       let one = series.get(key)
