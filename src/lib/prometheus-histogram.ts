@@ -9,18 +9,16 @@ const quote = (value: string): string => escape(value).replaceAll('"', '\\"')
 export function prometheusHistogram (name: string, help: string, buckets: readonly number[]) {
   const all: Array<{ labels: string, counts: number[], sum: number }> = []
   return {
-    /** A new series: take it once per label set, then observe it. */
+    /** A new series, taken once per label set: the function that observes a value in it. */
     series (labels: Record<string, string> = {}) {
       const pairs = Object.entries(labels).map(([label, value]) => `,${label}="${quote(value)}"`)
       const state = { labels: pairs.join(''), counts: new Array<number>(buckets.length + 1).fill(0), sum: 0 }
       all.push(state)
-      return {
-        observe (value: number): void {
-          let bucket = 0
-          while (value > (buckets[bucket] ?? Infinity)) bucket++
-          state.counts[bucket] = (state.counts[bucket] as number) + 1
-          state.sum += value
-        }
+      return (value: number): void => {
+        let bucket = 0
+        while (value > (buckets[bucket] ?? Infinity)) bucket++
+        state.counts[bucket] = (state.counts[bucket] as number) + 1
+        state.sum += value
       }
     },
     /** The exposition, as prom-client's Registry writes a histogram (a series appears once taken). */

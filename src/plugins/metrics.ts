@@ -41,7 +41,7 @@ export function createMetrics () {
   // The histograms of every request and insert are counted in place (lib/prometheus-histogram.ts).
   const insertSeconds = prometheusHistogram('plant_store_insert_duration_seconds',
     'Time of one store insert, group-commit wait included, in seconds.', DURATION_BUCKETS)
-  const inserted = insertSeconds.series()
+  const observeInsert = insertSeconds.series()
   const requestSeconds = prometheusHistogram('http_server_request_duration_seconds',
     'Duration of HTTP server requests, from arrival to the end of the reply, in seconds.', DURATION_BUCKETS)
   // A series per method, route and status, taken once.
@@ -65,7 +65,7 @@ export function createMetrics () {
         const labels = { http_request_method: method, http_route: path, http_response_status_code: `${status}` }
         series.set(key, one = requestSeconds.series(labels))
       }
-      one.observe(seconds)
+      one(seconds)
     },
     /** A reload of API_TOKENS_FILE: taken, or refused (the previous tokens stay). */
     tokenReload: (taken: boolean) => { reloads.inc({ result: taken ? 'ok' : 'refused' }) },
@@ -73,7 +73,7 @@ export function createMetrics () {
     /** One store insert, by outcome, and how long it took. */
     storeInsert (outcome: InsertOutcome | 'error' | 'unknown', seconds: number) {
       inserts.inc({ outcome })
-      inserted.observe(seconds)
+      observeInsert(seconds)
     },
     /** Exports what this store tells of itself: group-commit sizes, its pool or fill (read when scraped). */
     watchStore (store: PlantRepository) {

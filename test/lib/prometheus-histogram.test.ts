@@ -29,7 +29,7 @@ function counted (help: string, labelled: boolean, observations: Array<[string[]
       one = histogram.series(labelled ? Object.fromEntries(LABELS.map((label, i) => [label, values[i] ?? ''])) : {})
       series.set(labelled ? key : '', one)
     }
-    one.observe(value)
+    one(value)
   }
   if (!labelled && series.size === 0) histogram.series()
   return histogram.text()
