@@ -3,7 +3,6 @@ import closeWithGrace from 'close-with-grace'
 import pino from 'pino'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
-import { listenMetrics } from './metrics-listener.js'
 import { createTokenSet } from './plugins/auth.js'
 import { createRepository } from './storage.js'
 import { watchTokens } from './token-reload.js'
@@ -53,6 +52,7 @@ async function main (): Promise<void> {
     app.addHook('onClose', async () => stopWatching())
   }
   if (metrics !== undefined && config.metrics !== undefined) {
+    const { listenMetrics } = await import('./metrics-listener.js')
     const listener = await listenMetrics({ registry: metrics.exposition, ...config.metrics, log: app.log })
     // Closed with the app, after the last request, so that a last scrape still sees them.
     app.addHook('onClose', listener.close)
