@@ -20,14 +20,13 @@ const STAT_GAUGES: ReadonlyArray<[keyof StoreStats, string, string]> = [
 /** Everything the service exports, in a Registry of its own (never prom-client's global one). */
 export function createMetrics () {
   const registry = new Registry()
-  const registers = [registry]
   collectDefaultMetrics({ register: registry })
   // Gauges that prom-client names like counters (promtool: "non-counter metrics should not have
   // _total suffix"); nodejs_active_handles, _requests and _resources, by type, remain: sum them.
   for (const kind of ['handles', 'requests', 'resources']) registry.removeSingleMetric(`nodejs_active_${kind}_total`)
   // A counter whose label values are exported as 0 from the start, so that increase() sees the first one.
   const counter = (name: string, help: string, labels: Record<string, string[]> = {}) => {
-    const one = new Counter({ name, help, labelNames: Object.keys(labels), registers })
+    const one = new Counter({ name, help, labelNames: Object.keys(labels), registers: [registry] })
     for (const [label, values] of Object.entries(labels)) for (const value of values) one.inc({ [label]: value }, 0)
     return one
   }
@@ -83,7 +82,7 @@ export function createMetrics () {
           help: 'Inserts per group commit (one SQLite transaction, or one PostgreSQL statement).',
           // A PostgreSQL batch holds at most 1000.
           buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000],
-          registers
+          registers: [registry]
         })
         store.observe({ batch: (size) => { batches.observe(size) } })
       }
