@@ -1,17 +1,15 @@
 import { isStoreError, StoreFullError, StoreOutcomeUnknownError, WritesFailingError } from '../errors.js'
-import { createFailureLog, summarizeCause, type FailureLogger } from '../lib/failure-log.js'
+import { createFailureLog, summarizeCause, type FailureLogOptions } from '../lib/failure-log.js'
 import type { Metrics } from '../plugins/metrics.js'
 import type { Tracing } from '../plugins/tracing.js'
 import type { PlantRepository } from './plant-repository.js'
 
-export interface ObservedPlantRepositoryOptions {
-  log: FailureLogger
+/** The failure log's `log` and `intervalMs`, and what counts and traces the inserts. */
+export interface ObservedPlantRepositoryOptions extends Pick<FailureLogOptions, 'log' | 'intervalMs'> {
   /** Where inserts are counted and timed (METRICS_PORT); absent: not counted. */
   metrics?: Pick<Metrics, 'storeInsert' | 'watchStore'> | undefined
   /** OpenTelemetry (OTEL_EXPORTER_OTLP_ENDPOINT): a span per insert within a request's span. */
   tracing?: Pick<Tracing, 'startInsert'> | undefined
-  /** At most one line per kind of failure per this interval. Default 1000 ms. */
-  intervalMs?: number
 }
 
 /**
@@ -38,9 +36,9 @@ export function failureKind (error: unknown): string {
  */
 export function createObservedPlantRepository (
   inner: PlantRepository,
-  { log, metrics, tracing, intervalMs = 1000 }: ObservedPlantRepositoryOptions
+  { metrics, tracing, ...logOptions }: ObservedPlantRepositoryOptions
 ): PlantRepository {
-  const failures = createFailureLog({ log, subject: 'store', counted: 'refused', intervalMs })
+  const failures = createFailureLog({ ...logOptions, subject: 'store', counted: 'refused' })
   metrics?.watchStore(inner)
   const failed = (during: string, error: unknown): never => {
     if (isStoreError(error)) failures.failed(failureKind(error), during, error)
