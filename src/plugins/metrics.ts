@@ -53,15 +53,14 @@ export function createMetrics () {
       metrics: async () => `${await registry.metrics()}\n${requestSeconds.text()}\n\n${insertSeconds.text()}\n`
     },
     /**
-     * One request done; `route` is the matched route's template, or undefined when none matched. The method
-     * needs no bound of ours: Node's parser accepts only those of http.METHODS.
+     * One request done; `route` is the matched route's template, or undefined (counted as unmatched) when none
+     * matched. The method needs no bound of ours: Node's parser accepts only those of http.METHODS.
      */
-    requestDone (method: string, route: string | undefined, status: number, seconds: number): void {
-      const path = route ?? UNMATCHED_ROUTE
-      const key = `${method} ${path} ${status}`
+    requestDone (method: string, route = UNMATCHED_ROUTE, status: number, seconds: number): void {
+      const key = `${method} ${route} ${status}`
       let one = series.get(key)
       if (one === undefined) {
-        const labels = { http_request_method: method, http_route: path, http_response_status_code: `${status}` }
+        const labels = { http_request_method: method, http_route: route, http_response_status_code: `${status}` }
         series.set(key, one = requestSeconds.series(labels))
       }
       one(seconds)

@@ -40,15 +40,13 @@ export function createTracing (endpoint: string) {
   // without a global context manager; null when the request is not traced.
   const active = new AsyncLocalStorage<Context | null>()
 
-  const plugin = fp(async function tracing (app: FastifyInstance) {
-    await app.register(instrumentation.plugin())
-    app.addHook('preHandler', (request, _reply, done) => { active.run(request.opentelemetry().context, done) })
-    // After the last request: what is still buffered is sent before the process exits.
-    app.addHook('onClose', async () => { await provider.shutdown() })
-  }, { name: 'tracing' })
-
   return {
-    plugin,
+    plugin: fp(async function tracing (app: FastifyInstance) {
+      await app.register(instrumentation.plugin())
+      app.addHook('preHandler', (request, _reply, done) => { active.run(request.opentelemetry().context, done) })
+      // After the last request: what is still buffered is sent before the process exits.
+      app.addHook('onClose', async () => { await provider.shutdown() })
+    }, { name: 'tracing' }),
     /** A child span of the request's span for a store insert; the returned function ends it. */
     startInsert () {
       const parent = active.getStore()
