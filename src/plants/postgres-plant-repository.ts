@@ -16,7 +16,6 @@ export interface PostgresPlantRepositoryOptions {
 }
 
 type Entry = Pending<{ key: string, id: bigint, plant: Plant }, InsertOutcome>
-interface StoredRow { id: string, name: string, tag: string | null }
 
 /** Named by its text's digest: two releases behind one pooler never run each other's statement. */
 const named = (text: string) => ({ name: `plant-store-${hash('sha256', text).slice(0, 16)}`, text })
@@ -157,7 +156,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     const select = { ...SELECT_STORED, values: [others] }
     const failure = others.length === 0
       ? undefined
-      : await session.query<StoredRow>(select, timeoutAt).then(
+      : await session.query<{ id: string, name: string, tag: string | null }>(select, timeoutAt).then(
         ({ rows }) => { for (const { id, name, tag } of rows) stored.set(id, tag === null ? { name } : { name, tag }) },
         (error: unknown) => new StoreOutcomeUnknownError({ cause: error instanceof Error ? error.cause : error }))
     for (const pending of batch) {
