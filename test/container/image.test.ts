@@ -301,7 +301,7 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
         execFileSync('cp', ['-a', `${checkout}/.`, changed])
         const file = join(changed, 'src', 'routes', 'health.ts')
         const text = readFileSync(file, 'utf8')
-        const edited = text.replace("summary: 'The process is up'", "summary: 'The process is up and answers'")
+        const edited = text.replace("'The process is up'", "'The process is up and answers'")
         expect(edited).not.toBe(text)
         writeFileSync(file, edited)
         const image = await rebuild(changed)

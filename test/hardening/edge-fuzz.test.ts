@@ -43,7 +43,7 @@ const RUNS = Math.max(MIN_RUNS, Number(process.env.FUZZ_EDGE_RUNS ?? 150))
 const WAIT_MS = 3000
 const BODY_LIMIT = 1024
 /** Short request timeouts, so that a cut request is answered 408 within the wait, and soon: runs wait on them. */
-const HTTP_LIMITS = { headersTimeoutMs: 100, requestTimeoutMs: 200, connectionTimeoutMs: 2000, keepAliveTimeoutMs: 150, maxHeaderBytes: 16384 }
+const HTTP_LIMITS = { headersTimeoutMs: 250, requestTimeoutMs: 500, connectionTimeoutMs: 2000, keepAliveTimeoutMs: 150, maxHeaderBytes: 16384 }
 const ORIGIN = 'https://app.example.com'
 
 interface Schema { type?: string, format?: string, pattern?: string, properties?: Record<string, Schema>, required?: string[], $ref?: string }
