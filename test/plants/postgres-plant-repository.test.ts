@@ -242,7 +242,7 @@ function defineSuite (target: PostgresTarget): void {
     onTestFinished(() => replica.close())
     await replica.ready()
     expect(await replica.insert(5, { name: 'palm' })).toBe('created')
-    // Through PgBouncer this session gets the server the insert just used (its idle servers are reused last first)
+    // Through PgBouncer this connection gets the server the insert just used (its idle servers are reused last first)
     // and keeps it, so the store's next statement goes to another server.
     const holder = new pg.Client({ connectionString })
     await holder.connect()
