@@ -14,9 +14,14 @@ export interface DocBlock {
 }
 
 export function docBlocks (file: string): DocBlock[] {
+  return parseDocBlocks(readFileSync(file, 'utf8'))
+}
+
+/** The fenced blocks of markdown text. */
+export function parseDocBlocks (markdown: string): DocBlock[] {
   const blocks: DocBlock[] = []
   let open: { fence: string, lang: string, name: string | undefined, line: number, body: string[] } | undefined
-  readFileSync(file, 'utf8').split('\n').forEach((line, index) => {
+  markdown.split('\n').forEach((line, index) => {
     const fence = /^\s*(`{3,}|~{3,})\s*([\w+-]*)\s*(\S*)/.exec(line)
     if (open === undefined && fence !== null) {
       open = { fence: fence[1] as string, lang: fence[2] ?? '', name: fence[3] === '' ? undefined : fence[3], line: index + 1, body: [] }

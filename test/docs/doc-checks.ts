@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { isDeepStrictEqual } from 'node:util'
 import { loadConfig } from '../../src/config.js'
+import type { DocBlock } from './blocks.js'
 
 /**
  * The checks that keep README.md and docs/ honest, as plain functions over text so that the tests can
@@ -139,8 +140,8 @@ export function schemaMismatches (markdown: string, schema: Record<string, Setti
 const noMemoryLimit = { memoryLimit: () => undefined }
 /** Valid settings the probes start from: with a metrics listener and a rate limit on, what they switch on is read too. */
 const BASES: NodeJS.ProcessEnv[] = [
-  { API_TOKENS: 'a' },
-  { API_TOKENS: 'a', METRICS_PORT: '9464', RATE_LIMIT_PER_MINUTE: '10', DATABASE_URL: 'postgres://db.invalid/plants' }
+  { API_TOKENS: 'a-token-of-sixteen-characters' },
+  { API_TOKENS: 'a-token-of-sixteen-characters', METRICS_PORT: '9464', RATE_LIMIT_PER_MINUTE: '10', DATABASE_URL: 'postgres://db.invalid/plants' }
 ]
 /** Values at least one of which any read variable either takes (the config changes) or refuses (ConfigError). */
 const PROBES = ['', 'x', '1', '12345', 'on', 'https://probe.example', 'redis://probe.example']
@@ -180,4 +181,24 @@ export function candidateNames (root: string): Set<string> {
   }
   visit(root)
   return names
+}
+
+/** The languages of a block a user would paste into a shell, psql or kubectl: each is run by a test. */
+export const RUNNABLE_LANGUAGES = new Set(['sh', 'bash', 'shell', 'zsh', 'console', 'sql', 'psql', 'yaml', 'yml'])
+
+/** The runnable blocks of a page that carry no name (so no test can find and run them), as `file:line lang`. */
+export function unnamedRunnableBlocks (file: string, blocks: readonly DocBlock[]): string[] {
+  return blocks.filter((block) => RUNNABLE_LANGUAGES.has(block.lang) && block.name === undefined)
+    .map((block) => `${file}:${block.line} ${block.lang}`)
+}
+
+/** Every `docBlock('<file>', '<name>')` of a source text, with literal strings, as `file#name`. */
+export function docBlockCalls (source: string): string[] {
+  return [...source.matchAll(/\bdocBlock\s*\(\s*(['"])([^'"]+)\1\s*,\s*(['"])([^'"]+)\3\s*\)/g)].map((match) => `${match[2]}#${match[4]}`)
+}
+
+/** The named blocks of a page no call runs, and the names the page gives twice, as `file#name`. */
+export function unrunBlocks (file: string, blocks: readonly DocBlock[], calls: ReadonlySet<string>): string[] {
+  const names = blocks.flatMap((block) => block.name === undefined ? [] : [`${file}#${block.name}`])
+  return names.filter((name, index) => !calls.has(name) || names.indexOf(name) !== index)
 }
