@@ -6,8 +6,8 @@ import { docBlocks, parseDocBlocks } from './blocks.js'
 import { docBlockCalls, unnamedRunnableBlocks, unrunBlocks } from './doc-checks.js'
 
 // Every recipe a user would paste is code: a shell, SQL or YAML block of README.md, docs/ or deploy/
-// names itself (```sh name) and some test runs it, found by docBlock('<file>', '<name>') with literal
-// strings; an illustration is a `text` block. A new recipe without a test fails here.
+// names itself (```sh name) and some test runs it, found by a call of docBlock with the page and the
+// name as literal strings; an illustration is a `text` block. A new recipe without a test fails here.
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
 

@@ -192,7 +192,7 @@ export function unnamedRunnableBlocks (file: string, blocks: readonly DocBlock[]
     .map((block) => `${file}:${block.line} ${block.lang}`)
 }
 
-/** Every `docBlock('<file>', '<name>')` of a source text, with literal strings, as `file#name`. */
+/** Every call of docBlock with a page and a name as literal strings in a source text, as `file#name`. */
 export function docBlockCalls (source: string): string[] {
   return [...source.matchAll(/\bdocBlock\s*\(\s*(['"])([^'"]+)\1\s*,\s*(['"])([^'"]+)\3\s*\)/g)].map((match) => `${match[2]}#${match[4]}`)
 }
