@@ -10,8 +10,7 @@ FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 # No compiler and no install scripts: better-sqlite3 13 ships its Node-API binaries in its package
-# (prebuilds/) and loads the one for this platform. Its implicit `node-gyp rebuild` would compile
-# nothing, yet still needs python3 and make; no other dependency has an install step.
+# (prebuilds/), loads the one for this platform, and declares no build step ("gypfile": false).
 # The SBOM lists the production dependencies, from the lock file (the installed tree lacks the dev ones).
 # Then what the service never loads: better-sqlite3's SQLite sources, C++ sources and the binaries of
 # other platforms (it loads prebuilds/<platform>-<arch>.node), and every package's source maps and type
@@ -40,14 +39,12 @@ COPY src ./src
 RUN npm run build
 
 FROM node:24-bookworm-slim AS runtime
-# SHUTDOWN_DELAY_MS + SHUTDOWN_TIMEOUT_MS = 2 s + 7 s = 9 s, inside Docker's 10 s stop timeout (docker
-# stop, Compose's stop_grace_period): 2 s of /readyz 503 while still serving, so that a balancer
-# polling every second drops the container, then at most 7 s of drain, 1 s to spare before SIGKILL.
+# SHUTDOWN_DELAY_MS and SHUTDOWN_TIMEOUT_MS: a not-ready delay that a balancer polling every second
+# sees, then the drain, both inside Docker's 10 s stop timeout (docs/operating.md, "Shutdown and rollouts").
 # NODE_COMPILE_CACHE: the V8 code of every module the service loads, compiled at build time (below).
 # NODE_OPTIONS and MALLOC_ARENA_MAX size the process to the container's memory limit rather than the
 # machine's (docs/deployment.md, "Memory under a limit"): V8's old space at half of the limit (Node reads
-# the cgroup's limit; 48 MiB of a 96 MiB container, half the machine's memory without a limit), its
-# young generation at 1 MiB semi-spaces (V8 grows them to 16 MiB each under a burst, and keeps the
+# the cgroup's limit; half the machine's memory without a limit), its young generation at 1 MiB semi-spaces (V8 grows them to 16 MiB each under a burst, and keeps the
 # pages), and glibc's malloc at 2 arenas (it makes up to 8 per core, each a 64 MiB reservation that
 # fills and stays) with allocations of 16 KiB and more (the default BODY_LIMIT: a request read at the
 # body limit) mapped on their own and given back when freed, rather than left as holes in malloc's
