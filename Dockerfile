@@ -86,7 +86,7 @@ EXPOSE 3000
 # Prometheus metrics (GET /metrics, no token): publish it only to the monitoring network. METRICS_PORT= turns it off.
 EXPOSE 9464
 # No anonymous VOLUME: the memory and PostgreSQL stores write nothing. The SQLite store needs a
-# directory the node user can write: mount one, e.g. -v plants:/data -e DATABASE_URL=sqlite:/data/plants.db
+# directory the node user can write: mount one, e.g. -v plant-data:/data -e DATABASE_URL=sqlite:/data/plants.db
 # (docs/deployment.md).
 # No curl in the image, and no second node: the probe runs in the container's cgroup, and a node
 # started every 10 s (about 10 MiB of its own memory) pushed a 96 MiB container under load past its
