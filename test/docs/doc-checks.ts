@@ -2,7 +2,6 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { isDeepStrictEqual } from 'node:util'
 import { loadConfig } from '../../src/config.js'
-import { TOKEN } from '../helpers.js'
 
 /**
  * The checks that keep README.md and docs/ honest, as plain functions over text so that the tests can
@@ -140,8 +139,8 @@ export function schemaMismatches (markdown: string, schema: Record<string, Setti
 const noMemoryLimit = { memoryLimit: () => undefined }
 /** Valid settings the probes start from: with a metrics listener and a rate limit on, what they switch on is read too. */
 const BASES: NodeJS.ProcessEnv[] = [
-  { API_TOKENS: TOKEN },
-  { API_TOKENS: TOKEN, METRICS_PORT: '9464', RATE_LIMIT_PER_MINUTE: '10', DATABASE_URL: 'postgres://db.invalid/plants' }
+  { API_TOKENS: 'a-token-of-sixteen-characters' },
+  { API_TOKENS: 'a-token-of-sixteen-characters', METRICS_PORT: '9464', RATE_LIMIT_PER_MINUTE: '10', DATABASE_URL: 'postgres://db.invalid/plants' }
 ]
 /** Values at least one of which any read variable either takes (the config changes) or refuses (ConfigError). */
 const PROBES = ['', 'x', '1', '12345', 'on', 'https://probe.example', 'redis://probe.example']
