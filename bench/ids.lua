@@ -3,7 +3,7 @@
 --   BENCH_IDS=random     uniform from 1 to 2^53 - 1 (LuaJIT's math.random has 52 bits), seeded with BENCH_ID_BASE
 -- done() prints one line `BENCH_RESULT {json}` that the bench reads.
 
-local token = os.getenv("BENCH_TOKEN") or "bench-token"
+local token = os.getenv("BENCH_TOKEN") or "bench-token-0123456789abcdef"
 local mode = os.getenv("BENCH_IDS") or "ascending"
 local id_base = tonumber(os.getenv("BENCH_ID_BASE") or "4294967296")
 local thread_count = 0

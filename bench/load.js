@@ -4,6 +4,7 @@
 //   node bench/load.js <url> --connections C (--seconds S | --requests N)
 import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
+import { TOKEN } from './util.js'
 
 const { values: args, positionals: [url] } = parseArgs({
   allowPositionals: true,
@@ -17,7 +18,7 @@ const result = await autocannon({
   connections: Number(args.connections),
   ...(args.requests === undefined ? { duration: Number(args.seconds ?? 10) } : { amount: Number(args.requests), timeout: 600 }),
   method: 'POST',
-  headers: { 'content-type': 'application/json', authorization: `Bearer ${process.env.BENCH_TOKEN ?? 'bench-token'}` },
+  headers: { 'content-type': 'application/json', authorization: `Bearer ${process.env.BENCH_TOKEN ?? TOKEN}` },
   requests: [{
     setupRequest (request) {
       const id = random ? 1 + Math.floor(Math.random() * (2 ** 53 - 2)) : ++nextId

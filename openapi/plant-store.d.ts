@@ -277,6 +277,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The headers or the body took longer than HEADERS_TIMEOUT_MS or REQUEST_TIMEOUT_MS; nothing was stored and the connection closes */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A plant with this id exists with another name or tag */
             409: {
                 headers: {
@@ -336,6 +345,15 @@ export interface operations {
                     "ratelimit-remaining"?: number;
                     /** @description With RATE_LIMIT_PER_MINUTE: the seconds until the minute resets */
                     "ratelimit-reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The headers are larger than MAX_HEADER_BYTES; the connection closes */
+            431: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

@@ -25,7 +25,7 @@ const connections = Math.min(5000, Number(values.connections))
 const seconds = Math.min(300, Number(values.seconds))
 const nameBytes = Math.min(16000, Number(values['name-bytes']))
 const maxDelayMs = Number(values['max-delay-ms'])
-const TOKEN = 'overload-token'
+const TOKEN = 'overload-token-0123456789'
 const SERVER = new URL('../dist/server.js', import.meta.url).pathname
 
 async function freePort () {

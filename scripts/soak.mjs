@@ -25,7 +25,7 @@ const samples = Math.min(500, Math.max(4, Number(values.samples)))
 const durationMs = minutes * 60000
 // The first quarter creates plants (the store grows, as it should); the rest creates none.
 const growthPhaseMs = durationMs / 4
-const TOKEN = 'soak-token'
+const TOKEN = 'soak-token-0123456789'
 const SERVER = new URL('../dist/server.js', import.meta.url).pathname
 
 async function freePort () {

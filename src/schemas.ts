@@ -70,7 +70,9 @@ export const errorExamples = {
   500: example(500, 'internal server error'),
   503: example(503, 'the plant store is unavailable, retry later'),
   507: example(507, 'the plant store is full'),
-  missingHost: example(400, 'an HTTP/1.1 request must carry a Host header')
+  missingHost: example(400, 'an HTTP/1.1 request must carry a Host header'),
+  408: example(408, 'the request took too long to arrive'),
+  431: example(431, 'request headers are too large')
 } satisfies Record<number | string, { value: ErrorRecord }>
 
 const header = (description: string) => Type.String({ description })

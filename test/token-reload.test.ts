@@ -30,21 +30,21 @@ function setUp (text: string) {
 
 describe('reloadTokens', () => {
   it('takes named and hashed entries from the file, and tells of the reload taken', () => {
-    const { file, tokens, reloads, options } = setUp('old-token\n')
-    writeFileSync(file, `ci:ci-token-1\nbilling:sha256:${sha256('billing-secret-1')}\n`)
+    const { file, tokens, reloads, options } = setUp('old-token-0123456789\n')
+    writeFileSync(file, `ci:ci-token-1-0123456789\nbilling:sha256:${sha256('billing-secret-1')}\n`)
     reloadTokens(options)
     expect(reloads).toEqual([true])
-    expect(['old-token', 'ci-token-1', 'billing-secret-1'].map((token) => tokens.identify(token)?.name)).toEqual([undefined, 'ci', 'billing'])
+    expect(['old-token-0123456789', 'ci-token-1-0123456789', 'billing-secret-1'].map((token) => tokens.identify(token)?.name)).toEqual([undefined, 'ci', 'billing'])
   })
 
   it('refuses a file with one bad line whole, keeps the previous tokens, tells of the refusal, and logs the line number, never a token', () => {
-    const { file, lines, tokens, reloads, options } = setUp('ci:ci-token-1\n')
-    writeFileSync(file, `ci:ci-token-2\n\nbilling:sha256:${sha256('billing-secret-1').slice(2)}\nshop:shop-token-1\n`)
+    const { file, lines, tokens, reloads, options } = setUp('ci:ci-token-1-0123456789\n')
+    writeFileSync(file, `ci:ci-token-2-0123456789\n\nbilling:sha256:${sha256('billing-secret-1').slice(2)}\nshop:shop-token-1-0123456789\n`)
     reloadTokens(options)
     expect(reloads).toEqual([false])
-    expect(tokens.identify('ci-token-1')?.name).toBe('ci')
-    expect(tokens.identify('ci-token-2') !== undefined).toBe(false)
-    expect(tokens.identify('shop-token-1') !== undefined).toBe(false)
+    expect(tokens.identify('ci-token-1-0123456789')?.name).toBe('ci')
+    expect(tokens.identify('ci-token-2-0123456789') !== undefined).toBe(false)
+    expect(tokens.identify('shop-token-1-0123456789') !== undefined).toBe(false)
     expect(lines).toHaveLength(1)
     expect(JSON.parse(lines[0] ?? '')).toMatchObject({
       level: 40,
@@ -55,11 +55,26 @@ describe('reloadTokens', () => {
   })
 
   it('refuses a duplicate client name, keeping the previous tokens', () => {
-    const { file, lines, tokens, reloads, options } = setUp('ci:ci-token-1\n')
-    writeFileSync(file, 'ci:ci-token-2\nci:ci-token-3\n')
+    const { file, lines, tokens, reloads, options } = setUp('ci:ci-token-1-0123456789\n')
+    writeFileSync(file, 'ci:ci-token-2-0123456789\nci:ci-token-3-0123456789\n')
     reloadTokens(options)
     expect(reloads).toEqual([false])
-    expect(tokens.identify('ci-token-1') !== undefined).toBe(true)
+    expect(tokens.identify('ci-token-1-0123456789') !== undefined).toBe(true)
     expect(JSON.parse(lines[0] ?? '')).toMatchObject({ reason: 'API_TOKENS_FILE line 2: duplicate client name (first on line 1); names are unique' })
+  })
+
+  it('refuses a token shorter than 16 characters on reload, keeping the previous tokens, and logs its line', () => {
+    const { file, lines, tokens, reloads, options } = setUp('ci:ci-token-1-0123456789\n')
+    writeFileSync(file, 'ci:ci-token-2-0123456789\nshop:short-token\n')
+    reloadTokens(options)
+    expect(reloads).toEqual([false])
+    expect(tokens.identify('ci-token-1-0123456789')?.name).toBe('ci')
+    expect(tokens.identify('ci-token-2-0123456789')).toBeUndefined()
+    expect(JSON.parse(lines[0] ?? '')).toMatchObject({
+      level: 40,
+      msg: 'tokens not reloaded; the previous tokens stay accepted',
+      reason: 'API_TOKENS_FILE line 2: the token is shorter than 16 characters; use a random one, e.g. `openssl rand -hex 32`'
+    })
+    expect(lines[0]).not.toContain('short-token')
   })
 })

@@ -7,7 +7,7 @@ const TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/
 const CLIENT_NAME = /^[A-Za-z0-9._-]{1,64}$/
 const SHA256_ENTRY = /^sha256:[0-9A-Fa-f]{64}$/
 
-/** `token`, `name:token`, or `name:sha256:<64 hex digits>` (a hashed entry is always named). */
+/** `token`, `name:token` (a token of 16 characters or more), or `name:sha256:<64 hex digits>` (always named). */
 export type TokenEntry = { name?: string, token: string } | { name: string, sha256: string }
 
 /**
@@ -43,6 +43,10 @@ export function parseTokens (text: string, source: 'API_TOKENS' | 'API_TOKENS_FI
     if ('token' in entry && !TOKEN.test(entry.token)) {
       throw bad('the token has characters a bearer token cannot carry ' +
         '(allowed: A-Z a-z 0-9 - . _ ~ + / and trailing =)')
+    }
+    // A short token can be guessed, and the 12 hex digits of its SHA-256 in the access line reversed.
+    if ('token' in entry && entry.token.length < 16) {
+      throw bad('the token is shorter than 16 characters; use a random one, e.g. `openssl rand -hex 32`')
     }
     const digest = 'sha256' in entry ? entry.sha256 : hash('sha256', entry.token)
     const same = digests.get(digest)

@@ -26,29 +26,39 @@ const INSERT_BATCH = named('INSERT INTO plants (id, name, tag) SELECT * FROM unn
 const SELECT_STORED = named('SELECT id::text AS id, name, tag FROM plants WHERE id = ANY ($1::int8[])')
 // Versioned steps (a released one is never edited) under a lock the replicas share, released by the commit, so
 // it works through transaction pooling. An up-to-date schema writes nothing: a replica on a read-only server
-// starts, and its creates answer 503.
+// starts, and its creates answer 503. Each row records the oldest release version that may run on the schema:
+// a compatible step (a table or an index added) keeps it, another raises it to its own version (rows from before
+// the column: their own version).
 const MIGRATE = `DO $$
-DECLARE v int;
+DECLARE v int; oldest int;
 BEGIN
   IF current_setting('server_version_num')::int < 130000 THEN
     RAISE 'PostgreSQL 13 or later is needed; the server is %', current_setting('server_version');
   END IF;
   PERFORM pg_advisory_xact_lock(7165617846240257);
   IF to_regclass('plant_store_migrations') IS NULL THEN
-    CREATE TABLE plant_store_migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+    CREATE TABLE plant_store_migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now(),
+      runs_on int);
+  ELSIF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'plant_store_migrations'::regclass
+    AND attname = 'runs_on') THEN
+    ALTER TABLE plant_store_migrations ADD COLUMN runs_on int;
   END IF;
-  SELECT coalesce(max(version), 0) INTO v FROM plant_store_migrations;
-  IF v > 2 THEN RAISE 'schema version % is newer than this release knows (2)', v; END IF;
+  SELECT coalesce(max(version), 0), coalesce(max(coalesce(runs_on, version)), 0) INTO v, oldest
+    FROM plant_store_migrations;
+  IF oldest > 2 THEN
+    RAISE 'schema version % needs a release that knows version % or later; this one knows 2', v, oldest;
+  END IF;
   IF v < 1 THEN
     CREATE TABLE plants (id bigint PRIMARY KEY, name text NOT NULL, tag text,
       created_at timestamptz NOT NULL DEFAULT now());
-    INSERT INTO plant_store_migrations (version) VALUES (1);
+    oldest := 1;
+    INSERT INTO plant_store_migrations (version, runs_on) VALUES (1, oldest);
   END IF;
   IF v < 2 THEN
-    -- The readiness probe's row: a write through WAL and a synchronous commit, as a create, with no plant.
+    -- Compatible. The readiness probe's row: a write through WAL and a synchronous commit, as a create, no plant.
     CREATE TABLE plant_store_heartbeat (id boolean PRIMARY KEY DEFAULT true CHECK (id),
       written_at timestamptz NOT NULL);
-    INSERT INTO plant_store_migrations (version) VALUES (2);
+    INSERT INTO plant_store_migrations (version, runs_on) VALUES (2, oldest);
   END IF;
 END $$`
 const HEARTBEAT = 'LOCK TABLE plants IN ROW EXCLUSIVE MODE; INSERT INTO plant_store_heartbeat (id, written_at) ' +

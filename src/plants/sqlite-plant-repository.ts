@@ -84,16 +84,34 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
   }
 }
 
-// Versioned steps, never edited once released, under BEGIN IMMEDIATE: one process at a time migrates.
+// Versioned steps, never edited once released, under BEGIN IMMEDIATE: one process at a time migrates. A step is
+// compatible when a release that does not know it still runs on its schema (a table or an index added); each row
+// records the oldest release version that may run on the schema after it (rows from before the column: their own).
 // STRICT keeps a REAL or TEXT out of the int64 id.
+const STEPS = [{
+  compatible: false,
+  sql: `CREATE TABLE plants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, tag TEXT,
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))) STRICT`
+}]
+
 const migrate = (db: Database.Database): void => db.transaction(() => {
   db.exec('CREATE TABLE IF NOT EXISTS plant_store_migrations ' +
-    '(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL) STRICT')
-  const version = Number(db.prepare('SELECT coalesce(max(version), 0) FROM plant_store_migrations').pluck().get())
-  if (version > 1) throw new Error(`schema version ${version} is newer than this release knows (1)`)
-  if (version < 1) {
-    db.exec(`CREATE TABLE plants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, tag TEXT,
-      created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))) STRICT`)
-    db.prepare('INSERT INTO plant_store_migrations (version, applied_at) VALUES (1, ?)').run(new Date().toISOString())
+    '(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL, runs_on INTEGER) STRICT')
+  const columns = db.prepare("SELECT name FROM pragma_table_info('plant_store_migrations')").pluck().all()
+  if (!columns.includes('runs_on')) db.exec('ALTER TABLE plant_store_migrations ADD COLUMN runs_on INTEGER')
+  // It only rises with the version, so the schema's is the highest.
+  const [version = 0, oldest = 0] = (db.prepare('SELECT coalesce(max(version), 0), ' +
+    'coalesce(max(coalesce(runs_on, version)), 0) FROM plant_store_migrations').raw().get() as bigint[]).map(Number)
+  if (oldest > STEPS.length) {
+    throw new Error(`schema version ${version} needs a release that knows version ${oldest} or later; ` +
+      `this one knows ${STEPS.length}`)
+  }
+  let runsOn = oldest
+  for (const [index, { compatible, sql }] of STEPS.entries()) {
+    if (index < version) continue
+    db.exec(sql)
+    if (!compatible) runsOn = index + 1
+    db.prepare('INSERT INTO plant_store_migrations (version, applied_at, runs_on) VALUES (?, ?, ?)')
+      .run(index + 1, new Date().toISOString(), runsOn)
   }
 }).immediate()

@@ -8,6 +8,7 @@ import { PodDisruptionBudget } from 'kubernetes-models/policy/v1'
 import { parseAllDocuments } from 'yaml'
 import { afterAll, describe, expect, it } from 'vitest'
 import { LIMIT_BYTES_PER_PLANT, loadConfig, type Config } from '../../src/config.js'
+import { TOKEN } from '../helpers.js'
 
 // The manifests under deploy/kubernetes/, checked offline: against the Kubernetes API schemas
 // (kubernetes-models: JSON schemas of the Kubernetes OpenAPI document, validated in process), then
@@ -184,7 +185,7 @@ describe('deploy/kubernetes', () => {
 
 describe('the image\'s shutdown defaults (Dockerfile ENV)', () => {
   it('fit Docker\'s 10 s stop timeout: SHUTDOWN_DELAY_MS + SHUTDOWN_TIMEOUT_MS + 1 s ≤ 10 s, with a delay', () => {
-    const config = loadConfig({ ...imageEnv(), API_TOKENS: 'a' }, { memoryLimit: () => undefined })
+    const config = loadConfig({ ...imageEnv(), API_TOKENS: TOKEN }, { memoryLimit: () => undefined })
     expect(config.shutdownDelayMs).toBeGreaterThan(0)
     expect(config.shutdownDelayMs + config.shutdownTimeoutMs + 1000).toBeLessThanOrEqual(10000)
   })

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { chromium } from 'playwright-core'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { startServer } from './server-process.js'
+import { E2E_TOKEN } from './storage-process.js'
 
 // The /docs page in Debian's Chromium (apt-get install chromium), driven by playwright-core: no
 // browser is downloaded. CHROMIUM_PATH points elsewhere; REQUIRE_CHROMIUM=1 (CI) makes a missing
@@ -12,7 +13,6 @@ import { startServer } from './server-process.js'
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const found = existsSync(CHROMIUM)
 const required = process.env.REQUIRE_CHROMIUM === '1'
-const TOKEN = 'docs-page-token'
 
 if (!found) {
   // The file-level summary only says "skipped": say why where a person reads the run.
@@ -26,7 +26,7 @@ if (!found) {
 
 describe.skipIf(!found)(found ? 'the /docs page in Chromium' : `the /docs page in Chromium (skipped: no Chromium at ${CHROMIUM})`, () => {
   it('authorizes with a token, sends the offered example plant, shows the 200, and never calls another host', { timeout: 90000 }, async () => {
-    const server = await startServer({ API_TOKENS: TOKEN })
+    const server = await startServer({ API_TOKENS: E2E_TOKEN })
     const userDataDir = await mkdtemp(join(tmpdir(), 'plant-store-chromium-'))
     onTestFinished(() => rm(userDataDir, { recursive: true, force: true }))
     const context = await chromium.launchPersistentContext(userDataDir, {
@@ -48,7 +48,7 @@ describe.skipIf(!found)(found ? 'the /docs page in Chromium' : `the /docs page i
     // Authorize: the bearer scheme's dialog.
     await page.getByRole('button', { name: 'Authorize' }).first().click()
     const dialog = page.locator('.modal-ux')
-    await dialog.locator('input').fill(TOKEN)
+    await dialog.locator('input').fill(E2E_TOKEN)
     await dialog.locator('button.authorize').click()
     await dialog.locator('button.btn-done').click()
 
@@ -64,11 +64,11 @@ describe.skipIf(!found)(found ? 'the /docs page in Chromium' : `the /docs page i
     expect(JSON.parse(await live.locator('.response-col_description pre.microlight').first().innerText())).toEqual({ name: 'Monstera', tag: 'tropical' })
 
     const post = requests.filter((request) => request.method === 'POST')
-    expect(post).toEqual([{ method: 'POST', url: `${server.url}/plants`, authorization: `Bearer ${TOKEN}` }])
+    expect(post).toEqual([{ method: 'POST', url: `${server.url}/plants`, authorization: `Bearer ${E2E_TOKEN}` }])
     // Every request the page made (documents, scripts, styles, images, the API call) stayed on this machine.
     expect(requests.length).toBeGreaterThan(5)
     const hosts = new Set(requests.map((request) => new URL(request.url).hostname))
     expect([...hosts].filter((host) => host !== '127.0.0.1' && host !== 'localhost')).toEqual([])
-    expect(server.stdout.join('\n')).not.toContain(TOKEN)
+    expect(server.stdout.join('\n')).not.toContain(E2E_TOKEN)
   })
 })

@@ -2,8 +2,8 @@ import { existsSync, readFileSync } from 'node:fs'
 import { gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { run, SERVER, startServer } from './server-process.js'
+import { E2E_TOKEN } from './storage-process.js'
 
-const TOKEN = 'e2e-token'
 const MiB = 2 ** 20
 
 /** The peak resident memory of a process so far (Linux: VmHWM in /proc/<pid>/status), in bytes. */
@@ -18,11 +18,11 @@ if (!hasProc) console.warn('skipping the gzip bomb memory test: it reads the ser
 
 describe('a gzip bomb against the built server', () => {
   it.skipIf(!hasProc)('answers 413 and the server\'s peak memory does not grow by the decoded size (100 MiB of zeros in 100 kB)', async () => {
-    const server = await startServer({ API_TOKENS: TOKEN, BODY_LIMIT: '131072' })
+    const server = await startServer({ API_TOKENS: E2E_TOKEN, BODY_LIMIT: '131072' })
     const pid = server.child.pid as number
     const post = (body: Buffer) => fetch(`${server.url}/plants`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      headers: { authorization: `Bearer ${E2E_TOKEN}`, 'content-type': 'application/json', 'content-encoding': 'gzip' },
       body
     })
     // Warm up the gzip path, so that what is measured is the bomb alone.
@@ -43,7 +43,7 @@ describe('a gzip bomb against the built server', () => {
 describe('CORS in the built server', () => {
   it('with CORS_ORIGINS set, answers a real preflight and then the POST for the listed origin', async () => {
     const origin = 'http://localhost:5173'
-    const server = await startServer({ API_TOKENS: TOKEN, CORS_ORIGINS: `${origin}, https://app.example.com` })
+    const server = await startServer({ API_TOKENS: E2E_TOKEN, CORS_ORIGINS: `${origin}, https://app.example.com` })
     const pre = await fetch(`${server.url}/plants`, {
       method: 'OPTIONS',
       headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' }
@@ -54,7 +54,7 @@ describe('CORS in the built server', () => {
     expect(pre.headers.get('access-control-max-age')).toBe('600')
     const res = await fetch(`${server.url}/plants`, {
       method: 'POST',
-      headers: { origin, authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      headers: { origin, authorization: `Bearer ${E2E_TOKEN}`, 'content-type': 'application/json' },
       body: '{"id":1,"name":"fern"}'
     })
     expect(res.status).toBe(200)
@@ -62,7 +62,7 @@ describe('CORS in the built server', () => {
   })
 
   it('exits 1 with one line naming CORS_ORIGINS when an origin has a path', async () => {
-    const proc = run(process.execPath, [SERVER], { API_TOKENS: TOKEN, CORS_ORIGINS: 'https://app.example.com/' })
+    const proc = run(process.execPath, [SERVER], { API_TOKENS: E2E_TOKEN, CORS_ORIGINS: 'https://app.example.com/' })
     expect((await proc.exited).code).toBe(1)
     expect(proc.stderr()).toBe('plant-store: CORS_ORIGINS: origin 1 (https://app.example.com/) is not http(s)://host[:port] as a browser sends it (lower-case host, no path, no default port), nor * alone for any origin\n')
   })

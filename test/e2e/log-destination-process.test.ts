@@ -1,18 +1,17 @@
 import { Agent, request } from 'node:http'
 import { describe, expect, it } from 'vitest'
 import { startServer } from './server-process.js'
+import { E2E_TOKEN } from './storage-process.js'
 
 // The built server's stdout (pino.destination, asynchronous, wired in src/main.ts) as a real pipe that
 // fills up: what only a process can show. A reader that falls behind for long: slow-log-reader.test.ts.
-
-const TOKEN = 'log-pipe-token'
 
 /** Creates `count` plants, 50 at a time, then closes its connections so that the server closes at once. */
 async function createPlants (port: number, count: number): Promise<number[]> {
   const agent = new Agent({ keepAlive: true, maxSockets: 50 })
   const one = (id: number) => new Promise<number>((resolve, reject) => {
     const body = JSON.stringify({ id, name: 'fern' })
-    const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-length': body.length }
+    const headers = { authorization: `Bearer ${E2E_TOKEN}`, 'content-type': 'application/json', 'content-length': body.length }
     request({ port, host: '127.0.0.1', method: 'POST', path: '/plants', agent, headers }, (res) => {
       res.resume().on('end', () => { resolve(res.statusCode ?? 0) })
     }).on('error', reject).end(body)
@@ -27,7 +26,7 @@ async function createPlants (port: number, count: number): Promise<number[]> {
 
 describe('the log destination of the built server', () => {
   it('writes every line once, the last one before the graceful exit included, into a pipe that fills up and is read late', async () => {
-    const server = await startServer({ API_TOKENS: TOKEN })
+    const server = await startServer({ API_TOKENS: E2E_TOKEN })
     const stdout = server.child.stdout
     if (stdout === null) throw new Error('no stdout pipe')
     // Not read while 3,000 access lines (about 750 kB) are written: the pipe takes 64 KiB, the rest waits.

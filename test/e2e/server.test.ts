@@ -2,25 +2,24 @@ import { Agent, request } from 'node:http'
 import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { run, SERVER, startServer } from './server-process.js'
-
-const TOKEN = 'e2e-token'
+import { E2E_TOKEN } from './storage-process.js'
 
 describe('the built server as a process', () => {
   it('answers POST /plants over real HTTP and logs one JSON line for it', async () => {
-    const server = await startServer({ API_TOKENS: TOKEN })
+    const server = await startServer({ API_TOKENS: E2E_TOKEN })
     const res = await fetch(`${server.url}/plants`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${E2E_TOKEN}`, 'content-type': 'application/json' },
       body: '{"id":9223372036854775807,"name":"fern"}'
     })
     expect(res.status).toBe(200)
     expect(await res.json()).toEqual({ name: 'fern' })
     await expect.poll(() => server.stdout.some((line) => line.includes('"route":"/plants"'))).toBe(true)
-    expect(server.stdout.join('\n')).not.toContain(TOKEN)
+    expect(server.stdout.join('\n')).not.toContain(E2E_TOKEN)
   })
 
   it('exits 1 with one clear line naming the variable when the configuration is bad', async () => {
-    const proc = run(process.execPath, [SERVER], { API_TOKENS: TOKEN, PORT: 'eighty' })
+    const proc = run(process.execPath, [SERVER], { API_TOKENS: E2E_TOKEN, PORT: 'eighty' })
     const { code } = await proc.exited
     expect(code).toBe(1)
     expect(proc.stderr()).toBe('plant-store: PORT: Expected number\n')
@@ -33,12 +32,12 @@ describe('the built server as a process', () => {
   })
 
   it('on SIGTERM finishes the request in flight with Connection: close, and exits 0', async () => {
-    const server = await startServer({ API_TOKENS: TOKEN })
+    const server = await startServer({ API_TOKENS: E2E_TOKEN })
     // A POST whose body has not fully arrived when the signal comes.
     const body = '{"id":1,"name":"fern"}'
     const socket = connect(server.port, '127.0.0.1')
     await new Promise((resolve) => socket.once('connect', resolve))
-    socket.write(`POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`)
+    socket.write(`POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${E2E_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`)
     let reply = ''
     socket.setEncoding('utf8').on('data', (chunk: string) => { reply += chunk })
     await new Promise((resolve) => setTimeout(resolve, 100))
@@ -55,7 +54,7 @@ describe('the built server as a process', () => {
   })
 
   it('exits 0 promptly on SIGINT even with an idle keep-alive connection open', async () => {
-    const server = await startServer({ API_TOKENS: TOKEN })
+    const server = await startServer({ API_TOKENS: E2E_TOKEN })
     const agent = new Agent({ keepAlive: true })
     await new Promise((resolve) => request(`${server.url}/livez`, { agent }, (res) => res.resume().on('end', resolve)).end())
     const started = Date.now()

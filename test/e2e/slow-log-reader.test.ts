@@ -5,12 +5,12 @@ import type { Readable } from 'node:stream'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { sampleValue } from '../helpers.js'
 import { SERVER } from './server-process.js'
+import { E2E_TOKEN } from './storage-process.js'
 
 // A log reader that falls behind (a log shipper, Docker's log driver) or stops reading: the service
 // must pay in log lines, never in requests or memory (pino.destination bounded, wired in main.ts).
 // Here, what must hold whatever the machine's speed; the throughput is for benchmarks.
 
-const TOKEN = 'slow-log-token'
 const MiB = 1024 * 1024
 
 type Server = ChildProcessByStdio<null, Readable, Readable>
@@ -18,7 +18,7 @@ type Server = ChildProcessByStdio<null, Readable, Readable>
 /** Starts the built server with stdout a pipe; resolves once it listens, with the port read from its first lines. */
 async function start (env: NodeJS.ProcessEnv): Promise<{ child: Server, port: number, metricsPort: number | undefined, text: () => string }> {
   const child = spawn(process.execPath, [SERVER], {
-    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', API_TOKENS: TOKEN, ...env },
+    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', API_TOKENS: E2E_TOKEN, ...env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   onTestFinished(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
@@ -77,7 +77,7 @@ function createPlants (port: number, connections: number, firstId: number): { st
   let stopping = false
   const one = () => new Promise<void>((resolve) => {
     const body = JSON.stringify({ id: id++, name: 'fern' })
-    const req = request({ port, host: '127.0.0.1', method: 'POST', path: '/plants', agent, timeout: 30000, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
+    const req = request({ port, host: '127.0.0.1', method: 'POST', path: '/plants', agent, timeout: 30000, headers: { authorization: `Bearer ${E2E_TOKEN}`, 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
       res.resume().on('end', () => {
         const status = res.statusCode ?? 0
         answers.total++

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { ConfigError, loadConfig } from '../../src/config.js'
+import { TOKEN } from '../helpers.js'
 
-const base = { API_TOKENS: 'a-token' }
+const base = { API_TOKENS: TOKEN }
 
 describe('hardening configuration', () => {
   it('has the documented defaults', () => {

@@ -34,13 +34,13 @@ describe('token rotation with API_TOKENS_FILE (built server)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'plant-store-tokens-'))
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
     const file = join(dir, 'tokens')
-    writeFileSync(file, 'old-token\nstable-token\n')
+    writeFileSync(file, 'old-token-0123456789\nstable-token-0123456789\n')
     const server = await startServer({ API_TOKENS_FILE: file })
     const { port } = server
     let id = 0
 
-    expect(await post(port, 'old-token', ++id)).toBe(200)
-    expect(await post(port, 'new-token', ++id)).toBe(401)
+    expect(await post(port, 'old-token-0123456789', ++id)).toBe(200)
+    expect(await post(port, 'new-token-0123456789', ++id)).toBe(401)
 
     // Load with the token that both sets contain, across the reload: none may fail.
     const agent = new Agent({ keepAlive: true, maxSockets: 10 })
@@ -48,12 +48,12 @@ describe('token rotation with API_TOKENS_FILE (built server)', () => {
     let stop = false
     const statuses: number[] = []
     const load = Promise.all(Array.from({ length: 10 }, async () => {
-      for (let n = 0; n < 5000 && !stop; n++) statuses.push(await post(port, 'stable-token', 1000 + ++id, agent))
+      for (let n = 0; n < 5000 && !stop; n++) statuses.push(await post(port, 'stable-token-0123456789', 1000 + ++id, agent))
     }))
     await until(() => statuses.length > 200, 10000, 'load running')
 
     let from = server.stdout.length
-    writeFileSync(file, 'new-token\nstable-token\n')
+    writeFileSync(file, 'new-token-0123456789\nstable-token-0123456789\n')
     server.child.kill('SIGHUP')
     await until(() => messages(server, from).some((m) => m.msg === 'tokens reloaded'), 10000, 'tokens reloaded')
     const sentBefore = statuses.length
@@ -62,8 +62,8 @@ describe('token rotation with API_TOKENS_FILE (built server)', () => {
     await load
     expect(statuses.every((status) => status === 200)).toBe(true)
 
-    expect(await post(port, 'new-token', ++id)).toBe(200)
-    expect(await post(port, 'old-token', ++id)).toBe(401)
+    expect(await post(port, 'new-token-0123456789', ++id)).toBe(200)
+    expect(await post(port, 'old-token-0123456789', ++id)).toBe(401)
     expect(server.child.exitCode).toBe(null) // SIGHUP did not stop it
 
     // An empty file would lock every client out: refused, logged, the current set stays.
@@ -74,17 +74,17 @@ describe('token rotation with API_TOKENS_FILE (built server)', () => {
     const refusal = messages(server, from).find((m) => m.msg.startsWith('tokens not reloaded'))
     expect(refusal?.level).toBe(40) // warn
     expect(refusal?.reason).toContain('API_TOKENS_FILE')
-    expect(await post(port, 'new-token', ++id)).toBe(200)
+    expect(await post(port, 'new-token-0123456789', ++id)).toBe(200)
 
     // So would a missing file.
     from = server.stdout.length
     rmSync(file)
     server.child.kill('SIGHUP')
     await until(() => messages(server, from).some((m) => m.msg.startsWith('tokens not reloaded') && m.reason?.includes('ENOENT') === true), 10000, 'refusal logged')
-    expect(await post(port, 'new-token', ++id)).toBe(200)
+    expect(await post(port, 'new-token-0123456789', ++id)).toBe(200)
 
     // No log line carries a token.
-    expect(server.stdout.join('\n')).not.toMatch(/old-token|new-token|stable-token/)
+    expect(server.stdout.join('\n')).not.toMatch(/old-token-0123456789|new-token-0123456789|stable-token-0123456789/)
 
     server.child.kill('SIGTERM')
     expect(await server.exited).toEqual({ code: 0, signal: null })
@@ -94,22 +94,22 @@ describe('token rotation with API_TOKENS_FILE (built server)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'plant-store-tokens-'))
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
     const file = join(dir, 'tokens')
-    writeFileSync(file, 'old-token\n')
+    writeFileSync(file, 'old-token-0123456789\n')
     const server = await startServer({ API_TOKENS_FILE: file })
     const from = server.stdout.length
     writeFileSync(file, 'rotated-token-with-another-length\n')
     // The file is polled every 2 s.
     await until(() => messages(server, from).some((m) => m.msg === 'tokens reloaded'), 10000, 'tokens reloaded')
     expect(await post(server.port, 'rotated-token-with-another-length', 1)).toBe(200)
-    expect(await post(server.port, 'old-token', 2)).toBe(401)
+    expect(await post(server.port, 'old-token-0123456789', 2)).toBe(401)
   }, 20000)
 
   it('treats SIGHUP as "nothing to reload" when the tokens come from API_TOKENS, and keeps running', async () => {
-    const server = await startServer({ API_TOKENS: 'a-token' })
+    const server = await startServer({ API_TOKENS: 'a-token-0123456789' })
     const from = server.stdout.length
     server.child.kill('SIGHUP')
     await until(() => messages(server, from).some((m) => m.msg.startsWith('SIGHUP: nothing to reload')), 10000, 'SIGHUP logged')
-    expect(await post(server.port, 'a-token', 1)).toBe(200)
+    expect(await post(server.port, 'a-token-0123456789', 1)).toBe(200)
   })
 })
 
@@ -165,5 +165,19 @@ describe('named clients and hashed tokens with API_TOKENS_FILE (built server)', 
     const proc = run(process.execPath, [SERVER], { PORT: '0', API_TOKENS_FILE: file })
     expect((await proc.exited).code).toBe(1)
     expect(proc.stderr()).toBe('plant-store: API_TOKENS_FILE line 2: sha256: must be followed by exactly 64 hex digits, the SHA-256 of the token\n')
+  })
+
+  it('does not start with a token shorter than 16 characters: one line naming API_TOKENS\'s entry or the file\'s line', async () => {
+    const short = run(process.execPath, [SERVER], { PORT: '0', API_TOKENS: 'ci-token-0123456789,fifteen-chars-1' })
+    expect((await short.exited).code).toBe(1)
+    expect(short.stderr()).toBe('plant-store: API_TOKENS entry 2: the token is shorter than 16 characters; use a random one, e.g. `openssl rand -hex 32`\n')
+
+    const dir = mkdtempSync(join(tmpdir(), 'plant-store-tokens-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    const file = join(dir, 'tokens')
+    writeFileSync(file, 'ci:ci-token-0123456789\nbilling:a\n')
+    const proc = run(process.execPath, [SERVER], { PORT: '0', API_TOKENS_FILE: file })
+    expect((await proc.exited).code).toBe(1)
+    expect(proc.stderr()).toBe('plant-store: API_TOKENS_FILE line 2: the token is shorter than 16 characters; use a random one, e.g. `openssl rand -hex 32`\n')
   })
 })

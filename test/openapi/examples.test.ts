@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
+import { defaultHttpLimits } from '../../src/config.js'
 import { StoreUnavailableError } from '../../src/errors.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 import { errorExamples, type ErrorRecord } from '../../src/schemas.js'
@@ -20,8 +21,8 @@ const failing = (insert: PlantRepository['insert'], ready: PlantRepository['read
   ({ insert, ready, close: async () => {} })
 
 /** The Error record a listening app answers to raw bytes (what a client library would not send). */
-async function rawReply (request: string): Promise<ErrorRecord> {
-  const app = await buildTestApp()
+async function rawReply (request: string, config: Parameters<typeof buildTestApp>[0] = {}): Promise<ErrorRecord> {
+  const app = await buildTestApp(config)
   await app.listen({ port: 0, host: '127.0.0.1' })
   return JSON.parse(parseRawReply(await rawExchange((app.server.address() as AddressInfo).port, request)).body) as ErrorRecord
 }
@@ -48,6 +49,10 @@ const provoke: Record<keyof typeof errorExamples, () => Promise<ErrorRecord>> = 
   500: async () => (await postPlant(await buildTestApp({ repository: failing(async () => { throw new Error('disk on fire') }) }), { id: 10, name: 'Monstera' })).json(),
   503: async () => (await postPlant(await buildTestApp({ repository: failing(async () => { throw new StoreUnavailableError() }) }), { id: 10, name: 'Monstera' })).json(),
   missingHost: async () => rawReply('GET /livez HTTP/1.1\r\nConnection: close\r\n\r\n'),
+  // Headers that never end, cut off at HEADERS_TIMEOUT_MS.
+  408: async () => rawReply(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\n`,
+    { config: { http: { ...defaultHttpLimits, headersTimeoutMs: 200, requestTimeoutMs: 400 } } }),
+  431: async () => rawReply(`POST /plants HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20000)}\r\n\r\n`),
   507: async () => {
     const app = await buildTestApp({ maxPlants: 1 })
     await postPlant(app, { id: 9, name: 'Fern' })

@@ -8,7 +8,7 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 import { buildTestApp } from '../helpers.js'
 
 const root = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url))
-const REDOCLY = root('node_modules/@redocly/cli/bin/cli.js')
+const REDOCLY = fileURLToPath(import.meta.resolve('@redocly/cli/bin/cli.js'))
 const GUARD = root('test/openapi/network-guard.mjs')
 /** What the guard writes to stderr for each connection it refuses. */
 const REFUSED = 'network-guard: refused'

@@ -119,8 +119,9 @@ function defineSuite (target: PostgresTarget): void {
     const stores = Array.from({ length: 6 }, () => open(connectionString))
     await Promise.all(stores.map((store) => store.ready()))
     const schema = schemas.schemaOf(connectionString)
-    const versions = await schemas.query(`SELECT version FROM ${schema}.plant_store_migrations`)
-    expect(versions.rows).toEqual([{ version: 1 }, { version: 2 }])
+    // Step 2 (a table added) is compatible: a release that knows only 1 may run on version 2.
+    const versions = await schemas.query(`SELECT version, runs_on FROM ${schema}.plant_store_migrations ORDER BY version`)
+    expect(versions.rows).toEqual([{ version: 1, runs_on: 1 }, { version: 2, runs_on: 1 }])
     const columns = await schemas.query(
       'SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = $1 AND table_name = \'plants\' ORDER BY ordinal_position',
       [schema])
@@ -130,6 +131,49 @@ function defineSuite (target: PostgresTarget): void {
       { column_name: 'tag', data_type: 'text', is_nullable: 'YES' },
       { column_name: 'created_at', data_type: 'timestamp with time zone', is_nullable: 'NO' }
     ])
+  })
+
+  /** A schema this release made, then carrying a later release's step 3 (a table added), recorded as that release would. */
+  async function withLaterStep (runsOn: number): Promise<string> {
+    const connectionString = await schemas.create()
+    await open(connectionString).ready()
+    const schema = schemas.schemaOf(connectionString)
+    await schemas.query(`CREATE TABLE ${schema}.plant_notes (id bigint PRIMARY KEY)`)
+    await schemas.query(`INSERT INTO ${schema}.plant_store_migrations (version, runs_on) VALUES (3, $1)`, [runsOn])
+    return connectionString
+  }
+
+  it('starts and serves on a schema a later release extended with a compatible step (a rollback)', async () => {
+    const store = open(await withLaterStep(1))
+    await store.ready()
+    expect(await store.insert(1, { name: 'fern' })).toBe('created')
+    expect(await store.insert(1, { name: 'fern' })).toBe('same')
+  })
+
+  it('refuses to start, naming both versions, on a schema whose later step is not compatible', async () => {
+    const store = open(await withLaterStep(3))
+    const message = 'schema version 3 needs a release that knows version 3 or later; this one knows 2'
+    await expect(store.ready()).rejects.toHaveProperty('cause.message', message)
+    await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
+  })
+
+  it('keeps the stored form that had no floor: its rows and plants stay, the column is added, and serves', async () => {
+    const connectionString = await schemas.create()
+    const schema = schemas.schemaOf(connectionString)
+    // Made by the store's own role, as an earlier release did: the role that owns the table may alter it.
+    const earlier = new pg.Client({ connectionString })
+    await earlier.connect()
+    await earlier.query(`CREATE TABLE plant_store_migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+      CREATE TABLE plants (id bigint PRIMARY KEY, name text NOT NULL, tag text, created_at timestamptz NOT NULL DEFAULT now());
+      CREATE TABLE plant_store_heartbeat (id boolean PRIMARY KEY DEFAULT true CHECK (id), written_at timestamptz NOT NULL);
+      INSERT INTO plant_store_migrations (version, applied_at) VALUES (1, '2026-11-01Z'), (2, '2026-11-02Z');
+      INSERT INTO plants (id, name) VALUES (7, 'fern')`)
+    await earlier.end()
+    const store = open(connectionString)
+    await store.ready()
+    expect(await store.insert(7, { name: 'fern' })).toBe('same')
+    const rows = await schemas.query(`SELECT version, applied_at::date::text AS day, runs_on FROM ${schema}.plant_store_migrations ORDER BY version`)
+    expect(rows.rows).toEqual([{ version: 1, day: '2026-11-01', runs_on: null }, { version: 2, day: '2026-11-02', runs_on: null }])
   })
 
   it('gives each id exactly one winner when two replicas create the same ids at once, in opposite orders', async () => {

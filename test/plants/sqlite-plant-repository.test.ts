@@ -82,12 +82,57 @@ describe('SQLite store', () => {
     expect(() => createSqlitePlantRepository({ path: file })).toThrow(/^SQLite database .*garbage\.db: file is not a database$/)
   })
 
-  it('refuses to start on a schema newer than it knows', () => {
+  /** A database this release made, then carrying a later release's step 2 (a table added) as it records it. */
+  async function withLaterStep (runsOn: number): Promise<string> {
     const path = newPath()
+    await createSqlitePlantRepository({ path }).close()
     const db = new Database(path)
-    db.exec('CREATE TABLE plant_store_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL) STRICT; INSERT INTO plant_store_migrations VALUES (99, \'\')')
+    db.exec('CREATE TABLE plant_notes (id INTEGER PRIMARY KEY) STRICT')
+    db.prepare('INSERT INTO plant_store_migrations (version, applied_at, runs_on) VALUES (2, ?, ?)').run(new Date().toISOString(), runsOn)
     db.close()
-    expect(() => createSqlitePlantRepository({ path })).toThrow(/schema version 99 is newer than this release knows \(1\)/)
+    return path
+  }
+
+  it('starts and serves on a schema a later release extended with a compatible step (its floor stays 1)', async () => {
+    const store = createSqlitePlantRepository({ path: await withLaterStep(1) })
+    onTestFinished(() => store.close())
+    await store.ready()
+    expect(await store.insert(1, { name: 'fern' })).toBe('created')
+    expect(await store.insert(1, { name: 'fern' })).toBe('same')
+  })
+
+  it('refuses to start, naming both versions, on a schema whose later step is not compatible', async () => {
+    const path = await withLaterStep(2)
+    expect(() => createSqlitePlantRepository({ path })).toThrow(new Error(
+      `SQLite database ${path}: schema version 2 needs a release that knows version 2 or later; this one knows 1`))
+  })
+
+  it('records each step with the oldest version a release may know to run on it', async () => {
+    const path = newPath()
+    await createSqlitePlantRepository({ path }).close()
+    const db = new Database(path, { readonly: true })
+    onTestFinished(() => { db.close() })
+    expect(db.prepare('SELECT version, runs_on FROM plant_store_migrations').all()).toEqual([{ version: 1, runs_on: 1 }])
+  })
+
+  it('keeps the stored form that had no floor: its rows and plants stay, and a step counts as not compatible', async () => {
+    const path = newPath()
+    const old = new Database(path)
+    old.exec(`CREATE TABLE plant_store_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL) STRICT;
+      INSERT INTO plant_store_migrations VALUES (1, '2026-11-01T00:00:00.000Z');
+      CREATE TABLE plants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, tag TEXT,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))) STRICT;
+      INSERT INTO plants VALUES (7, 'fern', NULL, '2026-11-01T00:00:00.000Z')`)
+    old.close()
+    const store = createSqlitePlantRepository({ path })
+    expect(await store.insert(7, { name: 'fern' })).toBe('same')
+    await store.close()
+    const db = new Database(path)
+    onTestFinished(() => { db.close() })
+    expect(db.prepare('SELECT * FROM plant_store_migrations').all()).toEqual([{ version: 1, applied_at: '2026-11-01T00:00:00.000Z', runs_on: null }])
+    // A version 2 written in that form by a release that knew it is taken as not compatible.
+    db.exec("INSERT INTO plant_store_migrations (version, applied_at) VALUES (99, '')")
+    expect(() => createSqlitePlantRepository({ path })).toThrow(/: schema version 99 needs a release that knows version 99 or later; this one knows 1$/)
   })
 
   it('answers StoreFullError when the file cannot grow, keeps what it stored, and stays consistent', async () => {

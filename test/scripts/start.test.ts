@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 // @ts-expect-error: a plain .mjs script, no types
 import { distStatus, writeStamp } from '../../scripts/dist-stamp.mjs'
 import { run } from '../e2e/server-process.js'
+import { TOKEN } from '../helpers.js'
 
 const status = distStatus as (root: string) => { current: boolean, digest: string }
 const stamp = writeStamp as (digest: string | undefined, root: string) => void
@@ -67,7 +68,7 @@ describe('scripts/start.mjs (what `npm start` runs)', () => {
       for (const file of ['src', 'scripts', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json']) cpSync(join(root, file), join(project, file), { recursive: true })
       // The installed packages, shared rather than copied.
       symlinkSync(join(root, 'node_modules'), join(project, 'node_modules'))
-      const env = { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', API_TOKENS: 'start-test' }
+      const env = { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', API_TOKENS: TOKEN }
       const start = () => run(process.execPath, ['scripts/start.mjs'], env, { cwd: project })
 
       const first = start()
