@@ -182,6 +182,11 @@ describe('deploy/kubernetes', () => {
     expect(bytes(container.resources?.requests?.memory)).toBeLessThanOrEqual(limit)
   })
 
+  it('keeps the image\'s entry point (tini as PID 1, so that a fatal error ends the container): no command of its own', () => {
+    expect(readFileSync(join(root, 'Dockerfile'), 'utf8')).toMatch(/^ENTRYPOINT \["tini", "--"\]$/m)
+    expect(container.command).toBeUndefined()
+  })
+
   it('runs as the image\'s non-root user on a read-only root filesystem, without privileges, /tmp in memory', () => {
     expect(pod?.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000 })
     expect(container.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } })
