@@ -283,15 +283,14 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
   })
 
   it('rotates tokens as docs/production.md does (the directory mounted, the file renamed over, SIGHUP): the new token accepted, then the old one refused', { timeout: 60000 }, async () => {
-    const page = join(root, 'docs', 'production.md')
     const name = uniqueName('plant-store-test')
     containers.add(name)
     const [token, newToken] = ['rotation-old-token-0123456789', 'rotation-new-token-0123456789']
-    /** The page's block as written, but for the names a shared engine needs; each must be there to replace. */
+    /** A block of the page as written, but for the names a shared engine needs; each must be there to replace. */
     const recipe = (block: string, replacements: [string, string][]) => replacements.reduce((text, [from, to]) => {
-      expect(text, `docs/production.md block ${block}`).toContain(from)
+      expect(text, 'a block of docs/production.md').toContain(from)
       return text.replaceAll(from, to)
-    }, docBlock(page, block))
+    }, block)
     const dir = mkdtempSync(join(tmpdir(), 'plant-store-rotate-'))
     const sh = (text: string) => new Promise<void>((resolve, reject) => {
       execFile('bash', ['-euc', text], { cwd: dir, env: { ...process.env, TOKEN: token, NEW_TOKEN: newToken }, timeout: 30000 }, (error, _stdout, stderr) => {
@@ -300,7 +299,7 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
       })
     })
     try {
-      await sh(recipe('docker-tokens-directory', [['--name plants', `--name ${name}`], ['-p 3000:3000', '-p 127.0.0.1::3000'], [' plant-store\n', ` ${IMAGE}\n`]]))
+      await sh(recipe(docBlock('docs/production.md', 'docker-tokens-directory'), [['--name plants', `--name ${name}`], ['-p 3000:3000', '-p 127.0.0.1::3000'], [' plant-store\n', ` ${IMAGE}\n`]]))
       const api = await publishedUrl(name, 3000)
       await waitFor('the container ready', async () => (await fetch(`${api}/readyz`)).status === 200 ? true : undefined, 20000)
       const statuses = async () => Promise.all([token, newToken].map(async (bearer, i) => (await post(api, `{"id":${i + 1},"name":"Fern"}`, bearer)).status))
@@ -308,10 +307,10 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
       const reloaded = (count: number) => waitFor(`"tokens reloaded" with ${count}`, async () =>
         (await docker(['logs', name])).split('\n').some((line) => line.includes('"msg":"tokens reloaded"') && line.includes(`"tokens":${count}`)) ? true : undefined, 10000)
 
-      await sh(recipe('rotate-tokens-docker', [['HUP plants', `HUP ${name}`]]))
+      await sh(recipe(docBlock('docs/production.md', 'rotate-tokens-docker'), [['HUP plants', `HUP ${name}`]]))
       await reloaded(2)
       expect(await statuses()).toEqual([200, 200])
-      await sh(recipe('retire-token-docker', [['HUP plants', `HUP ${name}`]]))
+      await sh(recipe(docBlock('docs/production.md', 'retire-token-docker'), [['HUP plants', `HUP ${name}`]]))
       await reloaded(1)
       expect(await statuses()).toEqual([401, 200])
       expect((await containerState(name)).Running).toBe(true)

@@ -47,7 +47,7 @@ describe('promtool on the shipped rules', () => {
 })
 
 describe('docs/production.md, Prometheus without the Operator', () => {
-  const config = docBlock(join(root, 'docs', 'production.md'), 'prometheus-config')
+  const config = docBlock('docs/production.md', 'prometheus-config')
 
   it('scrapes the job the rules select', () => {
     const jobs = (parse(config) as { scrape_configs: { job_name: string }[] }).scrape_configs.map((scrape) => scrape.job_name)
