@@ -15,18 +15,18 @@ describe('loadConfig', () => {
     expect(loadConfig({ API_TOKENS: 'a' }, { memoryLimit: () => 96 * MiB + 8191 }).maxPlants).toBe(12288)
     expect(loadConfig({ API_TOKENS: 'a' }, { memoryLimit: () => 8192 * MiB }).maxPlants).toBe(1000000)
     expect(loadConfig({ API_TOKENS: 'a' }, noLimit).maxPlants).toBe(1000000)
-    expect(loadConfig({ API_TOKENS: 'a', MAX_PLANTS: '1000' }, { memoryLimit: () => 96 * MiB }).maxPlants).toBe(1000)
-    expect(loadConfig({ API_TOKENS: 'a', MAX_PLANTS: '12288' }, { memoryLimit: () => 96 * MiB }).maxPlants).toBe(12288)
-    expect(loadConfig({ API_TOKENS: 'a', MAX_PLANTS: '16000000' }, noLimit).maxPlants).toBe(16000000)
-    expect(loadConfig({ API_TOKENS: 'a', MAX_PLANTS: '5000000' }, { memoryLimit: () => 64 * 1024 * MiB }).maxPlants).toBe(5000000)
+    expect(loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '1000' }, { memoryLimit: () => 96 * MiB }).maxPlants).toBe(1000)
+    expect(loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '12288' }, { memoryLimit: () => 96 * MiB }).maxPlants).toBe(12288)
+    expect(loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '16000000' }, noLimit).maxPlants).toBe(16000000)
+    expect(loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '5000000' }, { memoryLimit: () => 64 * 1024 * MiB }).maxPlants).toBe(5000000)
   })
 
   it('refuses an explicit MAX_PLANTS the memory limit cannot hold (more than one plant per 8 KiB of it), naming both', () => {
     const in96MiB = { memoryLimit: () => 96 * MiB }
-    expect(() => loadConfig({ API_TOKENS: 'a', MAX_PLANTS: '1000000' }, in96MiB))
+    expect(() => loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '1000000' }, in96MiB))
       .toThrow(new ConfigError('MAX_PLANTS (1000000) is more than the memory limit (96 MiB) holds: at most 12288, one plant per 8 KiB of it'))
-    expect(() => loadConfig({ API_TOKENS: 'a', MAX_PLANTS: '12289' }, in96MiB)).toThrow(/^MAX_PLANTS \(12289\) is more than the memory limit \(96 MiB\) holds: at most 12288,/)
-    expect(() => loadConfig({ API_TOKENS: 'a', MAX_PLANTS: '5000000' }, { memoryLimit: () => 8192 * MiB })).toThrow(/\(8192 MiB\) holds: at most 1048576,/)
+    expect(() => loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '12289' }, in96MiB)).toThrow(/^MAX_PLANTS \(12289\) is more than the memory limit \(96 MiB\) holds: at most 12288,/)
+    expect(() => loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '5000000' }, { memoryLimit: () => 8192 * MiB })).toThrow(/\(8192 MiB\) holds: at most 1048576,/)
   })
 
   it('sheds load (503) at 85 % of a container\'s memory limit in resident anonymous memory by default; MAX_RSS_ANON_BYTES overrides it, 0 turns it off', () => {
