@@ -14,8 +14,8 @@ export type Config = ReturnType<typeof loadConfig>
 export const defaultMaxHeapUsedBytes = (): number => Math.floor(getHeapStatistics().heap_size_limit * 0.9)
 
 /**
- * MAX_PLANTS's default under a memory limit: one plant per 8 KiB of it, at most a million. A plant with a 512-byte
- * name takes about 600 bytes in the Map: the store is full (507) before the heap is, for names up to ~900 bytes.
+ * MAX_PLANTS under a memory limit: one plant per 8 KiB of it (the default, at most a million, and the most an
+ * explicit value may ask). A plant with a 512-byte name takes about 600 bytes in the Map: full (507) before the heap.
  */
 export const LIMIT_BYTES_PER_PLANT = 8192
 
@@ -53,6 +53,12 @@ export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
   if (values.HEADERS_TIMEOUT_MS > values.REQUEST_TIMEOUT_MS) {
     throw new ConfigError('HEADERS_TIMEOUT_MS must not be larger than REQUEST_TIMEOUT_MS')
   }
+  const plantsHeld = Math.floor(limit / LIMIT_BYTES_PER_PLANT)
+  if (values.MAX_PLANTS !== undefined && values.MAX_PLANTS > plantsHeld) {
+    const mib = Math.round(limit / 2 ** 20)
+    throw new ConfigError(`MAX_PLANTS (${values.MAX_PLANTS}) is more than the memory limit (${mib} MiB) holds: ` +
+      `at most ${plantsHeld}, one plant per 8 KiB of it`)
+  }
   if (values.METRICS_PORT !== 0 && values.METRICS_PORT === values.PORT) {
     throw new ConfigError('METRICS_PORT must differ from PORT: metrics are never served on the API port')
   }
@@ -61,9 +67,9 @@ export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
     port: values.PORT,
     host: values.HOST,
     logLevel: values.LOG_LEVEL,
-    // A 32nd of a memory limit, between a pipe's own buffer and 16 MiB.
+    // A 32nd of a memory limit, between a pipe's own buffer and 4 MiB: held lines cost the heap 2-4 times their size.
     logBufferMaxBytes: values.LOG_BUFFER_MAX_BYTES ??
-      Math.min(16 * 1024 * 1024, Math.max(64 * 1024, Math.floor(limit / 32))),
+      Math.min(4 * 1024 * 1024, Math.max(64 * 1024, Math.floor(limit / 32))),
     // Never empty: the service never runs open.
     tokens: values.API_TOKENS_FILE === undefined
       ? parseTokens(values.API_TOKENS ?? '', 'API_TOKENS')
@@ -73,7 +79,7 @@ export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
     databasePoolMax: values.DATABASE_POOL_MAX,
     databaseStatementTimeoutMs: values.DATABASE_STATEMENT_TIMEOUT_MS,
     bodyLimit: values.BODY_LIMIT,
-    maxPlants: values.MAX_PLANTS ?? Math.min(1000000, Math.floor(limit / LIMIT_BYTES_PER_PLANT)),
+    maxPlants: values.MAX_PLANTS ?? Math.min(1000000, plantsHeld),
     shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS,
     shutdownDelayMs: values.SHUTDOWN_DELAY_MS,
     http: httpLimits(values),

@@ -18,7 +18,18 @@ describe('loadConfig', () => {
     expect(loadConfig({ API_TOKENS: TOKEN }, { memoryLimit: () => 96 * MiB + 8191 }).maxPlants).toBe(12288)
     expect(loadConfig({ API_TOKENS: TOKEN }, { memoryLimit: () => 8192 * MiB }).maxPlants).toBe(1000000)
     expect(loadConfig({ API_TOKENS: TOKEN }, noLimit).maxPlants).toBe(1000000)
-    expect(loadConfig({ API_TOKENS: TOKEN, MAX_PLANTS: '5000000' }, { memoryLimit: () => 96 * MiB }).maxPlants).toBe(5000000)
+    expect(loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '1000' }, { memoryLimit: () => 96 * MiB }).maxPlants).toBe(1000)
+    expect(loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '12288' }, { memoryLimit: () => 96 * MiB }).maxPlants).toBe(12288)
+    expect(loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '16000000' }, noLimit).maxPlants).toBe(16000000)
+    expect(loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '5000000' }, { memoryLimit: () => 64 * 1024 * MiB }).maxPlants).toBe(5000000)
+  })
+
+  it('refuses an explicit MAX_PLANTS the memory limit cannot hold (more than one plant per 8 KiB of it), naming both', () => {
+    const in96MiB = { memoryLimit: () => 96 * MiB }
+    expect(() => loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '1000000' }, in96MiB))
+      .toThrow(new ConfigError('MAX_PLANTS (1000000) is more than the memory limit (96 MiB) holds: at most 12288, one plant per 8 KiB of it'))
+    expect(() => loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '12289' }, in96MiB)).toThrow(/^MAX_PLANTS \(12289\) is more than the memory limit \(96 MiB\) holds: at most 12288,/)
+    expect(() => loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '5000000' }, { memoryLimit: () => 8192 * MiB })).toThrow(/\(8192 MiB\) holds: at most 1048576,/)
   })
 
   it('sheds load (503) at 85 % of a container\'s memory limit in resident anonymous memory by default; MAX_RSS_ANON_BYTES overrides it, 0 turns it off', () => {
@@ -37,15 +48,15 @@ describe('loadConfig', () => {
     expect(loadConfig({ API_TOKENS: TOKEN, MAX_HEAP_USED_BYTES: String(200 * MiB) }, in96MiB).overload?.maxHeapUsedBytes).toBe(200 * MiB)
   })
 
-  it('holds log lines for a slow reader up to 1/32 of a memory limit (16 MiB at most, 64 KiB at least, 16 MiB without a limit); LOG_BUFFER_MAX_BYTES overrides it', () => {
+  it('holds log lines for a slow reader up to 1/32 of a memory limit (4 MiB at most, 64 KiB at least, 4 MiB without a limit); LOG_BUFFER_MAX_BYTES overrides it', () => {
     const limited = (bytes: number) => ({ memoryLimit: () => bytes })
     expect(loadConfig({ API_TOKENS: TOKEN }, limited(96 * MiB)).logBufferMaxBytes).toBe(3 * MiB)
     expect(loadConfig({ API_TOKENS: TOKEN }, limited(100 * MiB + 31)).logBufferMaxBytes).toBe(Math.floor((100 * MiB + 31) / 32))
-    expect(loadConfig({ API_TOKENS: TOKEN }, limited(512 * MiB)).logBufferMaxBytes).toBe(16 * MiB)
-    expect(loadConfig({ API_TOKENS: TOKEN }, limited(513 * MiB)).logBufferMaxBytes).toBe(16 * MiB)
+    expect(loadConfig({ API_TOKENS: TOKEN }, limited(128 * MiB)).logBufferMaxBytes).toBe(4 * MiB)
+    expect(loadConfig({ API_TOKENS: TOKEN }, limited(129 * MiB)).logBufferMaxBytes).toBe(4 * MiB)
     expect(loadConfig({ API_TOKENS: TOKEN }, limited(MiB)).logBufferMaxBytes).toBe(64 * 1024)
     expect(loadConfig({ API_TOKENS: TOKEN }, limited(4 * MiB)).logBufferMaxBytes).toBe(128 * 1024)
-    expect(loadConfig({ API_TOKENS: TOKEN }, noLimit).logBufferMaxBytes).toBe(16 * MiB)
+    expect(loadConfig({ API_TOKENS: TOKEN }, noLimit).logBufferMaxBytes).toBe(4 * MiB)
     expect(loadConfig({ API_TOKENS: TOKEN, LOG_BUFFER_MAX_BYTES: String(MiB) }, limited(96 * MiB)).logBufferMaxBytes).toBe(MiB)
     expect(() => loadConfig({ API_TOKENS: TOKEN, LOG_BUFFER_MAX_BYTES: '1000' }, noLimit)).toThrow(/LOG_BUFFER_MAX_BYTES/)
   })
@@ -55,7 +66,7 @@ describe('loadConfig', () => {
       port: 3000,
       host: '127.0.0.1',
       logLevel: 'info',
-      logBufferMaxBytes: 16 * MiB,
+      logBufferMaxBytes: 4 * MiB,
       tokens: [{ token: TOKEN }],
       databaseUrl: 'memory:',
       databasePoolMax: 10,
@@ -283,7 +294,7 @@ const wholeSettings: [name: string, min: number, max: number | undefined, fallba
   ['MAX_PLANTS', 1, 16000000, 1000000, (c) => c.maxPlants],
   ['SHUTDOWN_TIMEOUT_MS', 100, 600000, 8000, (c) => c.shutdownTimeoutMs],
   ['SHUTDOWN_DELAY_MS', 0, 600000, 0, (c) => c.shutdownDelayMs],
-  ['LOG_BUFFER_MAX_BYTES', 65536, 1073741824, 16 * 1024 * 1024, (c) => c.logBufferMaxBytes],
+  ['LOG_BUFFER_MAX_BYTES', 65536, 1073741824, 4 * 1024 * 1024, (c) => c.logBufferMaxBytes],
   ['HEADERS_TIMEOUT_MS', 100, 600000, 10000, (c) => c.http.headersTimeoutMs],
   ['REQUEST_TIMEOUT_MS', 100, 600000, 15000, (c) => c.http.requestTimeoutMs],
   ['CONNECTION_TIMEOUT_MS', 100, 600000, 30000, (c) => c.http.connectionTimeoutMs],

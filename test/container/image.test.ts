@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { docBlock } from '../docs/blocks.js'
 import { createUntilDead, E2E_TOKEN, mapConcurrently, postPlant } from '../e2e/storage-process.js'
 import { baseImageUnavailable, containerState, docker, dockerResult, dockerUnavailable, GiveUp, machineBaseImageProbe, publishedUrl, uniqueName, waitFor } from './docker.js'
 
@@ -145,12 +146,17 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
       expect(onApi.status).toBe(404)
     })
 
-    it('runs node as PID 1 under uid 1000 (the node user), not root', async () => {
-      const status = await docker(['exec', main.id, 'cat', '/proc/1/status'])
-      expect(status).toMatch(/^Uid:\s+1000\s+1000\s+1000\s+1000$/m)
-      expect(status).toMatch(/^Gid:\s+1000\s+1000\s+1000\s+1000$/m)
-      const cmdline = (await docker(['exec', main.id, 'cat', '/proc/1/cmdline'])).split('\0').filter(Boolean)
-      expect(cmdline).toEqual(['node', 'dist/server.js'])
+    it('runs tini as PID 1 and node as its only child, both under uid 1000 (the node user), not root', async () => {
+      const cmdline = async (pid: string) => (await docker(['exec', main.id, 'cat', `/proc/${pid}/cmdline`])).split('\0').filter(Boolean)
+      expect(await cmdline('1')).toEqual(['tini', '--', 'node', 'dist/server.js'])
+      const children = (await docker(['exec', main.id, 'cat', '/proc/1/task/1/children'])).split(' ').filter(Boolean)
+      expect(children).toHaveLength(1)
+      expect(await cmdline(children[0] as string)).toEqual(['node', 'dist/server.js'])
+      for (const pid of ['1', children[0] as string]) {
+        const status = await docker(['exec', main.id, 'cat', `/proc/${pid}/status`])
+        expect(status).toMatch(/^Uid:\s+1000\s+1000\s+1000\s+1000$/m)
+        expect(status).toMatch(/^Gid:\s+1000\s+1000\s+1000\s+1000$/m)
+      }
     })
 
     it('writes one JSON access line per request on stdout, nothing on stderr, no token', async () => {
@@ -237,6 +243,80 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
     const write = await dockerResult(['exec', id, 'touch', '/home/node/probe'])
     expect(write.code).not.toBe(0)
     expect(write.stderr).toContain('Read-only file system')
+  })
+
+  // Node as PID 1 survived its own abort: the container stayed running at full CPU, answering nothing.
+  it('ends on a fatal error: a V8 heap out of memory under load exits the container (134), never a mute running process', { timeout: 300000 }, async () => {
+    // A heap smaller than the plants sent, no shedding on heap use, a MAX_PLANTS beyond it (no memory
+    // limit, so it is allowed): new plants until V8 gives up, as a 1,000,000 under 96 MiB once did.
+    const { id, api } = await startContainer(['--env', 'NODE_OPTIONS=--max-old-space-size=32 --max-semi-space-size=1',
+      '--env', 'MAX_HEAP_USED_BYTES=0', '--env', 'MAX_PLANTS=1000000'])
+    const address = await docker(['inspect', '--format', '{{.NetworkSettings.IPAddress}}', id])
+    const url = address === '' ? api : `http://${address}:3000`
+    const name = 'p'.repeat(512)
+    let next = 0
+    let exited = false
+    const writers = Array.from({ length: 16 }, async () => {
+      while (!exited) {
+        // A refused or cut request is expected as the process dies: what counts is the container's state.
+        await post(url, `{"id":${++next},"name":"${name}"}`).then(async (reply) => reply.arrayBuffer()).catch(() => undefined)
+      }
+    })
+    const state = await waitFor('the container to exit', async () => {
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      const now = await containerState(id)
+      return now.Running ? undefined : now
+    }, 240000).finally(() => { exited = true })
+    await Promise.all(writers)
+    console.info(`container tests: heap out of memory after about ${next} requests, exit ${state.ExitCode}`)
+    expect({ running: state.Running, exitCode: state.ExitCode, oomKilled: state.OOMKilled }).toEqual({ running: false, exitCode: 134, oomKilled: false })
+    expect((await dockerResult(['logs', id])).stderr).toContain('JavaScript heap out of memory')
+  })
+
+  it('with --memory 96m and MAX_PLANTS=1000000 (more than one plant per 8 KiB of the limit) exits 1 with one line naming both', async () => {
+    const result = await dockerResult(['run', '--rm', '--memory', '96m', '--memory-swap', '96m', '--env', `API_TOKENS=${E2E_TOKEN}`, '--env', 'MAX_PLANTS=1000000', IMAGE])
+    expect(result).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'plant-store: MAX_PLANTS (1000000) is more than the memory limit (96 MiB) holds: at most 12288, one plant per 8 KiB of it\n'
+    })
+  })
+
+  it('rotates tokens as docs/production.md does (the directory mounted, the file renamed over, SIGHUP): the new token accepted, then the old one refused', { timeout: 60000 }, async () => {
+    const name = uniqueName('plant-store-test')
+    containers.add(name)
+    const [token, newToken] = ['rotation-old-token-0123456789', 'rotation-new-token-0123456789']
+    /** A block of the page as written, but for the names a shared engine needs; each must be there to replace. */
+    const recipe = (block: string, replacements: [string, string][]) => replacements.reduce((text, [from, to]) => {
+      expect(text, 'a block of docs/production.md').toContain(from)
+      return text.replaceAll(from, to)
+    }, block)
+    const dir = mkdtempSync(join(tmpdir(), 'plant-store-rotate-'))
+    const sh = (text: string) => new Promise<void>((resolve, reject) => {
+      execFile('bash', ['-euc', text], { cwd: dir, env: { ...process.env, TOKEN: token, NEW_TOKEN: newToken }, timeout: 30000 }, (error, _stdout, stderr) => {
+        if (error === null) resolve()
+        else reject(new Error(`${text}\nfailed: ${error.message}\n${stderr}`))
+      })
+    })
+    try {
+      await sh(recipe(docBlock('docs/production.md', 'docker-tokens-directory'), [['--name plants', `--name ${name}`], ['-p 3000:3000', '-p 127.0.0.1::3000'], [' plant-store\n', ` ${IMAGE}\n`]]))
+      const api = await publishedUrl(name, 3000)
+      await waitFor('the container ready', async () => (await fetch(`${api}/readyz`)).status === 200 ? true : undefined, 20000)
+      const statuses = async () => Promise.all([token, newToken].map(async (bearer, i) => (await post(api, `{"id":${i + 1},"name":"Fern"}`, bearer)).status))
+      expect(await statuses()).toEqual([200, 401])
+      const reloaded = (count: number) => waitFor(`"tokens reloaded" with ${count}`, async () =>
+        (await docker(['logs', name])).split('\n').some((line) => line.includes('"msg":"tokens reloaded"') && line.includes(`"tokens":${count}`)) ? true : undefined, 10000)
+
+      await sh(recipe(docBlock('docs/production.md', 'rotate-tokens-docker'), [['HUP plants', `HUP ${name}`]]))
+      await reloaded(2)
+      expect(await statuses()).toEqual([200, 200])
+      await sh(recipe(docBlock('docs/production.md', 'retire-token-docker'), [['HUP plants', `HUP ${name}`]]))
+      await reloaded(1)
+      expect(await statuses()).toEqual([401, 200])
+      expect((await containerState(name)).Running).toBe(true)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it('without a token (no API_TOKENS) exits 1 with one clear line', async () => {

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { Deployment } from 'kubernetes-models/apps/v1'
 import { Secret, Service, type IContainer, type IProbe } from 'kubernetes-models/v1'
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1'
+import { PrometheusRule, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1'
 import { parseAllDocuments } from 'yaml'
 import { afterAll, describe, expect, it } from 'vitest'
 import { LIMIT_BYTES_PER_PLANT, loadConfig, type Config } from '../../src/config.js'
@@ -35,6 +36,8 @@ const deployment = only('Deployment', Deployment)
 const service = only('Service', Service)
 const budget = only('PodDisruptionBudget', PodDisruptionBudget)
 const secret = only('Secret', Secret)
+const monitor = only('ServiceMonitor', ServiceMonitor)
+const rule = only('PrometheusRule', PrometheusRule)
 const pod = deployment.spec?.template.spec
 const container = pod?.containers.find((candidate) => candidate.name === 'plant-store') as IContainer
 
@@ -87,14 +90,34 @@ const probe = (name: 'readinessProbe' | 'livenessProbe' | 'startupProbe'): IProb
 }
 
 describe('deploy/kubernetes', () => {
-  it('holds a Deployment, a Service, a PodDisruptionBudget and an example Secret, each valid against the Kubernetes schemas', () => {
-    // The PrometheusRule is checked by test/deploy/prometheus-rules.test.ts (no schema of its CRD here).
-    expect(manifests.map((manifest) => manifest.object.kind).sort()).toEqual(['Deployment', 'Kustomization', 'PodDisruptionBudget', 'PrometheusRule', 'Secret', 'Service'])
-    for (const model of [deployment, service, budget, secret]) expect(() => { model.validate() }).not.toThrow()
+  it('holds a Deployment, a Service, a PodDisruptionBudget, an example Secret, a ServiceMonitor and a PrometheusRule, each valid against its schema (the Operator\'s CRDs for the last two)', () => {
+    expect(manifests.map((manifest) => manifest.object.kind).sort()).toEqual(['Deployment', 'Kustomization', 'PodDisruptionBudget', 'PrometheusRule', 'Secret', 'Service', 'ServiceMonitor'])
+    for (const model of [deployment, service, budget, secret, monitor, rule]) expect(() => { model.validate() }).not.toThrow()
     const kustomization = manifests.find((manifest) => manifest.object.kind === 'Kustomization')?.object as { resources: string[] }
-    // The example Secret is never applied with the rest: its values are placeholders. Nor is the
-    // PrometheusRule: a cluster without the Prometheus Operator's CRDs would refuse the whole apply.
-    expect(kustomization.resources.sort()).toEqual(['deployment.yaml', 'poddisruptionbudget.yaml', 'service.yaml'])
+    // The example Secret is never applied with the rest: its values are placeholders.
+    expect(kustomization.resources.sort()).toEqual(['deployment.yaml', 'poddisruptionbudget.yaml', 'prometheusrule.yaml', 'service.yaml', 'servicemonitor.yaml'])
+  })
+
+  it('the CRD schema check rejects what the API server would (a ServiceMonitor endpoint\'s interval that is no duration)', () => {
+    const broken = new ServiceMonitor(JSON.parse(JSON.stringify(monitor).replace('"interval":"15s"', '"interval":"often"')) as never)
+    expect(() => { broken.validate() }).toThrow(/interval/)
+  })
+
+  it('has the ServiceMonitor scrape the Service\'s metrics port, which reaches METRICS_PORT on the pods, as the job every rule selects', () => {
+    const config = podConfig()
+    const serviceLabels = service.metadata?.labels ?? {}
+    // It selects this Service (in its own namespace, the Operator's default) and no other kind of object.
+    expect(Object.entries(monitor.spec.selector.matchLabels ?? {}).every(([key, value]) => serviceLabels[key] === value)).toBe(true)
+    expect(monitor.spec.namespaceSelector).toBeUndefined()
+    const endpoints = monitor.spec.endpoints ?? []
+    expect(endpoints.map((endpoint) => endpoint.path ?? '/metrics')).toEqual(['/metrics'])
+    const servicePort = service.spec?.ports?.find((port) => port.name === endpoints[0]?.port)
+    expect(portOf(servicePort?.targetPort)).toBe(config.metrics?.port)
+    // The job label comes from the Service's label named by jobLabel (without it, the Service's name).
+    const job = monitor.spec.jobLabel === undefined ? service.metadata?.name : serviceLabels[monitor.spec.jobLabel]
+    const selectedJobs = new Set([...JSON.stringify(rule.spec).matchAll(/job=\\"([^"\\]*)\\"/g)].map((match) => match[1]))
+    expect(selectedJobs.size).toBeGreaterThan(0)
+    expect([...selectedJobs]).toEqual([job])
   })
 
   it('the schema check rejects what the API server would (a port that is not a number)', () => {
@@ -160,6 +183,11 @@ describe('deploy/kubernetes', () => {
     expect(bytes(container.resources?.requests?.memory)).toBeLessThanOrEqual(limit)
   })
 
+  it('keeps the image\'s entry point (tini as PID 1, so that a fatal error ends the container): no command of its own', () => {
+    expect(readFileSync(join(root, 'Dockerfile'), 'utf8')).toMatch(/^ENTRYPOINT \["tini", "--"\]$/m)
+    expect(container.command).toBeUndefined()
+  })
+
   it('runs as the image\'s non-root user on a read-only root filesystem, without privileges, /tmp in memory', () => {
     expect(pod?.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000 })
     expect(container.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } })
@@ -177,6 +205,8 @@ describe('deploy/kubernetes', () => {
     const volume = pod?.volumes?.find((candidate) => candidate.name === mount?.name)
     expect(volume?.secret?.secretName).toBe('plant-store')
     expect(volume?.secret?.items).toEqual([{ key: 'tokens', path: file.slice((mount?.mountPath.length ?? 0) + 1) }])
+    // A directory: with subPath the kubelet never updates the file, and a rotation is never seen.
+    expect(mount?.subPath).toBeUndefined()
     expect(Object.keys(secret.stringData ?? {}).sort()).toEqual(['database-url', 'tokens'])
     // The example's values load: a postgres URL and at least one token.
     expect(podConfig()).toMatchObject({ databaseUrl: expect.stringMatching(/^postgres:\/\//) as unknown, tokens: [expect.anything()] })

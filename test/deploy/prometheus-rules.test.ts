@@ -1,10 +1,12 @@
 import { spawnSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parse } from 'yaml'
 import { describe, expect, it } from 'vitest'
 import { PROMETHEUS_RULE_FILE, prometheusRuleText, REGENERATE, RULES_FILE } from '../../scripts/prometheus-rule.mjs'
+import { docBlock } from '../docs/blocks.js'
 import { anchors } from '../docs/doc-checks.js'
 
 // The rules that ship with the service (deploy/prometheus/plant-store.rules.yaml): valid for
@@ -41,6 +43,29 @@ describe('promtool on the shipped rules', () => {
     if (!promtool) expect.fail('REQUIRE_PROMTOOL=1 but promtool is not installed: the rules would not be tested')
     const run = spawnSync('promtool', ['test', 'rules', UNIT_TESTS], { encoding: 'utf8' })
     expect({ status: run.status, output: run.stdout + run.stderr }).toEqual({ status: 0, output: expect.stringContaining('SUCCESS') as unknown })
+  })
+})
+
+describe('docs/production.md, Prometheus without the Operator', () => {
+  const config = docBlock('docs/production.md', 'prometheus-config')
+
+  it('scrapes the job the rules select', () => {
+    const jobs = (parse(config) as { scrape_configs: { job_name: string }[] }).scrape_configs.map((scrape) => scrape.job_name)
+    expect(jobs).toEqual([...new Set([...rulesText.matchAll(/job="([^"]*)"/g)].map((match) => match[1]))])
+  })
+
+  it.skipIf(!promtool && !requirePromtool)('promtool check config: the configuration and the rules file beside it are valid', () => {
+    if (!promtool) expect.fail('REQUIRE_PROMTOOL=1 but promtool is not installed: the configuration would not be checked')
+    const dir = mkdtempSync(join(tmpdir(), 'plant-store-prometheus-'))
+    try {
+      writeFileSync(join(dir, 'prometheus.yml'), config)
+      copyFileSync(RULES_FILE, join(dir, 'plant-store.rules.yaml'))
+      const check = spawnSync('promtool', ['check', 'config', join(dir, 'prometheus.yml')], { encoding: 'utf8' })
+      expect({ status: check.status, stderr: check.stderr }).toEqual({ status: 0, stderr: '' })
+      expect(check.stdout).toContain(`SUCCESS: ${rules.length} rules found`)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
 
