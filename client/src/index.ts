@@ -131,7 +131,8 @@ function bodyOf ({ id, name, tag }: NewPlant): string {
 export function retryAfterMs (value: string | null, now = Date.now()): number | undefined {
   if (value === null) return undefined
   if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000
-  const date = Date.parse(value)
+  // Date.parse reads much that is no date ('-1' is a year): an HTTP date has its day and month in letters.
+  const date = /[a-z]/i.test(value) ? Date.parse(value) : Number.NaN
   return Number.isNaN(date) ? undefined : Math.max(0, date - now)
 }
 
@@ -168,7 +169,7 @@ export function createPlantClient (options: PlantClientOptions): PlantClient {
 
   /** One request: the Plant, or the failure it ended in. Only the caller's abort throws. */
   async function attempt (body: string, deadline: number, signal: AbortSignal | undefined): Promise<{ plant: Plant } | Failure> {
-    const limit = Math.max(1, Math.min(timeoutMs, deadline - performance.now()))
+    const limit = Math.max(1, Math.ceil(Math.min(timeoutMs, deadline - performance.now())))
     const timeout = AbortSignal.timeout(limit)
     let response: Response
     let text: string
@@ -179,7 +180,7 @@ export function createPlantClient (options: PlantClientOptions): PlantClient {
       text = await response.text()
     } catch (cause) {
       if (signal?.aborted === true) throw signal.reason
-      const message = timeout.aborted ? `no reply within ${Math.round(limit)} ms` : 'the plant store could not be reached'
+      const message = timeout.aborted ? `no reply within ${limit} ms` : 'the plant store could not be reached'
       return { kind: 'unavailable', message, cause }
     }
     if (response.status !== 200) return failureOf(response, text)
