@@ -44,7 +44,7 @@ export interface PlantClientOptions {
 
 export interface PlantClient {
   /** The stored plant on a 200, whether stored now or found stored; else a PlantStoreError. */
-  create (plant: NewPlant, options?: { signal?: AbortSignal }): Promise<Plant>
+  create (plant: NewPlant, options?: { signal?: AbortSignal | undefined }): Promise<Plant>
 }
 
 interface Failure {
@@ -180,7 +180,7 @@ export function createPlantClient (options: PlantClientOptions): PlantClient {
       text = await response.text()
     } catch (cause) {
       if (signal?.aborted === true) throw signal.reason
-      const message = timeout.aborted ? `no reply within ${limit} ms` : 'the plant store could not be reached'
+      const message = timeout.aborted ? `no reply within ${limit} ms` : 'the connection to the plant store failed'
       return { kind: 'unavailable', message, cause }
     }
     if (response.status !== 200) return failureOf(response, text)
@@ -202,7 +202,7 @@ export function createPlantClient (options: PlantClientOptions): PlantClient {
     return now + wait < deadline ? wait : undefined
   }
 
-  async function create (plant: NewPlant, { signal }: { signal?: AbortSignal } = {}): Promise<Plant> {
+  async function create (plant: NewPlant, { signal }: { signal?: AbortSignal | undefined } = {}): Promise<Plant> {
     const problem = problemOf(plant)
     if (problem !== undefined) throw new PlantStoreError({ kind: 'invalid', status: 400, error: 400, message: problem }, 0)
     signal?.throwIfAborted()

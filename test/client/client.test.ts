@@ -131,7 +131,7 @@ describe('plant-store-client: which failures it retries', () => {
     const { client, received } = await clientOf((_n, _request, response) => response.socket?.destroy(), { retry: { ...FAST, maxAttempts: 4 } })
     const error = await failure(client.create({ id: 1, name: 'x' }))
     expect({ kind: error.kind, status: error.status, error: error.error, attempts: error.attempts, message: error.message })
-      .toEqual({ kind: 'unavailable', status: undefined, error: undefined, attempts: 4, message: 'the plant store could not be reached' })
+      .toEqual({ kind: 'unavailable', status: undefined, error: undefined, attempts: 4, message: 'the connection to the plant store failed' })
     expect(error.cause).toBeInstanceOf(Error)
     expect(received).toHaveLength(4)
   })
