@@ -52,7 +52,7 @@ interface Failure {
   message: string
   status?: number
   error?: number
-  retryAfterMs?: number
+  retryAfterMs?: number | undefined
   cause?: unknown
 }
 
@@ -108,7 +108,7 @@ export function problemOf (plant: unknown): string | undefined {
   // JSON.stringify leaves out an undefined property: the service would find it missing.
   if (id === undefined) return 'body/id is required'
   if (name === undefined) return 'body/name is required'
-  if (typeof id === 'number' && Number.isInteger(id) && !Number.isSafeInteger(id)) {
+  if (Number.isInteger(id) && !Number.isSafeInteger(id)) {
     return `body/id ${id} is not a safe integer, so it may be rounded: pass the id as a bigint`
   }
   if (!(typeof id === 'bigint' ? id >= INT64_MIN && id <= INT64_MAX : Number.isSafeInteger(id))) {
@@ -129,19 +129,18 @@ function bodyOf ({ id, name, tag }: NewPlant): string {
 
 /** Retry-After in ms: delay-seconds or an HTTP date (RFC 9110 §10.2.3); undefined when absent or unreadable. */
 export function retryAfterMs (value: string | null, now = Date.now()): number | undefined {
-  if (value === null) return undefined
-  if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000
+  const text = String(value)
+  if (/^\s*\d+\s*$/.test(text)) return Number(text) * 1000
   // Date.parse reads much that is no date ('-1' is a year): an HTTP date has its day and month in letters.
-  const date = /[a-z]/i.test(value) ? Date.parse(value) : Number.NaN
+  const date = /[a-z]/i.test(text) ? Date.parse(text) : Number.NaN
   return Number.isNaN(date) ? undefined : Math.max(0, date - now)
 }
 
+/** The JSON value of a text, undefined when it is no JSON. */
 function parseJson (text: string): unknown {
   try {
     return JSON.parse(text)
-  } catch {
-    return undefined
-  }
+  } catch {}
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null
@@ -150,13 +149,12 @@ const isRecord = (value: unknown): value is Record<string, unknown> => typeof va
 function failureOf (response: Response, text: string): Failure {
   const body = parseJson(text)
   const record = isRecord(body) && typeof body.error === 'number' && typeof body.message === 'string'
-  const after = retryAfterMs(response.headers.get('retry-after'))
   return {
     kind: KINDS[response.status] ?? 'unexpected',
     status: response.status,
     message: record ? body.message as string : `${response.status} ${response.statusText}`.trim(),
     ...(record && { error: body.error as number }),
-    ...(after !== undefined && { retryAfterMs: after })
+    retryAfterMs: retryAfterMs(response.headers.get('retry-after'))
   }
 }
 
@@ -179,7 +177,7 @@ export function createPlantClient (options: PlantClientOptions): PlantClient {
       })
       text = await response.text()
     } catch (cause) {
-      if (signal?.aborted === true) throw signal.reason
+      if (signal?.aborted) throw signal.reason
       const message = timeout.aborted ? `no reply within ${limit} ms` : 'the connection to the plant store failed'
       return { kind: 'unavailable', message, cause }
     }
@@ -194,7 +192,7 @@ export function createPlantClient (options: PlantClientOptions): PlantClient {
   /** The wait before the next attempt, or undefined when retrying is over. */
   function waitAfter (failure: Failure, now: number, deadline: number, retried: number): number | undefined {
     if (failure.kind !== 'unavailable' || retried + 1 >= retry.maxAttempts) return undefined
-    if (failure.retryAfterMs !== undefined && failure.retryAfterMs > retry.maxRetryAfterMs) return undefined
+    if ((failure.retryAfterMs ?? 0) > retry.maxRetryAfterMs) return undefined
     const ceiling = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** retried)
     // Jitter on top of Retry-After too: clients told the same second must not all come back in the same millisecond.
     const jitter = Math.random() * ceiling
@@ -205,7 +203,6 @@ export function createPlantClient (options: PlantClientOptions): PlantClient {
   async function create (plant: NewPlant, { signal }: { signal?: AbortSignal | undefined } = {}): Promise<Plant> {
     const problem = problemOf(plant)
     if (problem !== undefined) throw new PlantStoreError({ kind: 'invalid', status: 400, error: 400, message: problem }, 0)
-    signal?.throwIfAborted()
     const body = bodyOf(plant)
     const deadline = performance.now() + retry.deadlineMs
     let lastCost = 0
@@ -220,11 +217,9 @@ export function createPlantClient (options: PlantClientOptions): PlantClient {
       if (wait === undefined || tokens < cost) throw new PlantStoreError(outcome, attempts)
       tokens -= cost
       lastCost = cost
-      try {
-        await sleep(wait, undefined, { signal })
-      } catch {
-        throw signal?.reason
-      }
+      // The wait ends early only when the caller aborts.
+      await sleep(wait, undefined, { signal }).catch(() => {})
+      signal?.throwIfAborted()
     }
   }
 

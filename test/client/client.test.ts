@@ -32,13 +32,14 @@ describe('plant-store-client: what it sends and what it resolves', () => {
     await expect(client.create({ id: 10, ...PLANT })).resolves.toEqual(PLANT)
     expect(received).toHaveLength(1)
     expect(received[0]).toMatchObject({ method: 'POST', url: '/plants', body: '{"id":10,"name":"Monstera","tag":"tropical"}' })
-    expect(received[0]?.headers).toMatchObject({ authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' })
+    expect(received[0]?.headers).toMatchObject({ authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', accept: 'application/json' })
   })
 
   it('resolves /plants under a base URL with a path, with or without its trailing slash', async () => {
     const stub = await startStub((_n, _request, response) => reply(200, { name: 'Fern' })(response))
     for (const baseUrl of [`${stub.url}/api`, `${stub.url}/api/`, new URL(`${stub.url}/api`)]) {
-      await expect(createPlantClient({ baseUrl, token: TOKEN }).create({ id: 1, name: 'Fern' })).resolves.toEqual({ name: 'Fern' })
+      // Strictly: a Plant without a tag has no tag property at all.
+      await expect(createPlantClient({ baseUrl, token: TOKEN }).create({ id: 1, name: 'Fern' })).resolves.toStrictEqual({ name: 'Fern' })
     }
     expect(stub.received.map((request) => request.url)).toEqual(['/api/plants', '/api/plants', '/api/plants'])
   })
@@ -64,6 +65,8 @@ describe('plant-store-client: what it sends and what it resolves', () => {
     const range = 'body/id must be an integer between -9223372036854775808 and 9223372036854775807'
     const cases: Array<[unknown, string]> = [
       [null, 'body must be a JSON object'],
+      ['fern', 'body must be a JSON object'],
+      [7, 'body must be a JSON object'],
       [[1], 'body must be a JSON object'],
       [{ name: 'x' }, 'body/id is required'],
       [{ id: 1 }, 'body/name is required'],
@@ -110,21 +113,35 @@ describe('plant-store-client: which failures it retries', () => {
       const error = await failure(client.create({ id: 1, name: 'x' }))
       expect({ status: error.status, error: error.error, message: error.message, kind: error.kind, attempts: error.attempts })
         .toEqual({ status, error: status, message: `m${status}`, kind, attempts: 1 })
+      expect(error.name).toBe('PlantStoreError')
+      // A reply is no cause: there is nothing beneath it.
+      expect('cause' in error).toBe(false)
       expect(received).toHaveLength(1)
     }
   })
 
   it('keeps the status line as the message when a reply has no Error record', async () => {
-    const { client } = await clientOf((_n, _request, response) => response.writeHead(502, 'Bad Gateway', { 'content-type': 'text/html' }).end('<h1>502</h1>'))
-    const error = await failure(client.create({ id: 1, name: 'x' }))
-    expect({ status: error.status, error: error.error, message: error.message, kind: error.kind }).toEqual({ status: 502, error: undefined, message: '502 Bad Gateway', kind: 'unexpected' })
+    const bodies = ['<h1>502</h1>', 'null', '{"message":"no error field"}', '{"error":502}', '{"error":"502","message":"a string error"}']
+    const { client } = await clientOf((n, _request, response) => response.writeHead(502, 'Bad Gateway', { 'content-type': 'text/html' }).end(bodies[n]))
+    for (const body of bodies) {
+      const error = await failure(client.create({ id: 1, name: 'x' }))
+      expect({ status: error.status, error: error.error, message: error.message, kind: error.kind }, body).toEqual({ status: 502, error: undefined, message: '502 Bad Gateway', kind: 'unexpected' })
+    }
+  })
+
+  it('words a status line without a reason phrase as the status alone', async () => {
+    const { client } = await clientOf((_n, _request, response) => response.writeHead(599, '').end())
+    expect((await failure(client.create({ id: 1, name: 'x' }))).message).toBe('599')
   })
 
   it('calls a 200 that is not a Plant unexpected, and does not retry it', async () => {
-    const { client, received } = await clientOf((_n, _request, response) => reply(200, 'not json')(response))
-    const error = await failure(client.create({ id: 1, name: 'x' }))
-    expect({ status: error.status, kind: error.kind, message: error.message }).toEqual({ status: 200, kind: 'unexpected', message: 'the reply to a 200 is not a Plant' })
-    expect(received).toHaveLength(1)
+    const bodies = ['not json', 'null', '{"tag":"no name"}', '{"name":7}']
+    const { client, received } = await clientOf((n, _request, response) => reply(200, bodies[n])(response))
+    for (const body of bodies) {
+      const error = await failure(client.create({ id: 1, name: 'x' }))
+      expect({ status: error.status, kind: error.kind, message: error.message }, body).toEqual({ status: 200, kind: 'unexpected', message: 'the reply to a 200 is not a Plant' })
+    }
+    expect(received).toHaveLength(bodies.length)
   })
 
   it('retries a connection reset and ends unavailable, with no status and the cause, once maxAttempts are spent', async () => {
@@ -157,11 +174,12 @@ describe('plant-store-client: when it retries', () => {
     expect(retryAfterMs(null, now)).toBeUndefined()
     expect(retryAfterMs('soon', now)).toBeUndefined()
     expect(retryAfterMs('-1', now)).toBeUndefined()
+    expect(retryAfterMs('1.5', now)).toBeUndefined()
   })
 
-  it('comes back no sooner than Retry-After in seconds, with a jitter of at most the backoff on top', async () => {
+  it('comes back no sooner than Retry-After in seconds (one at the cap is still waited), with a jitter of at most the backoff on top', async () => {
     const { client, received } = await clientOf((n, _request, response) =>
-      (n === 0 ? reply(503, OVERLOADED, { 'retry-after': '1' }) : reply(200, PLANT))(response), { retry: { baseDelayMs: 50 } })
+      (n === 0 ? reply(503, OVERLOADED, { 'retry-after': '1' }) : reply(200, PLANT))(response), { retry: { baseDelayMs: 50, maxRetryAfterMs: 1000 } })
     await client.create({ id: 1, ...PLANT })
     const [gap] = gaps(received.map((request) => request.at))
     expect(gap).toBeGreaterThanOrEqual(1000)
@@ -183,7 +201,7 @@ describe('plant-store-client: when it retries', () => {
 
   it('gives up at once on a Retry-After beyond maxRetryAfterMs, rather than coming back early, and tells when to come back', async () => {
     const { client, received } = await clientOf((_n, _request, response) => reply(429, { error: 429, message: 'retry in 42 s' }, { 'retry-after': '42' })(response),
-      { retry: { maxRetryAfterMs: 10000 } })
+      { retry: { maxRetryAfterMs: 10000, deadlineMs: 100000 } })
     const error = await failure(client.create({ id: 1, name: 'x' }))
     expect({ kind: error.kind, status: error.status, attempts: error.attempts, retryAfterMs: error.retryAfterMs, message: error.message })
       .toEqual({ kind: 'unavailable', status: 429, attempts: 1, retryAfterMs: 42000, message: 'retry in 42 s' })
@@ -290,15 +308,22 @@ describe('plant-store-client: the caller\'s AbortSignal', () => {
     const reason = new Error('the caller gave up')
     const pending = client.create({ id: 1, name: 'x' }, { signal: controller.signal })
     await expect.poll(() => received.length).toBe(1)
+    const aborted = performance.now()
     controller.abort(reason)
     await expect(pending).rejects.toBe(reason)
+    // At once, not at the end of the 5 s wait.
+    expect(performance.now() - aborted).toBeLessThan(1000)
     expect(received).toHaveLength(1)
   })
 
-  it('rejects with the signal\'s reason when it aborts during a request', async () => {
-    const { client } = await clientOf(() => {})
-    const pending = client.create({ id: 1, name: 'x' }, { signal: AbortSignal.timeout(100) })
-    await expect(pending).rejects.toMatchObject({ name: 'TimeoutError' })
+  it('rejects with the signal\'s reason when it aborts during a request, at once, with retries on or off', async () => {
+    for (const retry of [{}, false] as const) {
+      const { client } = await clientOf(() => {}, { retry })
+      const started = performance.now()
+      await expect(client.create({ id: 1, name: 'x' }, { signal: AbortSignal.timeout(100) })).rejects.toMatchObject({ name: 'TimeoutError' })
+      // Not after timeoutMs (10 s): the request itself was aborted.
+      expect(performance.now() - started).toBeLessThan(1000)
+    }
   })
 
   it('sends nothing when the signal has already aborted', async () => {
