@@ -42,7 +42,8 @@ describe('plant-store-client against an overloaded service', () => {
     expect(counts['409']).toBeUndefined()
     // The service did shed (503 overloaded) and did serve.
     expect(exchanges.some((exchange) => exchange.message === 'the service is overloaded, retry later')).toBe(true)
-    // The deadline holds, give or take this process's own timers, late under the load it generates.
-    expect(Math.max(...outcomes.map((outcome) => outcome.ms))).toBeLessThan(DEADLINE_MS + 1000)
+    // The deadline holds, give or take this process's own timers, late under the load it generates (up to
+    // 530 ms with the other client suites running beside it, on 2 shared cores).
+    expect(Math.max(...outcomes.map((outcome) => outcome.ms))).toBeLessThan(DEADLINE_MS + 2000)
   })
 })
