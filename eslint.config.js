@@ -4,7 +4,7 @@ import tseslint from 'typescript-eslint'
 export default [
   // openapi/plant-store.d.ts is generated (npm run openapi).
   {
-    ignores: ['dist/', 'coverage/', 'bench/results/', 'node_modules/', 'openapi/plant-store.d.ts', '.stryker-tmp/', 'reports/']
+    ignores: ['dist/', 'client/dist/', 'coverage/', 'bench/results/', 'node_modules/', 'openapi/plant-store.d.ts', '.stryker-tmp/', 'reports/']
   },
   // The Fastify ecosystem's formatting and rules, TypeScript included.
   ...neostandard({ ts: true }),

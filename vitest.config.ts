@@ -12,9 +12,12 @@ const LONGEST = [
   'test/e2e/alerts-healthy.test.ts',
   'test/e2e/alerts.test.ts',
   'test/e2e/storage-postgres.test.ts',
+  'test/client/restarts.test.ts',
   'test/e2e/rollout-haproxy.test.ts',
   'test/plants/postgres-plant-repository.test.ts',
   'test/e2e/storage-failover.test.ts',
+  'test/client/rate-limit.test.ts',
+  'test/client/failover.test.ts',
   'test/e2e/slow-log-reader.test.ts',
   'test/scripts/start.test.ts',
   'test/e2e/storage-sqlite.test.ts'
