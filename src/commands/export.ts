@@ -4,21 +4,18 @@ import { pipeline } from 'node:stream/promises'
 import { fsync } from './sqlite-bulk.js'
 import { lineOf, type BulkStore } from './store.js'
 
-/**
- * Every plant, one JSON line each, from one snapshot, streamed: to standard output, or to a file written under a
- * temporary name and renamed once complete.
- */
+/** Every plant, one JSON line each, from one snapshot, streamed; a file is written whole under a temporary name. */
 export async function exportPlants (store: BulkStore, to: string | undefined): Promise<number> {
   let count = 0
-  async function * text () {
+  const text = async function * () {
     for await (const page of store.plants()) {
       count += page.length
       yield page.map((row) => lineOf(row) + '\n').join('')
     }
   }
-  if (to === undefined) await pipeline(text, process.stdout, { end: false })
-  else {
-    await pipeline(text, createWriteStream(`${to}.partial`, { flush: true }))
+  const out = to === undefined ? process.stdout : createWriteStream(`${to}.partial`, { flush: true })
+  await pipeline(text, out, { end: to !== undefined })
+  if (to !== undefined) {
     renameSync(`${to}.partial`, to)
     fsync(dirname(to))
   }

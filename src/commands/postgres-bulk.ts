@@ -2,11 +2,12 @@ import pg from 'pg'
 import { parsePostgresUrl } from '../plants/postgres-session.js'
 import type { BulkStore, Row } from './store.js'
 
-// One statement a batch: what it inserts is committed together. It answers the ids it did not insert (stored
-// already, or by another writer meanwhile), which a second statement, with a newer snapshot, then reads.
-const INSERT = 'WITH stored AS (INSERT INTO plants (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], ' +
-  '$3::text[]) ORDER BY 1 ON CONFLICT (id) DO NOTHING RETURNING id) SELECT u.id::text AS id ' +
-  'FROM unnest($1::int8[]) AS u (id) WHERE NOT EXISTS (SELECT FROM stored WHERE stored.id = u.id)'
+// One statement a batch, committed whole: it inserts the plants whose id it does not find and answers those it
+// found. No ON CONFLICT, which costs three times as much: a plant stored by another writer meanwhile fails it
+// (23505), and it runs again.
+const INSERT = 'WITH found AS (SELECT id, name, tag FROM plants WHERE id = ANY ($1::int8[])), ' +
+  'stored AS (INSERT INTO plants (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) AS t (id) ' +
+  'WHERE t.id NOT IN (SELECT id FROM found) ORDER BY 1) SELECT id::text AS id, name, tag FROM found'
 const FIND = 'SELECT id::text AS id, name, tag FROM plants WHERE id = ANY ($1::int8[])'
 const WRITABLE = 'SELECT NOT pg_is_in_recovery() AND NOT current_setting(\'transaction_read_only\')::bool AS ok'
 
@@ -31,7 +32,6 @@ export async function openPostgres (url: string): Promise<BulkStore> {
 }
 
 function bulk (client: pg.Client): BulkStore {
-  const find = async (ids: string[]): Promise<Row[]> => (await client.query<Row>(FIND, [ids])).rows
   return {
     async * plants () {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
@@ -42,10 +42,14 @@ function bulk (client: pg.Client): BulkStore {
     },
     async insert (rows) {
       const values = [rows.map((row) => String(row.id)), rows.map((row) => row.name), rows.map((row) => row.tag)]
-      const skipped = (await client.query<{ id: string }>(INSERT, values)).rows.map((row) => row.id)
-      return skipped.length === 0 ? [] : await find(skipped)
+      for (;;) {
+        const result = await client.query<Row>(INSERT, values).catch((error: unknown) => {
+          if ((error as { code?: string }).code !== '23505') throw error
+        })
+        if (result !== undefined) return result.rows
+      }
     },
-    find,
+    find: async (ids) => (await client.query<Row>(FIND, [ids])).rows,
     close: () => client.end()
   }
 }

@@ -2,25 +2,23 @@ import { hash } from 'node:crypto'
 import type { PlantId } from '../schemas.js'
 import { createRepository } from '../storage.js'
 
-/** A plant as the commands move it: the id as the store gives it (exact), no tag as null. */
+/** A plant as the commands move it: the id exact (as the store or the parser gives it), no tag as null. */
 export interface Row { id: PlantId | string, name: string, tag: string | null }
 
-/** What the commands need of a store, in bulk; one connection, closed by close(). */
+/** A store in bulk, on one connection. */
 export interface BulkStore {
-  /** Every plant in id order, from one snapshot of the store, a page at a time. */
+  /** Every plant in id order, from one snapshot, a page at a time. */
   plants (): AsyncIterable<Row[]>
-  /** Stores the rows (distinct ids) whose id is free, each page atomically; returns what is stored under the others. */
+  /** Stores the rows (distinct ids) whose id is free, atomically; returns what is stored under the others. */
   insert (rows: Row[]): Promise<Row[]>
-  /** What is stored under these ids. */
   find (ids: string[]): Promise<Row[]>
   close (): Promise<void>
 }
 
-/** The store DATABASE_URL names; `write` first brings its schema up to date the way the service does. */
+/** The store DATABASE_URL names; `write` first brings its schema up to date, as the service does. */
 export async function openStore (url: string, write: boolean): Promise<BulkStore> {
   if (url === 'memory:') {
-    throw new Error('DATABASE_URL is memory:, a store that lives inside the service\'s process: ' +
-      'the commands need sqlite:<path> or postgres://…')
+    throw new Error('DATABASE_URL is memory:, a store inside the service\'s process; use sqlite:<path> or postgres://…')
   }
   if (write) {
     const repository = await createRepository({ databaseUrl: url, maxPlants: 1 })
@@ -31,7 +29,7 @@ export async function openStore (url: string, write: boolean): Promise<BulkStore
   throw new Error('DATABASE_URL: use sqlite:<path> or postgres://…')
 }
 
-/** The export's line of a plant (without its newline): the id exact, no tag when it has none. */
+/** A plant's line in an export (without its newline). */
 export const lineOf = ({ id, name, tag }: Row): string =>
   `{"id":${id},"name":${JSON.stringify(name)}${tag === null ? '' : `,"tag":${JSON.stringify(tag)}`}}`
 
