@@ -36,7 +36,7 @@ function bulk (client: pg.Client): BulkStore {
     async * plants () {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
       await client.query('DECLARE plants_out NO SCROLL CURSOR FOR ' +
-        'SELECT id::text AS id, name, tag FROM plants ORDER BY id')
+        'SELECT id::text AS id, name, tag FROM plants ORDER BY plants.id')
       for (let rows; (rows = (await client.query<Row>('FETCH 5000 FROM plants_out')).rows).length > 0;) yield rows
       await client.query('COMMIT')
     },
