@@ -95,6 +95,7 @@ async function replay (store: BulkStore, from: string | undefined, limit: number
 
 export async function importPlants (store: BulkStore, from: string | undefined, limit: number): Promise<number> {
   const t = await replay(store, from, limit, true, (line, text) => { process.stderr.write(`line ${line}: ${text}\n`) })
+  await store.close()
   process.stdout.write(`read ${t.read}, stored ${t.new}, present ${t.same}, conflicts ${t.other}, ` +
     `refused ${t.refused}\n`)
   return t.other + t.refused === 0 ? 0 : 1

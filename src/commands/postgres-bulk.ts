@@ -32,6 +32,7 @@ export async function openPostgres (url: string): Promise<BulkStore> {
 }
 
 function bulk (client: pg.Client): BulkStore {
+  let ended = false
   return {
     async * plants () {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
@@ -50,6 +51,6 @@ function bulk (client: pg.Client): BulkStore {
       }
     },
     find: async (ids) => (await client.query<Row>(FIND, [ids])).rows,
-    close: () => client.end()
+    close: async () => { if (!ended) await client.end().finally(() => { ended = true }) }
   }
 }

@@ -12,6 +12,7 @@ export interface BulkStore {
   /** Stores the rows (distinct ids) whose id is free, atomically; returns what is stored under the others. */
   insert (rows: Row[]): Promise<Row[]>
   find (ids: string[]): Promise<Row[]>
+  /** Makes what insert() stored durable; may be called again. */
   close (): Promise<void>
 }
 
