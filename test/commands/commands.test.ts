@@ -1,9 +1,10 @@
-import { spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { spawn, spawnSync } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterAll, describe, expect, it } from 'vitest'
+import { docBlock } from '../docs/blocks.js'
 import { postPlant, startServer } from '../e2e/storage-process.js'
 import { createTestSchemas, type TestSchemas } from '../plants/postgres-test-schemas.js'
 import { jsonLines, PLANT_STORE, plantStore } from './run.js'
@@ -260,3 +261,71 @@ async function killedImport (reference: string, killed: string): Promise<void> {
   expect(right?.stdout).toBe(left?.stdout)
   expect(right?.stdout).toMatch(/store: 300000 plants, checksum [0-9a-f]{16}\nidentical 300000, missing 0/)
 }
+
+/** Runs a block of docs/production.md with bash, `plant-store` on the PATH as in the image, in a folder of its own. */
+function runBlock (block: string, env: Record<string, string>): { status: number | null, stdout: string, stderr: string } {
+  const bin = file('bin')
+  mkdirSync(bin)
+  symlinkSync(PLANT_STORE, join(bin, 'plant-store'))
+  const cwd = file('work')
+  mkdirSync(cwd)
+  // --norc: bash reads bashrc when its standard input is a socket, as Node's pipes are.
+  const ran = spawnSync('bash', ['--norc', '-euo', 'pipefail', '-c', block],
+    { cwd, env: { PATH: `${bin}:${process.env.PATH}`, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+  return { status: ran.status, stdout: ran.stdout, stderr: ran.stderr }
+}
+
+describe('docs/production.md: backing up, restoring, moving and reading plants, as written', () => {
+  it('backup-sqlite, then restore-sqlite over a store that changed since: verify finds every plant of the backup', async () => {
+    const store = file('live.db')
+    const env = { DATABASE_URL: `sqlite:${store}`, BACKUP: file('backup.db') }
+    expect((await plantStore(['import'], env, { text: jsonLines(EXTREMES) })).status).toBe(0)
+    const backup = runBlock(docBlock('docs/production.md', 'backup-sqlite'), env)
+    expect(backup.stdout).toMatch(/^backed up 5 plants to .*backup\.db, integrity_check ok\n$/)
+    expect(backup.status).toBe(0)
+    expect((await plantStore(['import'], env, { text: jsonLines([{ id: 42n, name: 'after the backup' }]) })).status).toBe(0)
+    const restore = runBlock(docBlock('docs/production.md', 'restore-sqlite'), env)
+    expect(restore.stdout.split('\n').slice(-2)[0]).toBe('identical 5, missing 0, differing 0, refused 0')
+    expect(restore.status).toBe(0)
+    expect((await plantStore(['export'], env)).stdout).toBe(jsonLines(EXTREMES))
+  })
+
+  it('read-plants finds plants by tag in the export', async () => {
+    const env = { DATABASE_URL: sqliteStore() }
+    const plants = [{ id: 1n, name: 'Monstera', tag: 'tropical' }, { id: 2n, name: 'Cactus', tag: 'desert' }]
+    expect((await plantStore(['import'], env, { text: jsonLines(plants) })).status).toBe(0)
+    const read = runBlock(docBlock('docs/production.md', 'read-plants'), env)
+    expect(read.stdout).toBe(jsonLines([plants[0] as typeof plants[0]]))
+    expect(read.status).toBe(0)
+  })
+
+  it.skipIf(noPostgres !== undefined)('move-stores: SQLite to PostgreSQL and back, verified', async () => {
+    const [sqlite, postgres] = [sqliteStore(), await postgresStore()]
+    expect((await plantStore(['import'], { DATABASE_URL: sqlite }, { text: jsonLines(EXTREMES) })).status).toBe(0)
+    for (const [from, to] of [[sqlite, postgres], [postgres, sqliteStore()]]) {
+      const moved = runBlock(docBlock('docs/production.md', 'move-stores'), { FROM_URL: from as string, TO_URL: to as string })
+      expect(moved.stdout).toContain('read 5, stored 5, present 0, conflicts 0, refused 0\n')
+      expect(moved.stdout).toContain('identical 5, missing 0, differing 0, refused 0\n')
+      expect(moved.status).toBe(0)
+    }
+  })
+
+  it.skipIf(noPostgres !== undefined)('backup-postgres with pg_dump, restore-postgres with pg_restore into an empty database: verified', async () => {
+    const admin = (schemas ??= createTestSchemas(url as string))
+    const names = [`plants_docs_${process.pid}_a`, `plants_docs_${process.pid}_b`]
+    const urls = names.map((name) => Object.assign(new URL(url as string), { pathname: `/${name}` }).toString())
+    for (const name of names) await admin.query(`CREATE DATABASE ${name}`)
+    try {
+      const env = { DATABASE_URL: urls[0] as string, RESTORE_URL: urls[1] as string, BACKUP: file('plants.dump') }
+      expect((await plantStore(['import'], env, { text: jsonLines(EXTREMES) })).status).toBe(0)
+      const backup = runBlock(docBlock('docs/production.md', 'backup-postgres'), env)
+      expect(backup.stderr).toBe('exported 5 plants\n')
+      expect(backup.status).toBe(0)
+      const restore = runBlock(docBlock('docs/production.md', 'restore-postgres'), env)
+      expect(restore.stdout).toMatch(/store: 5 plants, checksum [0-9a-f]{16}\nidentical 5, missing 0, differing 0, refused 0\n$/)
+      expect(restore.status).toBe(0)
+    } finally {
+      for (const name of names) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+    }
+  })
+})
