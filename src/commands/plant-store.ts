@@ -21,10 +21,8 @@ async function main ([command = '', ...args]: string[]): Promise<number> {
     return (await import('./sqlite-bulk.js')).backupSqlite(url.slice('sqlite:'.length), file as string)
   }
   const store = await openStore(url, command === 'import')
-  const done = command === 'export'
-    ? exportPlants(store, to)
-    : command === 'import' ? importPlants(store, from, limit) : verify(store, from as string, limit)
-  return await done.finally(() => store.close())
+  const run = { export: () => exportPlants(store, to), import: () => importPlants(store, from, limit) }[command]
+  return await (run ?? (() => verify(store, from as string, limit)))().finally(() => store.close())
 }
 
 main(process.argv.slice(2)).then((status) => { process.exitCode = status }, (error: unknown) => {
