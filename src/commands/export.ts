@@ -1,8 +1,7 @@
 import { createWriteStream, renameSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { pipeline } from 'node:stream/promises'
-import { fsync } from './sqlite-bulk.js'
-import { lineOf, type BulkStore } from './store.js'
+import { fsync, lineOf, type BulkStore } from './store.js'
 
 /** Every plant, one JSON line each, from one snapshot, streamed; a file is written whole under a temporary name. */
 export async function exportPlants (store: BulkStore, to: string | undefined): Promise<number> {

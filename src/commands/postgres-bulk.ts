@@ -2,13 +2,17 @@ import pg from 'pg'
 import { parsePostgresUrl } from '../plants/postgres-session.js'
 import type { BulkStore, Row } from './store.js'
 
+// The stored plants of a batch's ids, one probe of the primary key each (LIMIT 1 keeps it so): as a join or with
+// `= ANY`, the planner scanned the whole table for every batch of a growing, not yet analyzed table.
+const FOUND = 'SELECT u.id, p.name, p.tag FROM unnest($1::int8[]) AS u (id), ' +
+  'LATERAL (SELECT name, tag FROM plants WHERE plants.id = u.id LIMIT 1) AS p'
 // One statement a batch, committed whole: it inserts the plants whose id it does not find and answers those it
 // found. No ON CONFLICT, which costs three times as much: a plant stored by another writer meanwhile fails it
 // (23505), and it runs again.
-const INSERT = 'WITH found AS (SELECT id, name, tag FROM plants WHERE id = ANY ($1::int8[])), ' +
-  'stored AS (INSERT INTO plants (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) AS t (id) ' +
-  'WHERE t.id NOT IN (SELECT id FROM found) ORDER BY 1) SELECT id::text AS id, name, tag FROM found'
-const FIND = 'SELECT id::text AS id, name, tag FROM plants WHERE id = ANY ($1::int8[])'
+const INSERT = `WITH found AS (${FOUND}), stored AS (INSERT INTO plants (id, name, tag) SELECT * FROM ` +
+  'unnest($1::int8[], $2::text[], $3::text[]) AS t (id) WHERE t.id NOT IN (SELECT id FROM found) ORDER BY 1) ' +
+  'SELECT id::text AS id, name, tag FROM found'
+const FIND = `SELECT id::text AS id, name, tag FROM (${FOUND}) AS found`
 const WRITABLE = 'SELECT NOT pg_is_in_recovery() AND NOT current_setting(\'transaction_read_only\')::bool AS ok'
 
 /** One connection to the first host of DATABASE_URL that answers (and takes writes when target_session_attrs asks). */

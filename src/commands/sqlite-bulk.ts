@@ -1,8 +1,8 @@
-import { closeSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs'
+import { renameSync, rmSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import { INT64_MAX, INT64_MIN } from '../schemas.js'
-import type { BulkStore, Row } from './store.js'
+import { fsync, type BulkStore, type Row } from './store.js'
 
 export function openSqlite (path: string, write: boolean): BulkStore {
   const db = new Database(path, { readonly: !write, fileMustExist: true, timeout: 5000 })
@@ -55,11 +55,4 @@ export function backupSqlite (path: string, file: string): number {
   fsync(dirname(file))
   process.stdout.write(`backed up ${String(count)} plants to ${file}, integrity_check ok\n`)
   return 0
-}
-
-/** Makes a file's or a folder's contents durable. */
-export function fsync (name: string): void {
-  const fd = openSync(name, 'r')
-  fsyncSync(fd)
-  closeSync(fd)
 }

@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto'
+import { closeSync, fsyncSync, openSync } from 'node:fs'
 import type { PlantId } from '../schemas.js'
 import { createRepository } from '../storage.js'
 
@@ -39,3 +40,10 @@ export const sameRow = (a: Row, b: Row): boolean => a.name === b.name && a.tag =
 /** A plant's share of a checksum: summed over plants, it does not depend on their order. */
 export const digest = (row: Row): bigint => hash('sha256', lineOf(row), 'buffer').readBigUInt64BE(0)
 export const hex = (sum: bigint): string => BigInt.asUintN(64, sum).toString(16).padStart(16, '0')
+
+/** Makes a file's or a folder's contents durable. */
+export function fsync (name: string): void {
+  const fd = openSync(name, 'r')
+  fsyncSync(fd)
+  closeSync(fd)
+}
