@@ -7,7 +7,7 @@
 // Result: bench/results/move.md (machine, date, command).
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { freshDatabase, postgresProblem } from './postgres.js'
@@ -32,6 +32,7 @@ function timed (script, env) {
 }
 
 const rows = []
+const loadBefore = loadavg()[0]
 const row = (what, result, extra = '') => rows.push(`| ${what} | ${fmt(result.seconds, 1)} | ${fmt(count / result.seconds)} | ` +
   `${result.rssMB === undefined ? '–' : fmt(result.rssMB)} | ${extra} |`)
 const databases = []
@@ -80,6 +81,7 @@ const report = `# Moving plants between stores
 \`npm run bench:move -- --count ${count}\` on ${m.cpu} (${m.cores} cores, ${m.memoryGB} GB), ${m.os}, Node ${m.node},
 ${versions}; ${new Date().toISOString().slice(0, 10)}. ${fmt(count)} plants, ids of 19 digits spread over int64
 (the body parser's exact path), half with a tag. Rates are plants per second; RSS is the peak (/usr/bin/time).
+Load average (1 min) ${fmt(loadBefore, 1)} before the run, ${fmt(loadavg()[0], 1)} after: other work on the machine slows every row.
 
 | step | s | plants/s | peak RSS MB | |
 |---|---:|---:|---:|---|
