@@ -224,6 +224,44 @@ describe.skipIf(noPostgres !== undefined)('plant-store commands between SQLite a
   }, 120000)
 })
 
+describe('plant-store export while the service creates plants', () => {
+  for (const kind of ['SQLite', 'PostgreSQL']) {
+    it.skipIf(kind === 'PostgreSQL' && noPostgres !== undefined)(`${kind}: one snapshot, every create wholly in it or wholly absent`, { timeout: 120000 }, async () => {
+      const store = kind === 'SQLite' ? sqliteStore() : await postgresStore()
+      // Pages enough to fill the pipe: the plants below sit between the two writers' ids.
+      const fill = writeTo('middle.jsonl', jsonLines(Array.from({ length: 200000 }, (_, n) => ({ id: BigInt(n + 1), name: 'fill' }))))
+      expect((await plantStore(['import', '--from', fill], { DATABASE_URL: store })).status).toBe(0)
+      const server = await startServer({ DATABASE_URL: store })
+      // One writer, in a known order: a_i (id -i, read in the export's first pages), then b_i (id 10^9 + i, read last).
+      let stop = false
+      const writer = (async () => {
+        for (let i = 1; !stop; i++) {
+          for (const id of [BigInt(-i), BigInt(1e9 + i)]) expect((await postPlant(server.url, id, 'new')).status).toBe(200)
+        }
+      })()
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      // A reader that stops for 1.5 s after the first lines: the export waits mid-way, with creates going on.
+      const out = await plantStore(['export'], { DATABASE_URL: store }, undefined, (child) => {
+        child.stdout?.once('data', () => {
+          child.stdout?.pause()
+          setTimeout(() => child.stdout?.resume(), 1500)
+        })
+      })
+      stop = true
+      await writer
+      server.child.kill('SIGTERM')
+      await server.exited
+      const ids = out.stdout.split('\n').filter(Boolean).map((line) => BigInt(/"id":(-?\d+)/.exec(line)?.[1] as string))
+      const a = ids.filter((id) => id < 0n).length
+      const b = ids.filter((id) => id > 1000000000n).length
+      expect(a, 'creates before the export').toBeGreaterThan(0)
+      // A snapshot holds a prefix of the creates: b_i only after a_i, and a_(i+1) only after b_i.
+      expect([a, a - 1]).toContain(b)
+      expect(ids.length).toBe(200000 + a + b)
+    })
+  }
+})
+
 function writeTo (name: string, contents: string | Buffer): string {
   const path = file(name)
   writeFileSync(path, contents)
