@@ -77,6 +77,8 @@ COPY --chown=root:root LICENSE package.json ./
 COPY --from=deps --chown=root:root /app/node_modules ./node_modules
 COPY --from=deps --chown=root:root /app/sbom.cdx.json ./
 COPY --from=build --chown=root:root /app/dist ./dist
+# The commands on the PATH: `docker exec <container> plant-store backup …` (docs/production.md).
+RUN ln -s /app/dist/commands/plant-store.js /usr/local/bin/plant-store
 # Warms the compile cache: one start of the service (memory store, metrics on, a throwaway token,
 # ephemeral ports), stopped with SIGINT once it answers; Node writes the cache at exit. Node keeps one
 # cache per uid, so it is warmed as the node user (1000), who runs the service. At run time the cache

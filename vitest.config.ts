@@ -9,6 +9,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node'
 const LONGEST = [
   'test/container/image.test.ts',
   'test/e2e/storage-long-faults.test.ts',
+  'test/commands/move-long.test.ts',
   'test/e2e/alerts-healthy.test.ts',
   'test/e2e/alerts.test.ts',
   'test/e2e/storage-postgres.test.ts',

@@ -1,10 +1,11 @@
-// Bundles tsc's output into dist/server.js and the chunks it imports: at start Node resolves and reads
-// a few files instead of some 700 modules. server.js stays a small entry that turns the compile cache on
-// before it imports the rest.
+// Bundles tsc's output into dist/server.js, dist/commands/plant-store.js and the chunks they import: at
+// start Node resolves and reads a few files instead of some 700 modules. server.js stays a small entry that
+// turns the compile cache on before it imports the rest.
+import { chmodSync } from 'node:fs'
 import { build } from 'esbuild'
 
 await build({
-  entryPoints: ['dist/server.js'],
+  entryPoints: ['dist/server.js', 'dist/commands/plant-store.js'],
   outdir: 'dist',
   allowOverwrite: true,
   bundle: true,
@@ -20,3 +21,5 @@ await build({
   banner: { js: 'import { createRequire } from \'node:module\'; const require = createRequire(import.meta.url);' },
   logLevel: 'warning'
 })
+// The commands' entry is a bin (package.json): executable, run by its #! line.
+chmodSync('dist/commands/plant-store.js', 0o755)

@@ -1,0 +1,49 @@
+import { hash } from 'node:crypto'
+import { closeSync, fsyncSync, openSync } from 'node:fs'
+import type { PlantId } from '../schemas.js'
+import { createRepository } from '../storage.js'
+
+/** A plant as the commands move it: the id exact (as the store or the parser gives it), no tag as null. */
+export interface Row { id: PlantId | string, name: string, tag: string | null }
+
+/** A store in bulk, on one connection. */
+export interface BulkStore {
+  /** Every plant in id order, from one snapshot, a page at a time. */
+  plants (): AsyncIterable<Row[]>
+  /** Stores the rows (distinct ids) whose id is free, atomically; returns what is stored under the others. */
+  insert (rows: Row[]): Promise<Row[]>
+  find (ids: string[]): Promise<Row[]>
+  /** Makes what insert() stored durable; may be called again. */
+  close (): Promise<void>
+}
+
+/** The store DATABASE_URL names; `write` first brings its schema up to date, as the service does. */
+export async function openStore (url: string, write: boolean): Promise<BulkStore> {
+  if (url === 'memory:') {
+    throw new Error('DATABASE_URL is memory:, a store inside the service\'s process; use sqlite:<path> or postgres://…')
+  }
+  if (write) {
+    const repository = await createRepository({ databaseUrl: url, maxPlants: 1 })
+    await repository.ready().finally(() => repository.close())
+  }
+  if (url.startsWith('sqlite:')) return (await import('./sqlite-bulk.js')).openSqlite(url.slice(7), write)
+  if (/^postgres(?:ql)?:\/\//.test(url)) return (await import('./postgres-bulk.js')).openPostgres(url)
+  throw new Error('DATABASE_URL: use sqlite:<path> or postgres://…')
+}
+
+/** A plant's line in an export (without its newline). */
+export const lineOf = ({ id, name, tag }: Row): string =>
+  `{"id":${id},"name":${JSON.stringify(name)}${tag === null ? '' : `,"tag":${JSON.stringify(tag)}`}}`
+
+export const sameRow = (a: Row, b: Row): boolean => a.name === b.name && a.tag === b.tag
+
+/** A plant's share of a checksum: summed over plants, it does not depend on their order. */
+export const digest = (row: Row): bigint => hash('sha256', lineOf(row), 'buffer').readBigUInt64BE(0)
+export const hex = (sum: bigint): string => BigInt.asUintN(64, sum).toString(16).padStart(16, '0')
+
+/** Makes a file's or a folder's contents durable. */
+export function fsync (name: string): void {
+  const fd = openSync(name, 'r')
+  fsyncSync(fd)
+  closeSync(fd)
+}

@@ -1,0 +1,369 @@
+import { spawn, spawnSync } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import { afterAll, describe, expect, it } from 'vitest'
+import { docBlock } from '../docs/blocks.js'
+import { postPlant, startServer } from '../e2e/storage-process.js'
+import { createTestSchemas, type TestSchemas } from '../plants/postgres-test-schemas.js'
+import { jsonLines, PLANT_STORE, plantStore } from './run.js'
+
+// The commands as an operator runs them: the built bin (npm run build), on real stores.
+const url = process.env.TEST_DATABASE_URL
+const noPostgres = url === undefined ? 'TEST_DATABASE_URL is not set' : undefined
+if (process.env.REQUIRE_POSTGRES === '1' && noPostgres !== undefined) {
+  describe('plant-store commands on PostgreSQL', () => {
+    it('runs: REQUIRE_POSTGRES=1 turns a skip into a failure', () => { expect.fail(`REQUIRE_POSTGRES=1 but ${noPostgres}`) })
+  })
+}
+if (noPostgres !== undefined) console.warn(`plant-store commands on PostgreSQL skipped: ${noPostgres} (CI sets REQUIRE_POSTGRES=1)`)
+
+const dir = mkdtempSync(join(tmpdir(), 'plant-store-commands-'))
+let schemas: TestSchemas | undefined
+afterAll(async () => {
+  rmSync(dir, { recursive: true, force: true })
+  await schemas?.dropAll()
+})
+let files = 0
+const file = (name: string): string => join(dir, `${files++}-${name}`)
+const sqliteStore = (): string => `sqlite:${file('plants.db')}`
+const postgresStore = (): Promise<string> => (schemas ??= createTestSchemas(url as string)).create()
+
+const EXTREMES = [
+  { id: -(2n ** 63n), name: 'int64 min' },
+  { id: -(2n ** 53n) - 1n, name: 'past -2^53', tag: 'big' },
+  { id: 0n, name: 'zéro 🌱', tag: 'quote " backslash \\ newline \n tab \t' },
+  { id: 2n ** 53n + 1n, name: 'past 2^53' },
+  { id: 2n ** 63n - 1n, name: 'int64 max', tag: 'max' }
+]
+
+/** Lines the API refuses, each with the message POST /plants answers. */
+const REFUSED: Array<[line: string | Buffer, message: string]> = [
+  ['{"id":9223372036854775808,"name":"past int64"}', 'body/id must be an integer between -9223372036854775808 and 9223372036854775807'],
+  ['{"id":1.5,"name":"a fraction"}', 'body/id must be an integer between -9223372036854775808 and 9223372036854775807'],
+  ['{"id":"7","name":"a string id"}', 'body/id must be an integer between -9223372036854775808 and 9223372036854775807'],
+  ['{"id":8}', 'body/name is required'],
+  ['{"id":9,"name":"nul \\u0000"}', 'body/name must not contain U+0000 or unpaired surrogates'],
+  ['{"id":10,"name":', 'body is not valid JSON'],
+  [Buffer.from([0x7b, 0x22, 0x69, 0x64, 0x22, 0x3a, 0x31, 0x31, 0x2c, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]), 'body is not valid UTF-8'],
+  [`{"id":12,"name":"${'x'.repeat(20000)}"}`, 'body must not be larger than 16384 bytes']
+]
+
+/** Input with every refused line, then a conflict with `stored` (same id, another name) and the identical plant. */
+function mixedInput (stored: { id: bigint, name: string }): { text: Buffer, conflictLine: number, refusedLines: number[] } {
+  const lines: Buffer[] = []
+  for (const [line] of REFUSED) lines.push(Buffer.isBuffer(line) ? line : Buffer.from(line))
+  lines.push(Buffer.from(`{"id":${stored.id},"name":"another name"}`), Buffer.from(jsonLines([stored]).trimEnd()))
+  return {
+    text: Buffer.concat(lines.flatMap((line) => [line, Buffer.from('\n')])),
+    conflictLine: REFUSED.length + 1,
+    refusedLines: REFUSED.map((_, index) => index + 1)
+  }
+}
+
+describe('plant-store commands', () => {
+  it('refuse the memory store in one line, before anything else (exit 2)', async () => {
+    for (const env of [{ DATABASE_URL: 'memory:' }, {}]) {
+      const ran = await plantStore(['export'], env)
+      expect(ran.status).toBe(2)
+      expect(ran.stdout).toBe('')
+      expect(ran.stderr).toBe('plant-store: DATABASE_URL is memory:, a store inside the service\'s process; ' +
+        'use sqlite:<path> or postgres://…\n')
+    }
+  })
+
+  it('answer a usage line with exit 2 for an unknown command or a wrong argument', async () => {
+    const env = { DATABASE_URL: sqliteStore() }
+    for (const args of [[], ['frob'], ['backup'], ['verify'], ['export', '--from', 'x'], ['import', 'x'], ['backup', 'a', 'b']]) {
+      const ran = await plantStore(args, env)
+      expect(ran.status, args.join(' ')).toBe(2)
+      expect(ran.stderr).toMatch(/^plant-store: usage: plant-store export \[--to FILE\] \| import/)
+    }
+  })
+
+  it('backup refuses a PostgreSQL store and points to pg_dump', async () => {
+    const ran = await plantStore(['backup', file('b.db')], { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' })
+    expect(ran.status).toBe(2)
+    expect(ran.stderr).toBe('plant-store: backup copies a SQLite store; for PostgreSQL, use pg_dump\n')
+  })
+
+  it('import stores lines as POST /plants would: refused lines and conflicts reported by line, nothing overwritten, exit 1', async () => {
+    const env = { DATABASE_URL: sqliteStore() }
+    const stored = { id: 2n ** 63n - 1n, name: 'kept' }
+    expect((await plantStore(['import'], env, { text: jsonLines([stored]) })).stdout).toBe('read 1, stored 1, present 0, conflicts 0, refused 0\n')
+    const { text, conflictLine, refusedLines } = mixedInput(stored)
+    const ran = await plantStore(['import', '--from', writeTo('mixed.jsonl', text)], env)
+    expect(ran.stderr.split('\n').filter(Boolean)).toEqual([
+      ...REFUSED.map(([, message], index) => `line ${refusedLines[index]}: ${message}`),
+      `line ${conflictLine}: a plant with id ${stored.id} already exists with another name or tag`
+    ])
+    expect(ran.stdout).toBe(`read ${REFUSED.length + 2}, stored 0, present 1, conflicts 1, refused ${REFUSED.length}\n`)
+    expect(ran.status).toBe(1)
+    expect((await plantStore(['export'], env)).stdout).toBe(jsonLines([stored]))
+  })
+
+  it('import shows no progress off a terminal, and plants, plants per second and time left on one', { timeout: 120000 }, async () => {
+    // Ids of 19 digits take the parser's exact path: a run of some seconds, for progress each second.
+    const input = writeTo('many.jsonl', jsonLines(Array.from({ length: 400000 }, (_, n) =>
+      ({ id: BigInt(n) * 10000000000000n + 1000000000000000000n, name: `plant ${n}` }))))
+    const off = await plantStore(['import', '--from', input], { DATABASE_URL: sqliteStore() })
+    expect(off.stderr).toBe('')
+    expect(off.stdout).toBe('read 400000, stored 400000, present 0, conflicts 0, refused 0\n')
+    // script(1) gives the command a terminal; its output is the terminal's.
+    const onTty = await plantStoreOnTerminal(['import', '--from', input], sqliteStore())
+    expect(onTty).toMatch(/\r\d+ plants, \d+\/s, \d+ s left/)
+    expect(onTty).toContain('read 400000, stored 400000, present 0, conflicts 0, refused 0')
+  })
+
+  it('an import killed (kill -9) at a random moment and run again ends with the checksum of an uninterrupted one (SQLite)', async () => {
+    await killedImport(sqliteStore(), sqliteStore())
+  }, 120000)
+
+  it('backup under served creates passes integrity_check, and a service on it has every plant acknowledged before it began', async () => {
+    const path = file('served.db')
+    const backup = file('backup.db')
+    // A store of some size, so that the copy takes a while under the load.
+    const fill = writeTo('fill.jsonl', jsonLines(Array.from({ length: 300000 }, (_, n) => ({ id: BigInt(n + 1e9), name: `plant ${n}`, tag: 'fill' }))))
+    expect((await plantStore(['import', '--from', fill], { DATABASE_URL: `sqlite:${path}` })).status).toBe(0)
+    const server = await startServer({ DATABASE_URL: `sqlite:${path}` })
+    const acknowledged: bigint[] = []
+    let stop = false
+    let next = 0
+    const writers = Array.from({ length: 8 }, async () => {
+      while (!stop) {
+        const id = BigInt(next++)
+        const reply = await postPlant(server.url, id, `served ${id}`)
+        if (reply.status !== 200) throw new Error(`create answered ${reply.status}`)
+        acknowledged.push(id)
+      }
+    })
+    while (acknowledged.length < 2000) await new Promise((resolve) => setTimeout(resolve, 50))
+    const before = [...acknowledged]
+    const ran = await plantStore(['backup', backup], { DATABASE_URL: `sqlite:${path}` })
+    const during = acknowledged.length - before.length
+    // The load goes on after the copy, as it would.
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    stop = true
+    await Promise.all(writers)
+    server.child.kill('SIGTERM')
+    await server.exited
+    expect(ran.stderr).toBe('')
+    expect(ran.status).toBe(0)
+    expect(ran.stdout).toMatch(new RegExp(`^backed up \\d+ plants to ${backup}, integrity_check ok\\n$`))
+    expect(during, 'creates acknowledged while the backup ran').toBeGreaterThan(0)
+    expect(existsSync(`${backup}.partial`)).toBe(false)
+    const copy = new Database(backup, { readonly: true })
+    expect(copy.pragma('integrity_check', { simple: true })).toBe('ok')
+    copy.close()
+    const restored = await startServer({ DATABASE_URL: `sqlite:${backup}` })
+    for (const id of before) {
+      // 409 for another name: the plant is stored, as it was.
+      expect((await postPlant(restored.url, id, 'another name')).status, `plant ${id}`).toBe(409)
+    }
+    expect((await postPlant(restored.url, before[0] as bigint, `served ${before[0]}`)).status).toBe(200)
+  }, 120000)
+})
+
+describe.skipIf(noPostgres !== undefined)('plant-store commands between SQLite and PostgreSQL', () => {
+  it('SQLite → PostgreSQL → SQLite keeps every plant exactly, the int64 extremes included: equal exports and checksums', async () => {
+    const [first, middle, last] = [sqliteStore(), await postgresStore(), sqliteStore()]
+    expect((await plantStore(['import'], { DATABASE_URL: first }, { text: jsonLines(EXTREMES) })).status).toBe(0)
+    const exports: string[] = []
+    for (const [from, to] of [[first, middle], [middle, last], [last, undefined]] as const) {
+      const out = await plantStore(['export'], { DATABASE_URL: from })
+      expect(out.status).toBe(0)
+      expect(out.stderr).toBe(`exported ${EXTREMES.length} plants\n`)
+      exports.push(out.stdout)
+      if (to !== undefined) expect((await plantStore(['import'], { DATABASE_URL: to }, { text: out.stdout })).status).toBe(0)
+    }
+    expect(exports[0]).toBe(jsonLines(EXTREMES))
+    expect(new Set(exports).size).toBe(1)
+    const exported = writeTo('extremes.jsonl', exports[0] as string)
+    const checks = await Promise.all([first, middle, last].map((store) => plantStore(['verify', '--from', exported], { DATABASE_URL: store })))
+    for (const check of checks) {
+      const [fileLine, storeLine, summary] = check.stdout.split('\n')
+      expect(fileLine).toMatch(/^export: 5 plants, checksum [0-9a-f]{16}$/)
+      expect(storeLine).toBe(fileLine?.replace('export:', 'store:'))
+      expect(summary).toBe('identical 5, missing 0, differing 0, refused 0')
+      expect(check.status).toBe(0)
+    }
+    expect(new Set(checks.map((check) => check.stdout)).size).toBe(1)
+  })
+
+  for (const direction of ['SQLite → PostgreSQL', 'PostgreSQL → SQLite']) {
+    it(`${direction}: conflicts and refused lines reported, the target's plants never overwritten, verify shows the difference`, async () => {
+      const [source, target] = direction === 'SQLite → PostgreSQL'
+        ? [sqliteStore(), await postgresStore()]
+        : [await postgresStore(), sqliteStore()]
+      expect((await plantStore(['import'], { DATABASE_URL: source }, { text: jsonLines(EXTREMES) })).status).toBe(0)
+      const held = { id: 2n ** 63n - 1n, name: 'the target\'s own' }
+      expect((await plantStore(['import'], { DATABASE_URL: target }, { text: jsonLines([held, EXTREMES[0] as typeof held]) })).status).toBe(0)
+      const exported = (await plantStore(['export'], { DATABASE_URL: source })).stdout
+      const { text, refusedLines } = mixedInput({ id: 5n, name: 'five' })
+      const input = Buffer.concat([Buffer.from(exported), text])
+      const ran = await plantStore(['import', '--from', writeTo('move.jsonl', input)], { DATABASE_URL: target })
+      expect(ran.stdout).toBe(`read ${EXTREMES.length + REFUSED.length + 2}, stored ${EXTREMES.length - 2 + 1}, ` +
+        `present 1, conflicts 2, refused ${REFUSED.length}\n`)
+      const reports = ran.stderr.split('\n').filter(Boolean)
+      expect(reports).toContain(`line ${EXTREMES.length}: a plant with id ${held.id} already exists with another name or tag`)
+      expect(reports).toContain(`line ${EXTREMES.length + REFUSED.length + 2}: a plant with id 5 already exists with another name or tag`)
+      for (const line of refusedLines) expect(reports.some((report) => report.startsWith(`line ${EXTREMES.length + line}: `))).toBe(true)
+      expect(ran.status).toBe(1)
+      const after = (await plantStore(['export'], { DATABASE_URL: target })).stdout
+      expect(after).toContain(jsonLines([held]))
+      const check = await plantStore(['verify', '--from', writeTo('source.jsonl', exported)], { DATABASE_URL: target })
+      expect(check.stdout).toContain(`line ${EXTREMES.length}: id ${held.id} is stored as {"id":${held.id},"name":"the target's own"}\n`)
+      expect(check.stdout).toContain('identical 4, missing 0, differing 1, refused 0\n')
+      expect(check.status).toBe(1)
+    })
+  }
+
+  it('an import killed (kill -9) at a random moment and run again ends with the checksum of an uninterrupted one (PostgreSQL)', async () => {
+    await killedImport(await postgresStore(), await postgresStore())
+  }, 120000)
+})
+
+describe('plant-store export while the service creates plants', () => {
+  for (const kind of ['SQLite', 'PostgreSQL']) {
+    it.skipIf(kind === 'PostgreSQL' && noPostgres !== undefined)(`${kind}: one snapshot, every create wholly in it or wholly absent`, { timeout: 120000 }, async () => {
+      const store = kind === 'SQLite' ? sqliteStore() : await postgresStore()
+      // Pages enough to fill the pipe: the plants below sit between the two writers' ids.
+      const fill = writeTo('middle.jsonl', jsonLines(Array.from({ length: 200000 }, (_, n) => ({ id: BigInt(n + 1), name: 'fill' }))))
+      expect((await plantStore(['import', '--from', fill], { DATABASE_URL: store })).status).toBe(0)
+      const server = await startServer({ DATABASE_URL: store })
+      // One writer, in a known order: a_i (id -i, read in the export's first pages), then b_i (id 10^9 + i, read last).
+      let stop = false
+      const writer = (async () => {
+        for (let i = 1; !stop; i++) {
+          for (const id of [BigInt(-i), BigInt(1e9 + i)]) expect((await postPlant(server.url, id, 'new')).status).toBe(200)
+        }
+      })()
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      // A reader that stops for 1.5 s after the first lines: the export waits mid-way, with creates going on.
+      const out = await plantStore(['export'], { DATABASE_URL: store }, undefined, (child) => {
+        child.stdout?.once('data', () => {
+          child.stdout?.pause()
+          setTimeout(() => child.stdout?.resume(), 1500)
+        })
+      })
+      stop = true
+      await writer
+      server.child.kill('SIGTERM')
+      await server.exited
+      const ids = out.stdout.split('\n').filter(Boolean).map((line) => BigInt(/"id":(-?\d+)/.exec(line)?.[1] as string))
+      const a = ids.filter((id) => id < 0n).length
+      const b = ids.filter((id) => id > 1000000000n).length
+      expect(a, 'creates before the export').toBeGreaterThan(0)
+      // A snapshot holds a prefix of the creates: b_i only after a_i, and a_(i+1) only after b_i.
+      expect([a, a - 1]).toContain(b)
+      expect(ids.length).toBe(200000 + a + b)
+    })
+  }
+})
+
+function writeTo (name: string, contents: string | Buffer): string {
+  const path = file(name)
+  writeFileSync(path, contents)
+  return path
+}
+
+async function plantStoreOnTerminal (args: string[], store: string): Promise<string> {
+  const child = spawn('script', ['-qefc', [PLANT_STORE, ...args].join(' '), '/dev/null'],
+    { env: { PATH: process.env.PATH, DATABASE_URL: store }, stdio: ['ignore', 'pipe', 'inherit'] })
+  let output = ''
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
+  await new Promise((resolve) => child.once('close', resolve))
+  return output
+}
+
+/** kill -9 of an import at a random moment of its run, then the same import again: compared with one left alone. */
+async function killedImport (reference: string, killed: string): Promise<void> {
+  const count = 300000
+  const input = writeTo('kill.jsonl', jsonLines(Array.from({ length: count }, (_, n) =>
+    ({ id: BigInt(n) * 30000000000000n - 2n ** 62n, name: `plant ${n}`, ...(n % 3 === 0 ? { tag: 't' } : {}) }))))
+  const started = performance.now()
+  const whole = await plantStore(['import', '--from', input], { DATABASE_URL: reference })
+  const duration = performance.now() - started
+  expect(whole.stdout).toBe(`read ${count}, stored ${count}, present 0, conflicts 0, refused 0\n`)
+  const delay = duration * (0.15 + 0.5 * Math.random())
+  const cut = await plantStore(['import', '--from', input], { DATABASE_URL: killed }, undefined, (child) => {
+    setTimeout(() => child.kill('SIGKILL'), delay)
+  })
+  expect(cut.signal, `killed after ${Math.round(delay)} of ${Math.round(duration)} ms`).toBe('SIGKILL')
+  const again = await plantStore(['import', '--from', input], { DATABASE_URL: killed })
+  const [, stored, present] = /^read \d+, stored (\d+), present (\d+), conflicts 0, refused 0\n$/.exec(again.stdout) ?? []
+  expect(Number(stored) + Number(present)).toBe(count)
+  expect(again.status).toBe(0)
+  const [left, right] = await Promise.all([reference, killed].map((store) => plantStore(['verify', '--from', input], { DATABASE_URL: store })))
+  expect(right?.stdout).toBe(left?.stdout)
+  expect(right?.stdout).toMatch(/store: 300000 plants, checksum [0-9a-f]{16}\nidentical 300000, missing 0/)
+}
+
+/** Runs a block of docs/production.md with bash, `plant-store` on the PATH as in the image, in a folder of its own. */
+function runBlock (block: string, env: Record<string, string>): { status: number | null, stdout: string, stderr: string } {
+  const bin = file('bin')
+  mkdirSync(bin)
+  symlinkSync(PLANT_STORE, join(bin, 'plant-store'))
+  const cwd = file('work')
+  mkdirSync(cwd)
+  // --norc: bash reads bashrc when its standard input is a socket, as Node's pipes are.
+  const ran = spawnSync('bash', ['--norc', '-euo', 'pipefail', '-c', block],
+    { cwd, env: { PATH: `${bin}:${process.env.PATH}`, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+  return { status: ran.status, stdout: ran.stdout, stderr: ran.stderr }
+}
+
+describe('docs/production.md: backing up, restoring, moving and reading plants, as written', () => {
+  it('backup-sqlite, then restore-sqlite over a store that changed since: verify finds every plant of the backup', async () => {
+    const store = file('live.db')
+    const env = { DATABASE_URL: `sqlite:${store}`, BACKUP: file('backup.db') }
+    expect((await plantStore(['import'], env, { text: jsonLines(EXTREMES) })).status).toBe(0)
+    const backup = runBlock(docBlock('docs/production.md', 'backup-sqlite'), env)
+    expect(backup.stdout).toMatch(/^backed up 5 plants to .*backup\.db, integrity_check ok\n$/)
+    expect(backup.status).toBe(0)
+    expect((await plantStore(['import'], env, { text: jsonLines([{ id: 42n, name: 'after the backup' }]) })).status).toBe(0)
+    const restore = runBlock(docBlock('docs/production.md', 'restore-sqlite'), env)
+    expect(restore.stdout.split('\n').slice(-2)[0]).toBe('identical 5, missing 0, differing 0, refused 0')
+    expect(restore.status).toBe(0)
+    expect((await plantStore(['export'], env)).stdout).toBe(jsonLines(EXTREMES))
+  })
+
+  it('read-plants finds plants by tag in the export', async () => {
+    const env = { DATABASE_URL: sqliteStore() }
+    const plants = [{ id: 1n, name: 'Monstera', tag: 'tropical' }, { id: 2n, name: 'Cactus', tag: 'desert' }]
+    expect((await plantStore(['import'], env, { text: jsonLines(plants) })).status).toBe(0)
+    const read = runBlock(docBlock('docs/production.md', 'read-plants'), env)
+    expect(read.stdout).toBe(jsonLines([plants[0] as typeof plants[0]]))
+    expect(read.status).toBe(0)
+  })
+
+  it.skipIf(noPostgres !== undefined)('move-stores: SQLite to PostgreSQL and back, verified', async () => {
+    const [sqlite, postgres] = [sqliteStore(), await postgresStore()]
+    expect((await plantStore(['import'], { DATABASE_URL: sqlite }, { text: jsonLines(EXTREMES) })).status).toBe(0)
+    for (const [from, to] of [[sqlite, postgres], [postgres, sqliteStore()]]) {
+      const moved = runBlock(docBlock('docs/production.md', 'move-stores'), { FROM_URL: from as string, TO_URL: to as string })
+      expect(moved.stdout).toContain('read 5, stored 5, present 0, conflicts 0, refused 0\n')
+      expect(moved.stdout).toContain('identical 5, missing 0, differing 0, refused 0\n')
+      expect(moved.status).toBe(0)
+    }
+  })
+
+  it.skipIf(noPostgres !== undefined)('backup-postgres with pg_dump, restore-postgres with pg_restore into an empty database: verified', async () => {
+    const admin = (schemas ??= createTestSchemas(url as string))
+    const names = [`plants_docs_${process.pid}_a`, `plants_docs_${process.pid}_b`]
+    const urls = names.map((name) => Object.assign(new URL(url as string), { pathname: `/${name}` }).toString())
+    for (const name of names) await admin.query(`CREATE DATABASE ${name}`)
+    try {
+      const env = { DATABASE_URL: urls[0] as string, RESTORE_URL: urls[1] as string, BACKUP: file('plants.dump') }
+      expect((await plantStore(['import'], env, { text: jsonLines(EXTREMES) })).status).toBe(0)
+      const backup = runBlock(docBlock('docs/production.md', 'backup-postgres'), env)
+      expect(backup.stderr).toBe('exported 5 plants\n')
+      expect(backup.status).toBe(0)
+      const restore = runBlock(docBlock('docs/production.md', 'restore-postgres'), env)
+      expect(restore.stdout).toMatch(/store: 5 plants, checksum [0-9a-f]{16}\nidentical 5, missing 0, differing 0, refused 0\n$/)
+      expect(restore.status).toBe(0)
+    } finally {
+      for (const name of names) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+    }
+  })
+})

@@ -1,0 +1,58 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { createTestSchemas, type TestSchemas } from '../plants/postgres-test-schemas.js'
+import { plantStore } from './run.js'
+
+// A move of a million plants, SQLite → PostgreSQL → SQLite, with memory read all the way: CI only
+// (REQUIRE_POSTGRES=1), a few minutes.
+const url = process.env.TEST_DATABASE_URL
+const ci = process.env.REQUIRE_POSTGRES === '1'
+if (ci && url === undefined) {
+  describe('plant-store: a million plants', () => {
+    it('runs: REQUIRE_POSTGRES=1 turns a skip into a failure', () => { expect.fail('REQUIRE_POSTGRES=1 but TEST_DATABASE_URL is not set') })
+  })
+}
+const skip = !ci ? 'a CI-only long test (REQUIRE_POSTGRES=1)' : url === undefined ? 'TEST_DATABASE_URL is not set' : undefined
+if (skip !== undefined) console.warn(`plant-store move of a million plants skipped: ${skip}`)
+
+const COUNT = 1_000_000
+const dir = mkdtempSync(join(tmpdir(), 'plant-store-move-'))
+let schemas: TestSchemas | undefined
+afterAll(async () => {
+  rmSync(dir, { recursive: true, force: true })
+  await schemas?.dropAll()
+})
+
+describe.skipIf(skip !== undefined)('plant-store: a million plants', () => {
+  it('moves 1,000,000 plants SQLite → PostgreSQL → SQLite, every one exactly, each command under 150 MB', async () => {
+    const input = join(dir, 'plants.jsonl')
+    // 19-digit ids across int64 (the parser's exact path), the extremes included, a tag on every third.
+    const lines: string[] = []
+    for (let n = 0; n < COUNT; n++) {
+      const id = n === 0 ? -(2n ** 63n) : n === COUNT - 1 ? 2n ** 63n - 1n : BigInt(n) * 9223372036854n - 4611686018427387904n
+      lines.push(`{"id":${id},"name":"plant ${n}"${n % 3 === 0 ? `,"tag":"t${n % 7}"` : ''}}\n`)
+    }
+    writeFileSync(input, lines.join(''))
+    const postgres = await (schemas = createTestSchemas(url as string)).create()
+    const stores = [`sqlite:${join(dir, 'first.db')}`, postgres, `sqlite:${join(dir, 'last.db')}`]
+    const seeded = await plantStore(['import', '--from', input], { DATABASE_URL: stores[0] as string })
+    expect(seeded.stdout).toBe(`read ${COUNT}, stored ${COUNT}, present 0, conflicts 0, refused 0\n`)
+    for (let step = 0; step < 2; step++) {
+      const file = join(dir, `step-${step}.jsonl`)
+      const out = await plantStore(['export', '--to', file], { DATABASE_URL: stores[step] as string })
+      expect(out.stderr).toBe(`exported ${COUNT} plants\n`)
+      const into = await plantStore(['import', '--from', file], { DATABASE_URL: stores[step + 1] as string })
+      expect(into.stdout).toBe(`read ${COUNT}, stored ${COUNT}, present 0, conflicts 0, refused 0\n`)
+      for (const ran of [out, into]) expect(ran.peakRssKb / 1024, 'peak RSS MB').toBeLessThanOrEqual(150)
+    }
+    const checks = await Promise.all(stores.map((store) => plantStore(['verify', '--from', input], { DATABASE_URL: store })))
+    for (const check of checks) {
+      expect(check.stdout).toMatch(new RegExp(`^export: ${COUNT} plants, checksum ([0-9a-f]{16})\\nstore: ${COUNT} plants, ` +
+        `checksum \\1\\nidentical ${COUNT}, missing 0, differing 0, refused 0\\n$`))
+      expect(check.peakRssKb / 1024).toBeLessThanOrEqual(150)
+    }
+    expect(new Set(checks.map((check) => check.stdout)).size).toBe(1)
+  }, 900_000)
+})
