@@ -41,8 +41,8 @@ describe('the plant-store-client package', () => {
     const example = docBlock('docs/api.md', 'plant-store-client')
     // The page's address and token are the README's; this run's are the test server's.
     expect(example).toContain('\'http://127.0.0.1:3000\'')
-    expect(example).toContain('\'change-me\'')
-    writeFileSync(join(app, 'example.mts'), example.replace('http://127.0.0.1:3000', server.url).replace('change-me', E2E_TOKEN))
+    expect(example).toContain('\'change-me-to-a-long-secret\'')
+    writeFileSync(join(app, 'example.mts'), example.replace('http://127.0.0.1:3000', server.url).replace('change-me-to-a-long-secret', E2E_TOKEN))
 
     const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
     await run(process.execPath, [tsc, '--noEmit', '--strict', '--target', 'es2023', '--module', 'nodenext', '--moduleResolution', 'nodenext',
