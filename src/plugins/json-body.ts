@@ -15,7 +15,7 @@ const ACCEPT_ENCODING = { 'accept-encoding': ACCEPTED }
 const POISON = { protoAction: 'remove', constructorAction: 'remove' } as const
 // Only these literals can differ from the double JSON.parse makes: without one, the parse is exact as it is.
 const LONG_OR_DECIMAL_NUMBER = /\d{16}|\d[.eE]/
-// The id's literal when it is an integer, after its key (found by indexOf: `\s*` scans no further).
+// An integer literal as the value of the key `"id"`, matched from where indexOf found the key.
 const ID_INTEGER = /^"id"\s*:\s*(-?\d+)\s*[,}]/
 const NUMBER = /(-?\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?/
 
