@@ -1,11 +1,16 @@
 -- wrk script of the bench: every request is a valid POST /plants with a new id and a valid bearer token.
---   BENCH_IDS=ascending  BENCH_ID_BASE + 1, + 2, ... (each thread 2^28 apart)
+-- The ids of `npm run bench`, each body with a tag (a counter n ascends from BENCH_ID_BASE, each thread 2^28 apart):
+--   BENCH_IDS=small      n itself: the caller keeps it below 2^32
+--   BENCH_IDS=snowflake  1234567890 * 10^9 + n: 19 digits, as Twitter-style snowflake ids have (past 2^53)
+--   BENCH_IDS=mixed      small and snowflake by turns, the default
+-- The fills of `npm run bench:scale`, with no tag:
+--   BENCH_IDS=ascending  n itself
 --   BENCH_IDS=random     uniform from 1 to 2^53 - 1 (LuaJIT's math.random has 52 bits), seeded with BENCH_ID_BASE
 -- done() prints one line `BENCH_RESULT {json}` that the bench reads.
 
 local token = os.getenv("BENCH_TOKEN") or "bench-token-0123456789abcdef"
-local mode = os.getenv("BENCH_IDS") or "ascending"
-local id_base = tonumber(os.getenv("BENCH_ID_BASE") or "4294967296")
+local mode = os.getenv("BENCH_IDS") or "mixed"
+local id_base = tonumber(os.getenv("BENCH_ID_BASE") or "1")
 local thread_count = 0
 
 function setup(thread)
@@ -14,6 +19,7 @@ function setup(thread)
 end
 
 local next_id = 0
+local sent = 0
 
 function init(args)
   next_id = id_base + (thread_index or 0) * 268435456
@@ -23,15 +29,24 @@ function init(args)
   wrk.headers["Authorization"] = "Bearer " .. token
 end
 
+-- LuaJIT's numbers are doubles: the 19 digits are written as two exact halves.
+local function snowflake(n)
+  return string.format("%d%09d", 1234567890 + math.floor(n / 1e9), n % 1e9)
+end
+
 function request()
-  local id
   if mode == "random" then
-    id = 1 + math.floor(math.random() * 9007199254740990)
-  else
-    next_id = next_id + 1
-    id = next_id
+    local id = 1 + math.floor(math.random() * 9007199254740990)
+    return wrk.format(nil, nil, nil, string.format('{"id":%.0f,"name":"bench plant"}', id))
   end
-  return wrk.format(nil, nil, nil, string.format('{"id":%.0f,"name":"bench plant"}', id))
+  next_id = next_id + 1
+  if mode == "ascending" then
+    return wrk.format(nil, nil, nil, string.format('{"id":%.0f,"name":"bench plant"}', next_id))
+  end
+  sent = sent + 1
+  local big = mode == "snowflake" or (mode == "mixed" and sent % 2 == 0)
+  local id = big and snowflake(next_id) or string.format("%.0f", next_id)
+  return wrk.format(nil, nil, nil, '{"id":' .. id .. ',"name":"bench plant","tag":"bench tag"}')
 end
 
 function done(summary, latency, requests)

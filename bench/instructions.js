@@ -11,7 +11,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { parseArgs } from 'node:util'
-import { BENCH, fmt, has, machine as describeMachine, median, positive, ratio, RESULTS, resultLine, run, SERVERS, sleep, startServer, stopServer, TOKEN } from './util.js'
+import { BENCH, fmt, has, idMix, ID_MIXES, machine as describeMachine, median, positive, ratio, RESULTS, resultLine, run, SERVERS, sleep, startServer, stopServer, TOKEN } from './util.js'
 
 const { values: args } = parseArgs({
   options: {
@@ -22,6 +22,7 @@ const { values: args } = parseArgs({
     connections: { type: 'string' },
     idle: { type: 'string' },
     processes: { type: 'string' },
+    ids: { type: 'string', default: 'mixed' },
     out: { type: 'string', default: join(RESULTS, 'instructions-latest.md') },
     help: { type: 'boolean', short: 'h', default: false }
   }
@@ -36,6 +37,7 @@ if (args.help) {
   --idle S             seconds without requests at the end, for the time-driven part (default 5; 0: none)
   --processes N        fresh server processes per target, the median of theirs (default 1): V8 optimises
                        some processes worse than others, by up to 15 %
+  --ids ${ID_MIXES.join('|')}  ids below 2^32, of 19 digits, or half of each (default mixed); every body has a tag
   --out FILE           the Markdown result (default bench/results/instructions-latest.md; a .json beside it)`)
   process.exit(0)
 }
@@ -46,7 +48,8 @@ const options = {
   warmup: count('warmup', 10000),
   connections: count('connections', 50),
   idleSeconds: args.idle === '0' ? 0 : count('idle', 5),
-  processes: count('processes', 1)
+  processes: count('processes', 1),
+  ids: idMix(args.ids)
 }
 const targets = args.targets.split(',').map((t) => t.trim()).filter(Boolean)
 for (const t of targets) if (SERVERS[t] === undefined) { console.error(`bench:instructions: unknown target ${t}`); process.exit(2) }
@@ -74,12 +77,13 @@ function parseTotals (stdout) {
   return { total, main }
 }
 
-let idBase = 2 ** 32
+// Each load counts from its own multiple of 2^24, so that small ids stay below 2^32.
+let idBase = 0
 /** Exactly `requests` requests (bench/load.js), each connection sending its next when its answer has come. */
 async function fixedLoad (port, requests) {
-  idBase += 2 ** 28
+  idBase += 2 ** 24
   const { stdout, stderr } = await run(process.execPath, [join(BENCH, 'load.js'), `http://127.0.0.1:${port}/plants`, '--connections', String(options.connections), '--requests', String(requests)],
-    { env: { ...process.env, BENCH_TOKEN: TOKEN, BENCH_ID_BASE: String(idBase) }, timeoutMs: 900000 })
+    { env: { ...process.env, BENCH_TOKEN: TOKEN, BENCH_IDS: options.ids, BENCH_ID_BASE: String(idBase) }, timeoutMs: 900000 })
   const r = resultLine(stdout)
   if (r === null) throw new Error(`the load failed: ${stderr.trim().split('\n').slice(-2).join(' | ')}`)
   return { requests: r.requests, errors: r.non2xx + r.connectErrors + r.timeouts }
@@ -130,7 +134,7 @@ async function measure (name) {
 
 const startedAt = new Date()
 const machine = describeMachine()
-const settings = `callgrind, ${options.warmup} warm-up requests, then ${options.windows} × ${options.requests} counted, ${options.connections} connections, ${options.processes} process(es) per target`
+const settings = `callgrind, ${options.warmup} warm-up requests, then ${options.windows} × ${options.requests} counted, ${options.connections} connections, ${options.ids} ids with a tag, ${options.processes} process(es) per target`
 console.log(`Plant Store instructions per request, ${startedAt.toISOString()}; ${machine.cpu}, ${machine.cores} cores, node ${machine.node}\n${settings}\n`)
 const results = {}
 try {

@@ -1,6 +1,7 @@
 // The bench's load generator in Node (autocannon), in its own process so that it can be pinned to a
 // CPU like wrk: the same requests as bench/ids.lua, for --seconds S (when wrk is not installed) or
-// for exactly --requests N (bench/instructions.js). Prints one `BENCH_RESULT {json}` line in wrk's terms.
+// for exactly --requests N (bench/instructions.js), with BENCH_IDS small, snowflake or mixed (the
+// default) or random as there. Prints one `BENCH_RESULT {json}` line in wrk's terms.
 //   node bench/load.js <url> --connections C (--seconds S | --requests N)
 import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
@@ -10,8 +11,17 @@ const { values: args, positionals: [url] } = parseArgs({
   allowPositionals: true,
   options: { connections: { type: 'string', default: '50' }, seconds: { type: 'string' }, requests: { type: 'string' } }
 })
-const random = process.env.BENCH_IDS === 'random'
-let nextId = Number(process.env.BENCH_ID_BASE ?? 2 ** 32)
+const mode = process.env.BENCH_IDS ?? 'mixed'
+let nextId = Number(process.env.BENCH_ID_BASE ?? 1)
+let sent = 0
+/** The next body, as bench/ids.lua writes it. */
+function body () {
+  if (mode === 'random') return `{"id":${1 + Math.floor(Math.random() * (2 ** 53 - 2))},"name":"bench plant"}`
+  const n = ++nextId
+  if (mode === 'ascending') return `{"id":${n},"name":"bench plant"}`
+  const big = mode === 'snowflake' || (mode === 'mixed' && ++sent % 2 === 0)
+  return `{"id":${big ? 1234567890n * 10n ** 9n + BigInt(n) : n},"name":"bench plant","tag":"bench tag"}`
+}
 
 const result = await autocannon({
   url,
@@ -21,8 +31,7 @@ const result = await autocannon({
   headers: { 'content-type': 'application/json', authorization: `Bearer ${process.env.BENCH_TOKEN ?? TOKEN}` },
   requests: [{
     setupRequest (request) {
-      const id = random ? 1 + Math.floor(Math.random() * (2 ** 53 - 2)) : ++nextId
-      return { ...request, body: `{"id":${id},"name":"bench plant"}` }
+      return { ...request, body: body() }
     }
   }]
 })

@@ -1,10 +1,11 @@
 // peer: the same contract written the obvious way, with the same features as the service.
-// Fastify 5 with its defaults, the service's TypeBox schemas (dist/schemas.js, validated by
-// Fastify's default Ajv), @fastify/bearer-auth with the bench's token, Fastify's default request
-// logging at info to stdout (pino: a line when a request comes in and one when it completes),
-// prom-client with its default metrics and an HTTP request histogram by route and status on
-// METRICS_PORT (0: any free port, nothing scrapes it), and a plain `Map` as the store: the same
-// plant again answers 200, another plant with a stored id 409, as the service does.
+// Fastify 5 with its defaults; NewPlant, Plant and Error as a user writes them from the spec, in
+// plain JSON Schema (`string`; `integer` of format `int64`) validated by Fastify's default Ajv;
+// @fastify/bearer-auth with the bench's token; Fastify's default request logging at info to stdout
+// (pino: a line when a request comes in and one when it completes); prom-client with its default
+// metrics and an HTTP request histogram by route and status on METRICS_PORT (0: any free port,
+// nothing scrapes it); and a plain `Map` as the store: the same plant again answers 200, another
+// plant with a stored id 409, as the service does.
 //
 // Fastify's default JSON parser reads ids with JSON.parse, so an id past 2^53 is not kept exactly
 // (two ids can meet in one key): this is a peer to measure against, not a service.
@@ -13,7 +14,6 @@ import { createServer } from 'node:http'
 import bearerAuth from '@fastify/bearer-auth'
 import Fastify from 'fastify'
 import client from 'prom-client'
-import { ErrorRecord, NewPlant, Plant } from '../dist/schemas.js'
 
 const tokens = (process.env.API_TOKENS ?? '').split(',').map((t) => t.trim()).filter(Boolean)
 if (tokens.length === 0) throw new Error('peer: API_TOKENS must name at least one token')
@@ -44,6 +44,22 @@ await app.register(bearerAuth, {
   keys: new Set(tokens),
   errorResponse: (error) => ({ error: 401, message: error.message })
 })
+
+const Plant = {
+  type: 'object',
+  required: ['name'],
+  properties: { name: { type: 'string' }, tag: { type: 'string' } }
+}
+const NewPlant = {
+  type: 'object',
+  required: ['id', 'name'],
+  properties: { id: { type: 'integer', format: 'int64' }, ...Plant.properties }
+}
+const ErrorRecord = {
+  type: 'object',
+  required: ['error', 'message'],
+  properties: { error: { type: 'integer', format: 'int32' }, message: { type: 'string' } }
+}
 
 const errors = { 400: ErrorRecord, 401: ErrorRecord, 409: ErrorRecord }
 app.post('/plants', { schema: { body: NewPlant, response: { 200: Plant, ...errors } } }, async (request, reply) => {

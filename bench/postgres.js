@@ -48,9 +48,9 @@ export async function freshDatabase (label) {
 }
 
 /**
- * pgbench's single-row insert (`INSERT … ON CONFLICT DO NOTHING`, random int64 id) into a scratch
- * table of a fresh database, at `clients` connections: the ceiling for the PostgreSQL store.
- * Resolves { rps, p50, p99 (ms), errors }.
+ * pgbench's single-row insert (`INSERT … ON CONFLICT DO NOTHING`, random int64 id, a name and a tag
+ * as the bench's bodies have) into a scratch table of a fresh database, at `clients` connections:
+ * the ceiling for the PostgreSQL store. Resolves { rps, p50, p99 (ms), errors }.
  */
 export async function pgbench ({ clients, warmup, seconds, dir, pinned }) {
   if (!has('pgbench', ['--version'])) throw new Error('pgbench is not installed (Debian package postgresql-client)')
@@ -60,7 +60,7 @@ export async function pgbench ({ clients, warmup, seconds, dir, pinned }) {
     await c.query('CREATE TABLE plant_bench (id bigint PRIMARY KEY, name text NOT NULL, tag text)')
     await c.end()
     const script = join(dir, 'pgbench-insert.sql')
-    writeFileSync(script, "\\set id random(1, 9000000000000000000)\nINSERT INTO plant_bench (id, name) VALUES (:id, 'bench plant') ON CONFLICT DO NOTHING;\n")
+    writeFileSync(script, "\\set id random(1, 9000000000000000000)\nINSERT INTO plant_bench (id, name, tag) VALUES (:id, 'bench plant', 'bench tag') ON CONFLICT DO NOTHING;\n")
     const once = (s) => {
       const [command, ...rest] = pinned('1', ['pgbench', '-n', '-c', String(clients), '-j', '1', '-f', script, '-T', String(s), db.url])
       return run(command, rest, { timeoutMs: (s + 30) * 1000, cwd: dir })

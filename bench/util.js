@@ -162,12 +162,24 @@ export const resultLine = (stdout) => {
   return line === undefined ? null : JSON.parse(line.slice('BENCH_RESULT '.length))
 }
 
+/** The id mixes of `npm run bench` and `npm run bench:instructions` (bench/ids.lua says what each sends). */
+export const ID_MIXES = ['small', 'snowflake', 'mixed']
+
+/** `--ids` of those commands, or exits with a message naming it. */
+export function idMix (value) {
+  if (ID_MIXES.includes(value)) return value
+  console.error(`bench: --ids must be one of ${ID_MIXES.join(', ')}, got ${value}`)
+  process.exit(2)
+}
+
 /**
  * Valid `POST /plants` requests with new ids for `seconds` (bench/ids.lua under wrk, or
- * bench/load.js with autocannon): ids ascending from idBase, or random below 2^53 (seeded by idBase).
+ * bench/load.js with autocannon): `ids` one of ID_MIXES, counting from idBase (small ids stay below 2^32
+ * while idBase and the requests sent do), or
+ * ascending from idBase, or random below 2^53 (seeded by idBase).
  * Resolves wrk's figures: requests, durationUs, p50Us, p99Us, maxUs and the error counts.
  */
-export async function load ({ tool, port, connections, seconds, ids = 'ascending', idBase, pinned, cpu = '1', timeoutS = 5 }) {
+export async function load ({ tool, port, connections, seconds, ids = 'mixed', idBase, pinned, cpu = '1', timeoutS = 5 }) {
   const env = { ...process.env, BENCH_TOKEN: TOKEN, BENCH_IDS: ids, BENCH_ID_BASE: String(idBase) }
   const url = `http://127.0.0.1:${port}/plants`
   const argv = tool === 'wrk'

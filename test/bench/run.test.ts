@@ -17,7 +17,7 @@ describe('bench/run.js', () => {
     const dir = mkdtempSync(join(tmpdir(), 'bench-test-'))
     try {
       const out = join(dir, 'bench.md')
-      const result = spawnSync(process.execPath, [RUN, '--targets', 'baseline-fastify,peer,memory', '--tool', 'autocannon', '--rounds', '1', '--duration', '1', '--warmup', '0', '--starts', '1', '--out', out],
+      const result = spawnSync(process.execPath, [RUN, '--targets', 'baseline-fastify,peer,memory', '--tool', 'autocannon', '--rounds', '1', '--duration', '1', '--warmup', '0', '--starts', '1', '--ids', 'snowflake', '--out', out],
         { encoding: 'utf8', timeout: 50000 })
       expect(result.status, result.stderr + result.stdout).toBe(0)
       for (const line of [
@@ -27,7 +27,9 @@ describe('bench/run.js', () => {
         /^(PASS|FAIL) {2}service start to first 2xx of POST \/plants vs bare Fastify: [\d.]+× \([\d,]+ vs [\d,]+ ms\) \(target ≤ 1\.3×\)$/m,
         /^SKIP {2}PostgreSQL store req\/s vs pgbench/m
       ]) expect(result.stdout).toMatch(line)
-      const { summary, rounds } = JSON.parse(readFileSync(out.replace(/\.md$/, '.json'), 'utf8')) as { summary: Record<string, Row>, rounds: Record<string, Round[]> }
+      const { summary, rounds, options } = JSON.parse(readFileSync(out.replace(/\.md$/, '.json'), 'utf8')) as
+        { summary: Record<string, Row>, rounds: Record<string, Round[]>, options: { ids: string } }
+      expect(options.ids).toBe('snowflake')
       expect(Object.keys(summary)).toEqual(['baseline-fastify', 'peer', 'memory'])
       for (const row of Object.values(summary)) expect(row.rps > 0 && row.p99 > 0 && row.startMs > 0 && row.errors === 0).toBe(true)
       // Logged at info to a file: the peer writes two lines a request, the service one.
@@ -37,6 +39,7 @@ describe('bench/run.js', () => {
         expect(readFileSync(join(LOGS, `${name}.log`), 'utf8').split('\n').length).toBeGreaterThan(round.requests)
       }
       expect(readFileSync(out, 'utf8')).toContain('| service req/s vs peer | ≥ 1.0× |')
+      expect(readFileSync(out, 'utf8')).toContain(', snowflake ids.')
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }

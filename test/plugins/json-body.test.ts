@@ -197,6 +197,43 @@ describe('parseBody: JSON with exact int64 ids', () => {
     }), { numRuns: 500 })
   })
 
+  it('keeps every int64 exact in a body as clients send it, with any JSON whitespace around the id and its key', () => {
+    const ws = fc.stringMatching(/^[ \t\n\r]{0,3}$/)
+    fc.assert(fc.property(fc.bigInt(INT64), fc.tuple(ws, ws, ws, ws), fc.string(), fc.boolean(), (id, [a, b, c, d], name, idFirst) => {
+      const member = `${a}"id"${b}:${c}${id}${d}`
+      const text = idFirst ? `{${member},"name":${JSON.stringify(name)}}` : `{"name":${JSON.stringify(name)},${member}}`
+      const value = parse(text) as { id: unknown, name: unknown }
+      expect([value.id, value.name]).toStrictEqual([Number.isSafeInteger(Number(id)) ? Number(id) : id, name])
+    }), { numRuns: 1000 })
+  })
+
+  it('reads a 19-digit id beside 100,000 levels of nesting: its literal is read without a reviver', () => {
+    const deep = '['.repeat(100_000) + ']'.repeat(100_000)
+    for (const id of [9223372036854775807n, -9223372036854775808n, 1234567890000000001n, 9007199254740993n]) {
+      expect((parse(`{"id":${id},"name":"fern","tag":"shade","x":${deep}}`) as { id: unknown }).id, String(id)).toBe(id)
+    }
+    expect((parse(`{"x":${deep},"id":-12345678901234567,"tag":"1.5"}`) as { id: unknown }).id).toBe(-12345678901234567n)
+  })
+
+  it('reads the id exactly when its key is not alone in the text: a string "id", a nested or a repeated id (the last wins), an escape', () => {
+    const cases: [string, unknown][] = [
+      ['{"name":"id","id":9007199254740993}', 9007199254740993n],
+      ['{"a":{"id":1},"id":9007199254740993}', 9007199254740993n],
+      ['{"id":9007199254740995,"a":[{"id":"x"}]}', 9007199254740995n],
+      ['{"id":1,"id":9007199254740993}', 9007199254740993n],
+      ['{"id":9007199254740993,"id":2}', 2],
+      ['{"name":"a \\"quoted\\" fern","id":9007199254740993}', 9007199254740993n],
+      ['{"id":9007199254740993.0e0}', 9007199254740993n]
+    ]
+    for (const [text, id] of cases) expect((parse(text) as { id: unknown }).id, text).toBe(id)
+  })
+
+  it('gives NaN for an integer literal beyond int64, however long', () => {
+    for (const literal of ['9223372036854775808', '-9223372036854775809', '12345678901234567890123', '9'.repeat(16000)]) {
+      expect((parse(`{"id":${literal},"name":"fern"}`) as { id: unknown }).id, literal.slice(0, 30)).toBeNaN()
+    }
+  })
+
   it('parses like JSON.parse when no id is involved', () => {
     fc.assert(fc.property(fc.json(), (text) => {
       fc.pre(!text.includes('"id"') && !text.includes('__proto__') && !text.includes('constructor'))
