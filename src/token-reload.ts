@@ -1,6 +1,6 @@
 import { unwatchFile, watchFile } from 'node:fs'
 import type { FastifyBaseLogger } from 'fastify'
-import { readTokensFile } from './config.js'
+import { readTokensFile } from './config/load-config.js'
 import type { TokenSet } from './plugins/auth.js'
 
 export interface TokenReloadOptions {

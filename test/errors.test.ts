@@ -4,7 +4,8 @@ import { Writable } from 'node:stream'
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyReply } from 'fastify'
 import pino from 'pino'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { NotReadyError, OverloadedError, StoreUnavailableError, clientErrorHandler, sendError } from '../src/errors.js'
+import { NotReadyError, OverloadedError, StoreUnavailableError } from '../src/errors.js'
+import { clientErrorHandler, sendError } from '../src/plugins/http-edge.js'
 
 /** A bare Fastify app with the service's error handlers: GET /throw throws what `make` returns. */
 async function appThrowing (make: (reply: FastifyReply) => Error) {

@@ -2,7 +2,7 @@ import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { Redis } from 'ioredis'
-import type { Config } from '../config.js'
+import type { Config } from '../config/load-config.js'
 import { RateLimitedError } from '../errors.js'
 import { createFailureLog } from '../lib/failure-log.js'
 

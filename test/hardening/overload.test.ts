@@ -1,7 +1,7 @@
 import '@fastify/under-pressure'
 import { describe, expect, it } from 'vitest'
 import Fastify from 'fastify'
-import { defaultOverloadLimits } from '../../src/config.js'
+import { defaultOverloadLimits } from '../../src/config/load-config.js'
 import { overload } from '../../src/plugins/overload.js'
 import { buildTestApp, postPlant } from '../helpers.js'
 import { countingRepository, until } from './hardening-helpers.js'

@@ -1,7 +1,7 @@
 import { request } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { defaultHttpLimits } from '../../src/config.js'
+import { defaultHttpLimits } from '../../src/config/load-config.js'
 import { TOKEN, buildTestApp } from '../helpers.js'
 import { countingRepository, parseRawReply, until } from './hardening-helpers.js'
 

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net'
 import type { LightMyRequestResponse } from 'fastify'
 import { describe, expect, it } from 'vitest'
-import { defaultOverloadLimits } from '../../src/config.js'
+import { defaultOverloadLimits } from '../../src/config/load-config.js'
 import { AUTH, JSON_AUTH, buildTestApp, postPlant } from '../helpers.js'
 import { parseRawReply, rawExchange, until } from '../hardening/hardening-helpers.js'
 import type { App } from '../../src/app.js'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createMetrics, UNMATCHED_ROUTE } from '../../src/plugins/metrics.js'
+import { createMetrics, UNMATCHED_ROUTE } from '../../src/observability/metrics.js'
 import { buildTestApp, sampleValue } from '../helpers.js'
 
 describe('the HTTP edge', () => {

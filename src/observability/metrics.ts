@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
-import { prometheusHistogram } from '../lib/prometheus-histogram.js'
+import { prometheusHistogram } from './prometheus-histogram.js'
 import type { InsertOutcome, PlantRepository, StoreStats } from '../plants/plant-repository.js'
 
 /** Seconds: from 0.5 ms (a request served from memory) to 10 s (past every timeout). */
@@ -37,7 +37,7 @@ export function createMetrics () {
   const inserts = counter('plant_store_inserts_total',
     'Store inserts by outcome: created, same, conflict, error (nothing stored), unknown (stored or not).',
     { outcome: ['created', 'same', 'conflict', 'error', 'unknown'] })
-  // The histograms of every request and insert are counted in place (lib/prometheus-histogram.ts).
+  // The histograms of every request and insert are counted in place (prometheus-histogram.ts).
   const insertSeconds = prometheusHistogram('plant_store_insert_duration_seconds',
     'Time of one store insert, group-commit wait included, in seconds.', DURATION_BUCKETS)
   const observeInsert = insertSeconds.series()

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { getHeapStatistics } from 'node:v8'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { ConfigError, defaultMaxHeapUsedBytes, loadConfig, parseTokens, readTokensFile } from '../src/config.js'
+import { ConfigError, defaultMaxHeapUsedBytes, loadConfig, parseTokens, readTokensFile } from '../../src/config/load-config.js'
 
 const noLimit = { memoryLimit: () => undefined }
 const MiB = 1024 * 1024

@@ -3,7 +3,7 @@ import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Registry } from 'prom-client'
-import { bareError, clientErrorHandler, pathOf } from './errors.js'
+import { bareError, clientErrorHandler, pathOf } from '../plugins/http-edge.js'
 
 /**
  * The second listener, apart from the API: `GET /metrics` in the Prometheus text format, without a

@@ -6,11 +6,11 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 import { StoreFullError, StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../../src/errors.js'
 import { createMemoryPlantRepository } from '../../src/plants/memory-plant-repository.js'
 import { createSqlitePlantRepository } from '../../src/plants/sqlite-plant-repository.js'
-import { createObservedPlantRepository, failureKind } from '../../src/plants/observed-plant-repository.js'
+import { createObservedPlantRepository, failureKind } from '../../src/observability/observed-plant-repository.js'
 import type { PlantRepository, StoreObserver, StoreStats } from '../../src/plants/plant-repository.js'
-import { createMetrics } from '../../src/plugins/metrics.js'
+import { createMetrics } from '../../src/observability/metrics.js'
 import { sampleValue } from '../helpers.js'
-import { repositoryContract } from './repository-contract.js'
+import { repositoryContract } from '../plants/repository-contract.js'
 
 const silent = { warn: () => {}, info: () => {} }
 const withCode = (message: string, code: string): Error => Object.assign(new Error(message), { code })

@@ -1,8 +1,8 @@
 import fc from 'fast-check'
 import { Histogram, Registry } from 'prom-client'
 import { describe, expect, it } from 'vitest'
-import { prometheusHistogram } from '../../src/lib/prometheus-histogram.js'
-import { DURATION_BUCKETS } from '../../src/plugins/metrics.js'
+import { prometheusHistogram } from '../../src/observability/prometheus-histogram.js'
+import { DURATION_BUCKETS } from '../../src/observability/metrics.js'
 
 const LABELS = ['method', 'route', 'status'] as const
 

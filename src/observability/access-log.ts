@@ -1,5 +1,5 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
-import { parseTraceparent } from '../lib/trace-context.js'
+import { parseTraceparent } from './trace-context.js'
 import type { Metrics } from './metrics.js'
 
 /**

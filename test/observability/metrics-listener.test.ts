@@ -6,10 +6,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pino from 'pino'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { listenMetrics } from '../src/metrics-listener.js'
-import { createSqlitePlantRepository } from '../src/plants/sqlite-plant-repository.js'
-import { createMetrics, type Metrics } from '../src/plugins/metrics.js'
-import { buildTestApp, postPlant } from './helpers.js'
+import { listenMetrics } from '../../src/observability/metrics-listener.js'
+import { createSqlitePlantRepository } from '../../src/plants/sqlite-plant-repository.js'
+import { createMetrics, type Metrics } from '../../src/observability/metrics.js'
+import { buildTestApp, postPlant } from '../helpers.js'
 
 const silent = pino({ level: 'silent' })
 

@@ -1,8 +1,8 @@
 import { isStoreError, StoreFullError, StoreOutcomeUnknownError, WritesFailingError } from '../errors.js'
 import { createFailureLog, summarizeCause, type FailureLogOptions } from '../lib/failure-log.js'
-import type { Metrics } from '../plugins/metrics.js'
-import type { Tracing } from '../plugins/tracing.js'
-import type { PlantRepository } from './plant-repository.js'
+import type { Metrics } from './metrics.js'
+import type { Tracing } from './tracing.js'
+import type { PlantRepository } from '../plants/plant-repository.js'
 
 /** The failure log's `log` and `intervalMs`, and what counts and traces the inserts. */
 export interface ObservedPlantRepositoryOptions extends Pick<FailureLogOptions, 'log' | 'intervalMs'> {
@@ -32,7 +32,7 @@ export function failureKind (error: unknown): string {
 
 /**
  * Any store, observed the same way: each insert counted by outcome, timed (group-commit wait included)
- * and traced; failures logged throttled (lib/failure-log.ts), which errors.ts leaves to this wrapper.
+ * and traced; failures logged throttled (lib/failure-log.ts), which the error handler leaves to this wrapper.
  */
 export function createObservedPlantRepository (
   inner: PlantRepository,

@@ -1,9 +1,9 @@
 import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { defaultOverloadLimits } from '../../src/config.js'
+import { defaultOverloadLimits } from '../../src/config/load-config.js'
 import { StoreUnavailableError } from '../../src/errors.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
-import { createMetrics, UNMATCHED_ROUTE } from '../../src/plugins/metrics.js'
+import { createMetrics, UNMATCHED_ROUTE } from '../../src/observability/metrics.js'
 import { AUTH, buildTestApp, postPlant, sampleValue } from '../helpers.js'
 import { until } from '../hardening/hardening-helpers.js'
 
