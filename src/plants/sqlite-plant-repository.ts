@@ -76,7 +76,8 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
           continue
         }
         // SQLITE_FULL is a full disk (507); every other failure of the file is a 503 the client may retry.
-        const failure = code === 'SQLITE_FULL' ? new StoreFullError({ cause: error }) : new StoreUnavailableError({ cause: error })
+        const StoreError = code === 'SQLITE_FULL' ? StoreFullError : StoreUnavailableError
+        const failure = new StoreError({ cause: error })
         for (const pending of batch) pending.reject(failure)
         return
       }
