@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto'
+import type pg from 'pg'
 import { StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../errors.js'
 import type { Plant, PlantId } from '../schemas.js'
 import { createGroupCommit, type Pending } from './group-commit.js'
@@ -51,8 +52,13 @@ BEGIN
     INSERT INTO plant_store_migrations (version) VALUES (2);
   END IF;
 END $$`
-const HEARTBEAT = 'LOCK TABLE plants IN ROW EXCLUSIVE MODE; INSERT INTO plant_store_heartbeat (id, written_at) ' +
-  'VALUES (true, now()) ON CONFLICT (id) DO UPDATE SET written_at = excluded.written_at'
+// The readiness probe reads and writes nothing: the server takes this role's inserts (not read-only, INSERT granted),
+// and one row of plants is read, so that a lock that stops reads (ACCESS EXCLUSIVE) fails it as it stops creates.
+const PROBE = 'SELECT NOT current_setting(\'transaction_read_only\')::bool AND has_table_privilege(\'plants\', ' +
+  '\'INSERT\') AS writable, EXISTS (SELECT FROM plants) AS readable'
+const probe = ({ rows }: pg.QueryResult<{ writable: boolean }>): void => {
+  if (rows[0]?.writable !== true) throw new StoreUnavailableError({ cause: new Error('the server takes no writes') })
+}
 
 /** A write that succeeded this recently means ready, unprobed; also the least time between two probes. */
 const FRESH_MS = 1000
@@ -182,7 +188,8 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       if (last?.ok === true && (probed || now - last.at < FRESH_MS)) return
       if (probed) throw failing(now)
       if (probing === undefined) probeStarted = now
-      probing ??= track(() => session.query(HEARTBEAT, now + statementTimeout)).then(ignore, ignore)
+      probing ??= track(() => session.query<{ writable: boolean }>(PROBE, now + statementTimeout).then(probe))
+        .then(ignore, ignore)
         .finally(() => { probing = undefined })
       const done = await within(probing.then(() => true), (oldest() ?? now) + statementTimeout - now)
       if (done === undefined || last?.ok !== true) throw failing(performance.now())
