@@ -7,7 +7,7 @@ import { createPostgresPlantRepository } from '../../src/plants/postgres-plant-r
 import { repositoryContract } from './repository-contract.js'
 import { createSwitchableProxy, freePort, postgresTargets, requiredButMissing, type PostgresTarget, type TestSchemas } from './postgres-test-schemas.js'
 
-/** How long a successful heartbeat keeps the store ready without another (the store's FRESH_MS). */
+/** How long a successful probe or create keeps the store ready without another (the store's FRESH_MS). */
 const FRESH_MS = 1000
 
 for (const message of requiredButMissing()) {
