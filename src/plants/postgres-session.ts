@@ -9,9 +9,10 @@ const CANCEL_ANSWER_MS = 600
 /** After that, a connection waits this long for the answer (re-cancelling each second), then is closed. */
 const HOLD_MS = 10_000
 
-// SQLSTATEs after which nothing of the transaction is committed: classes 22, 23, 25, 40, 42, 44, 53, 54, 55
-// and 57014 (timeout, cancel). Not 08, 57P0x, 58 or XX: a lost connection or a crash may follow a commit.
-const REFUSED = /^(?:2[235]|4[024]|5[345])[0-9A-Z]{3}$|^57014$/
+// SQLSTATEs after which nothing of the transaction is committed: classes 22, 23, 25, 26 (a statement name a pooler's
+// server does not know), 40, 42, 44, 53, 54, 55 and 57014 (timeout, cancel). Not 08, 57P0x, 58 or XX: a lost
+// connection or a crash may follow a commit.
+const REFUSED = /^(?:2[2356]|4[024]|5[345])[0-9A-Z]{3}$|^57014$/
 // PgBouncer's own errors for a query it never passed to a server.
 const NEVER_SENT = /^(?:query_wait_timeout|pgbouncer cannot connect to server|server login has been failing)/
 

@@ -254,6 +254,29 @@ function defineSuite (target: PostgresTarget): void {
     expect(await store.insert(2, { name: 'oak' })).toBe('conflict')
   })
 
+  if (target.name !== 'direct') {
+    it('keeps its pool, with several hosts, when a named insert meets a server that never parsed it (26000)', async () => {
+      const connectionString = await schemas.create()
+      const { host } = new URL(connectionString)
+      const selected: string[] = []
+      const hostSelected = (label: string) => { selected.push(label) }
+      const store = createPostgresPlantRepository({ connectionString: connectionString.replace(host, `${host},${host}`), maxConnections: 1, hostSelected })
+      onTestFinished(() => store.close())
+      await store.ready()
+      expect(await store.insert(1, { name: 'fern' })).toBe('created')
+      // As in the test above: this connection keeps the server the insert used, so the next goes to another (26000).
+      const holder = new pg.Client({ connectionString })
+      await holder.connect()
+      onTestFinished(() => holder.end())
+      await holder.query('BEGIN')
+      await holder.query('SELECT 1')
+      expect(await store.insert(2, { name: 'ivy' })).toBe('created')
+      expect(await store.insert(3, { name: 'moss' })).toBe('created')
+      // A statement the pooler's server did not know says nothing of the host: the pool stays, no host is selected again.
+      expect(selected).toEqual([host])
+    })
+  }
+
   it('refuses a batch holding a NUL character whole, with nothing stored (validation stops NUL before the store)', async () => {
     const connectionString = await schemas.create()
     const store = open(connectionString)
