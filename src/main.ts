@@ -19,6 +19,7 @@ async function main (): Promise<void> {
   // lines beyond are dropped and counted. At exit (before pino's own exit flush) what the reader takes
   // is written, and what a full pipe refuses is lost rather than the exit.
   let exiting = false
+  // Added before pino.destination() adds pino's own exit flush, so that this one runs first.
   process.once('exit', () => {
     exiting = true
     try {

@@ -26,7 +26,7 @@ export interface GroupCommitOptions<Item, Outcome> {
  */
 export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<Item, Outcome>) {
   const { commit, maxBatch = Infinity, maxInFlight = 1 } = options
-  let queue: Array<Pending<Item, Outcome>> = []
+  const queue: Array<Pending<Item, Outcome>> = []
   let scheduled = false
   let closed = false
   const inFlight = new Set<Promise<void>>()
@@ -41,8 +41,7 @@ export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<It
   function dispatch (): void {
     scheduled = false
     while (queue.length > 0 && inFlight.size < maxInFlight) {
-      const batch = queue
-      queue = batch.splice(maxBatch)
+      const batch = queue.splice(0, maxBatch)
       observer?.batch(batch.length)
       const running: Promise<void> = Promise.resolve().then(() => commit(batch)).finally(() => {
         inFlight.delete(running)
