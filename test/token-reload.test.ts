@@ -43,8 +43,8 @@ describe('reloadTokens', () => {
     reloadTokens(options)
     expect(reloads).toEqual([false])
     expect(tokens.identify('ci-token-1')?.name).toBe('ci')
-    expect(tokens.identify('ci-token-2') !== undefined).toBe(false)
-    expect(tokens.identify('shop-token-1') !== undefined).toBe(false)
+    expect(tokens.identify('ci-token-2')).toBeUndefined()
+    expect(tokens.identify('shop-token-1')).toBeUndefined()
     expect(lines).toHaveLength(1)
     expect(JSON.parse(lines[0] ?? '')).toMatchObject({
       level: 40,
@@ -59,7 +59,7 @@ describe('reloadTokens', () => {
     writeFileSync(file, 'ci:ci-token-2\nci:ci-token-3\n')
     reloadTokens(options)
     expect(reloads).toEqual([false])
-    expect(tokens.identify('ci-token-1') !== undefined).toBe(true)
+    expect(tokens.identify('ci-token-1')?.name).toBe('ci')
     expect(JSON.parse(lines[0] ?? '')).toMatchObject({ reason: 'API_TOKENS_FILE line 2: duplicate client name (first on line 1); names are unique' })
   })
 })

@@ -3,8 +3,11 @@ import { createMetrics, UNMATCHED_ROUTE } from '../../src/observability/metrics.
 import { buildTestApp, sampleValue } from '../helpers.js'
 
 describe('the HTTP edge', () => {
-  it('is registered as the http-edge plugin', async () => {
-    expect((await buildTestApp()).hasPlugin('http-edge')).toBe(true)
+  it('answers for the whole app, outside its own scope: the Error record and its headers on a route it does not own', async () => {
+    const res = await (await buildTestApp()).inject({ method: 'POST', url: '/plants', payload: {} })
+    expect([res.statusCode, res.json()]).toEqual([401, { error: 401, message: 'a bearer token is required: send "Authorization: Bearer <token>"' }])
+    expect([res.headers['x-content-type-options'], res.headers['cache-control']]).toEqual(['nosniff', 'no-store'])
+    expect(res.headers['x-request-id']).toMatch(/^[0-9a-f]{16}-[0-9a-z]+$/)
   })
 
   it('keeps a caller\'s printable request id of at most 128 characters, and makes a fresh one for anything else', async () => {
