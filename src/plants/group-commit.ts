@@ -21,8 +21,7 @@ export interface GroupCommitOptions<Item, Outcome> {
 
 /**
  * Group commit for the SQL stores: entries added in one turn of the event loop (setImmediate runs after the poll
- * phase: every request read in it) leave as one batch, one transaction and one fsync or round trip, and each
- * settles after the commit that holds it. An entry added after close() is refused with StoreUnavailableError.
+ * phase) leave as one batch, one transaction and one fsync or round trip. After close(), StoreUnavailableError.
  */
 export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<Item, Outcome>) {
   const { commit, maxBatch = Infinity, maxInFlight = 1 } = options

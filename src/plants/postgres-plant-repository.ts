@@ -20,8 +20,7 @@ type Entry = Pending<{ key: string, id: bigint, plant: Plant }, InsertOutcome>
 
 /** Named by its text's digest: two releases behind one pooler never run each other's statement. */
 const named = (text: string) => ({ name: `plant-store-${hash('sha256', text).slice(0, 16)}`, text })
-// A batch's values travel as parameters, one array per column. Ids travel as text and come back as `id::text`:
-// never a JS number, whatever int8 parser is set.
+// One array parameter per column; ids travel as text both ways, never a JS number, whatever int8 parser is set.
 const INSERT_BATCH = named('INSERT INTO plants (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], ' +
   '$3::text[]) ON CONFLICT (id) DO NOTHING RETURNING id::text AS id')
 const SELECT_STORED = named('SELECT id::text AS id, name, tag FROM plants WHERE id = ANY ($1::int8[])')
@@ -142,8 +141,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     // The first insert of an id is the one that can create it; later ones compare with what is stored.
     const firstByKey = new Map<string, Entry>()
     for (const pending of batch) if (!firstByKey.has(pending.item.key)) firstByKey.set(pending.item.key, pending)
-    // In id order, so concurrent batches (other replicas) take row locks in one order: no deadlock. Sorted here:
-    // an ORDER BY in the statement cost the server more than the whole batch's parameters.
+    // In id order, so concurrent batches (other replicas) take row locks in one order: no deadlock.
     const rows = [...firstByKey.values()].map(({ item }) => item).sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
     const insert = {
       ...INSERT_BATCH,

@@ -7,7 +7,7 @@ import { cancel } from './postgres-cancel.js'
 /** A statement still running at its timeout is cancelled and answered within this (the rest of a second: the reply). */
 const CANCEL_ANSWER_MS = 600
 /** After that, a connection waits in quarantine this long for the answer (re-cancelled each second), then closes. */
-const HOLD_MS = 10_000
+const QUARANTINE_MS = 10_000
 
 // SQLSTATEs after which nothing of the transaction is committed: classes 22, 23, 25, 26 (a statement name a pooler's
 // server does not know), 40, 42, 44, 53, 54, 55 and 57014 (timeout, cancel). Not 08, 57P0x, 58 or XX: a lost
@@ -131,7 +131,7 @@ function createHostPool (url: string, max: number, connectTimeoutMs: number, sel
 
 /**
  * Connections whose statement was given up on: each stays out of the pool, re-cancelled every second, until the
- * server answers, HOLD_MS pass or the store closes, so there are never more backends than the pool.
+ * server answers, QUARANTINE_MS pass or the store closes, so there are never more backends than the pool.
  */
 function createQuarantine () {
   const closers = new Map<Promise<void>, () => void>()
@@ -143,8 +143,8 @@ function createQuarantine () {
         if (open) client.release(true)
         open = false
       }
-      const recancel = setInterval(() => { void cancel(client, HOLD_MS) }, 1000)
-      void awaitAtMost(work, HOLD_MS).then(close)
+      const recancel = setInterval(() => { void cancel(client, QUARANTINE_MS) }, 1000)
+      void awaitAtMost(work, QUARANTINE_MS).then(close)
       const done = work.then(() => {
         clearInterval(recancel)
         client.removeListener('error', noop)
@@ -202,7 +202,7 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
     const sent = typeof statement === 'string' || prepared ? statement : { ...statement, name: undefined }
     const work = client.query<Row>(sent).then((result) => ({ result }), (error: unknown) => ({ error }))
     let answer = await awaitAtMost(work, timeoutAt - performance.now())
-    const cancelled = answer === undefined ? cancel(client, HOLD_MS) : undefined
+    const cancelled = answer === undefined ? cancel(client, QUARANTINE_MS) : undefined
     answer ??= await awaitAtMost(work, timeoutAt + CANCEL_ANSWER_MS - performance.now())
     if (answer === undefined) {
       quarantine.add(client, work)

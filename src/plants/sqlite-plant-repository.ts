@@ -31,8 +31,7 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
     db = new Database(path, { timeout: busyTimeoutMs })
     const mode = db.pragma('journal_mode = WAL', { simple: true })
     if (mode !== 'wal') throw new Error(`the file cannot use write-ahead logging (journal_mode is ${String(mode)})`)
-    // better-sqlite3 builds with SQLITE_DEFAULT_WAL_SYNCHRONOUS=1 (NORMAL): a commit could be lost
-    // on power failure. FULL makes "200" mean "on disk".
+    // better-sqlite3's default in WAL (NORMAL) may lose a commit on power failure: FULL makes "200" mean "on disk".
     db.pragma('synchronous = FULL')
     if (maxPageCount !== undefined) db.pragma(`max_page_count = ${maxPageCount}`)
     // Integers come back as bigints: a JS number would round ids beyond 2^53.
@@ -59,10 +58,7 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
     return sameRow.get(plant.name, plant.tag ?? null, id) === 1n ? 'same' : 'conflict'
   })).immediate
 
-  /**
-   * One transaction for a batch, in arrival order (as if sequential); settled once committed. While another process
-   * holds the write lock, it tries again every few ms until busyTimeoutMs after the batch's first insert.
-   */
+  /** One transaction per batch, in arrival order; while another process holds the lock, retried to busyTimeoutMs. */
   async function flush (batch: Entry[]): Promise<void> {
     const giveUpAt = (batch[0] as Entry).queuedAt + busyTimeoutMs
     for (let waitMs = 1; ; waitMs = Math.min(waitMs * 2, 50)) {
@@ -100,8 +96,7 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
   }
 }
 
-// Versioned steps, never edited once released, under BEGIN IMMEDIATE: one process at a time migrates.
-// STRICT keeps a REAL or TEXT out of the int64 id.
+// Versioned steps, never edited once released, under BEGIN IMMEDIATE (one process at a time); STRICT: an int64 id.
 const migrate = (db: Database.Database): void => db.transaction(() => {
   db.exec('CREATE TABLE IF NOT EXISTS plant_store_migrations ' +
     '(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL) STRICT')
