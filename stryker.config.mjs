@@ -18,8 +18,7 @@ export default {
     'src/config/**/*.ts',
     'src/plugins/http-edge.ts',
     'src/lib/failure-log.ts',
-    'src/observability/observed-plant-repository.ts',
-    'src/observability/prometheus-histogram.ts'
+    'src/observability/observed-plant-repository.ts'
   ],
   // The sandbox copies only what the suites need (not node_modules, dist, reports or data).
   ignorePatterns: ['dist', 'reports', 'data', 'bench/results', 'coverage', '.ci'],
