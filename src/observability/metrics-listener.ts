@@ -3,7 +3,7 @@ import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Registry } from 'prom-client'
-import { bareError, clientErrorHandler, pathOf } from '../plugins/http-edge.js'
+import { bareError, clientErrorHandler } from '../plugins/http-edge.js'
 
 /**
  * The second listener, apart from the API: `GET /metrics` in the Prometheus text format, without a
@@ -15,7 +15,7 @@ export async function listenMetrics ({ registry, host, port, log }: {
   registry: Pick<Registry, 'metrics' | 'contentType'>, host: string, port: number, log: FastifyBaseLogger
 }) {
   const server = createServer({ headersTimeout: 10000, requestTimeout: 15000 }, (request, response) => {
-    const path = pathOf(request.url ?? '/')
+    const path = (request.url ?? '/').replace(/\?.*/s, '')
     if (request.method !== 'GET' || path !== '/metrics') {
       send(response, 404, `no route for ${request.method ?? ''} ${path.slice(0, 200)}`)
       return

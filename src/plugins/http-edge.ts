@@ -27,7 +27,7 @@ function refusal (request: FastifyRequest, reply: FastifyReply) {
   // Node's own check (requireHostHeader, off in app.ts) answers with no body and no hook.
   if (request.headers.host === undefined && request.raw.httpVersion === '1.1') return new MissingHostError()
   if (request.is404) {
-    const path = pathOf(request.url).slice(0, 200)
+    const path = request.url.replace(/\?.*/s, '').slice(0, 200)
     if (path !== '/plants') return new RouteNotFoundError(request.method, path)
     reply.header('allow', PLANTS_ALLOW)
     return new MethodNotAllowedError(request.method, path, PLANTS_ALLOW)
@@ -97,12 +97,6 @@ const frameworkMessages: Record<string, (request: FastifyRequest) => string> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: () => 'content-type must be application/json',
   [MISSING_TOKEN]: () => 'a bearer token is required: send "Authorization: Bearer <token>"',
   FST_BEARER_AUTH_INVALID_AUTHORIZATION_HEADER: () => 'the bearer token is not valid'
-}
-
-/** The path of a request target, without its query. */
-export function pathOf (url: string): string {
-  const query = url.indexOf('?')
-  return query === -1 ? url : url.slice(0, query)
 }
 
 /**
