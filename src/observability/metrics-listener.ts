@@ -6,10 +6,8 @@ import type { Registry } from 'prom-client'
 import { bareError, clientErrorHandler } from '../plugins/http-edge.js'
 
 /**
- * The second listener, apart from the API: `GET /metrics` in the Prometheus text format, without a
- * token (like every exporter, it relies on the network to keep it private: docs/observability.md).
- * A bare node:http server: a scrape needs no framework, and the API's hooks and access log stay out.
- * `host` and `port`: METRICS_HOST and METRICS_PORT (0 picks a free port).
+ * `GET /metrics` on METRICS_HOST:METRICS_PORT, without a token (like every exporter: docs/observability.md), from
+ * a bare node:http server: a scrape needs no framework, and the API's hooks and access log stay out.
  */
 export async function listenMetrics ({ registry, host, port, log }: {
   registry: Pick<Registry, 'metrics' | 'contentType'>, host: string, port: number, log: FastifyBaseLogger

@@ -53,10 +53,7 @@ export function createMetrics () {
   return {
     /** What GET /metrics serves. */
     exposition: registry,
-    /**
-     * One request done; `route` is the matched route's template, or undefined (counted as unmatched) when none
-     * matched. The method needs no bound of ours: Node's parser accepts only those of http.METHODS.
-     */
+    /** One request done; no `route` when none matched. Node's parser bounds the method to http.METHODS. */
     requestDone (method: string, route = UNMATCHED_ROUTE, status: number, seconds: number): void {
       const labels = { http_request_method: method, http_route: route, http_response_status_code: status }
       requestSeconds.observe(labels, seconds)

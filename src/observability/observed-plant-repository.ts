@@ -12,10 +12,8 @@ export interface ObservedPlantRepositoryOptions extends Pick<FailureLogOptions, 
   tracing?: Pick<Tracing, 'startInsert'> | undefined
 }
 
-/**
- * What a store failure is, from the driver's error under the named one: the log groups by it.
- * PostgreSQL SQLSTATEs: 57014 statement timeout (or cancel), 55P03 lock not available, 53100 disk full.
- */
+/** What a store failure is, from the driver's error under the named one, for the log to group by. PostgreSQL
+ * SQLSTATEs: 57014 statement timeout (or cancel), 55P03 lock not available, 53100 disk full. */
 export function failureKind (error: unknown): string {
   if (error instanceof StoreFullError) return 'full'
   // Its own kind, whatever the cause: the lines that count writes whose outcome nobody knows.
@@ -30,10 +28,8 @@ export function failureKind (error: unknown): string {
   return 'down'
 }
 
-/**
- * Any store, observed the same way: each insert counted by outcome, timed (group-commit wait included)
- * and traced; failures logged throttled (lib/failure-log.ts), which the error handler leaves to this wrapper.
- */
+/** Any store, observed the same way: each insert counted by outcome, timed and traced; failures logged throttled
+ * (lib/failure-log.ts), which the error handler leaves to this wrapper. */
 export function createObservedPlantRepository (
   inner: PlantRepository,
   { metrics, tracing, ...logOptions }: ObservedPlantRepositoryOptions
