@@ -42,7 +42,7 @@ export function createTracing (endpoint: string) {
       app.addHook('preHandler', (request, _reply, done) => { active.run(request.opentelemetry().context, done) })
       // After the last request: what is still buffered is sent before the process exits.
       app.addHook('onClose', async () => { await provider.shutdown() })
-    }, { name: 'tracing' }),
+    }),
     /** A child span of the request's span for a store insert; the returned function ends it. */
     startInsert () {
       const parent = active.getStore()

@@ -61,4 +61,4 @@ export const auth = fp<{ tokens: TokenSet }>(async function auth (app, { tokens 
     specCompliance: 'rfc6749'
   })
   app.addHook('onRequest', app.getDecorator<NonNullable<FastifyInstance['verifyBearerAuth']>>('verifyBearerAuth'))
-}, { name: 'auth' })
+})

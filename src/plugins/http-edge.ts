@@ -70,7 +70,7 @@ export const httpEdge = fp<{ corsOrigins?: readonly string[] | undefined }>(asyn
     })
   }
   app.addHook('onRequest', (request, reply, done) => { done(refusal(request, reply)) })
-}, { name: 'http-edge' })
+})
 
 /**
  * The edge's part of Fastify's options: request ids, and the Error record for what never reaches a hook: a bad

@@ -37,4 +37,4 @@ export const overload = fp<{ limits: Config['overload'], rssAnonBytes?: () => nu
       return Promise.reject(overloaded)
     }
   })
-}, { name: 'overload' })
+})
