@@ -67,7 +67,7 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
         return
       } catch (error) {
         const code = error instanceof Database.SqliteError ? error.code : undefined
-        if (code === 'SQLITE_BUSY' && performance.now() + waitMs < giveUpAt) {
+        if (code?.startsWith('SQLITE_BUSY') === true && performance.now() + waitMs < giveUpAt) {
           await sleep(waitMs)
           continue
         }
