@@ -46,6 +46,8 @@ describe('sendError: the Error record for any error', () => {
     const bad = await appThrowing(() => withStatus(502))
     expect(bad.reply.json()).toEqual({ error: 502, message: 'Bad Gateway' })
     expect((await appThrowing(() => withStatus(599))).reply.json()).toEqual({ error: 599, message: 'server error' })
+    const withoutCode = Object.assign(new Error('a detail for the log only'), { statusCode: 502 })
+    expect((await appThrowing(() => withoutCode)).reply.json()).toEqual({ error: 502, message: 'Bad Gateway' })
     // A 5xx the service names (PLANTS_…) keeps its message.
     expect((await appThrowing(() => new StoreUnavailableError())).reply.json()).toEqual({ error: 503, message: 'the plant store is unavailable, retry later' })
   })

@@ -79,7 +79,6 @@ export const httpEdge = fp<{ corsOrigins?: readonly string[] | undefined }>(asyn
 export function edgeOptions (accessLog: LogController) {
   return {
     genReqId: requestId,
-    requestIdHeader: false,
     frameworkErrors: (error, request, reply) => {
       setReplyHeaders(request, reply)
       reply.raw.once('finish', () => { accessLog.requestCompleted(null, request, reply) })
@@ -137,10 +136,10 @@ export function bareError (status: number, message: string) {
   return { body, headers }
 }
 
-const CLIENT_ERRORS: Record<string, [status: number, message: string]> = {
-  HPE_HEADER_OVERFLOW: [431, 'request headers are too large'],
-  ERR_HTTP_REQUEST_TIMEOUT: [408, 'the request took too long to arrive']
-}
+const CLIENT_ERRORS = new Map<string | undefined, [status: number, message: string]>([
+  ['HPE_HEADER_OVERFLOW', [431, 'request headers are too large']],
+  ['ERR_HTTP_REQUEST_TIMEOUT', [408, 'the request took too long to arrive']]
+])
 
 /**
  * Malformed HTTP never reaches Fastify: Node hands the socket here (its `clientError` event). Bytes after a
@@ -152,7 +151,7 @@ export function clientErrorHandler (error: Error & { code?: string }, socket: So
     socket.destroy()
     return
   }
-  const [status, message] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'the request is not valid HTTP']
+  const [status, message] = CLIENT_ERRORS.get(error.code) ?? [400, 'the request is not valid HTTP']
   const { body, headers } = bareError(status, message)
   const fields = Object.entries({ ...headers, Connection: 'close' }).map(([name, value]) => `${name}: ${value}\r\n`)
   socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${fields.join('')}\r\n${body}`)
