@@ -17,8 +17,9 @@ describe('bench/run.js', () => {
     const dir = mkdtempSync(join(tmpdir(), 'bench-test-'))
     try {
       const out = join(dir, 'bench.md')
-      const result = spawnSync(process.execPath, [RUN, '--targets', 'baseline-fastify,peer,memory', '--tool', 'autocannon', '--rounds', '1', '--duration', '1', '--warmup', '0', '--starts', '1', '--out', out],
-        { encoding: 'utf8', timeout: 50000 })
+      const result = spawnSync(process.execPath, [RUN, '--targets', 'baseline-fastify,peer,memory', '--tool', 'autocannon', '--rounds', '1',
+        '--duration', '1', '--warmup', '0', '--starts', '1', '--out', out],
+      { encoding: 'utf8', timeout: 50000 })
       expect(result.status, result.stderr + result.stdout).toBe(0)
       for (const line of [
         /^(PASS|FAIL) {2}service req\/s vs peer: [\d.]+× \(target ≥ 1\.0×\)$/m,
@@ -27,7 +28,10 @@ describe('bench/run.js', () => {
         /^(PASS|FAIL) {2}service start to first 2xx of POST \/plants vs bare Fastify: [\d.]+× \([\d,]+ vs [\d,]+ ms\) \(target ≤ 1\.3×\)$/m,
         /^SKIP {2}PostgreSQL store req\/s vs pgbench/m
       ]) expect(result.stdout).toMatch(line)
-      const { summary, rounds } = JSON.parse(readFileSync(out.replace(/\.md$/, '.json'), 'utf8')) as { summary: Record<string, Row>, rounds: Record<string, Round[]> }
+      const { summary, rounds } = JSON.parse(readFileSync(out.replace(/\.md$/, '.json'), 'utf8')) as {
+        summary: Record<string, Row>,
+        rounds: Record<string, Round[]>
+      }
       expect(Object.keys(summary)).toEqual(['baseline-fastify', 'peer', 'memory'])
       for (const row of Object.values(summary)) expect(row.rps > 0 && row.p99 > 0 && row.startMs > 0 && row.errors === 0).toBe(true)
       // Logged at info to a file: the peer writes two lines a request, the service one.

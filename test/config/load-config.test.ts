@@ -26,7 +26,8 @@ describe('loadConfig', () => {
     expect(loadConfig({ API_TOKENS: 'a', MAX_RSS_ANON_BYTES: '0' }, in96MiB).overload?.maxRssAnonBytes).toBe(0)
   })
 
-  it('sheds at half a container\'s memory limit of heap in use by default (V8 sizes its heap from the machine), unless V8\'s own limit is lower; MAX_HEAP_USED_BYTES overrides it', () => {
+  it('sheds at half a container\'s memory limit of heap in use by default (V8 sizes its heap from the machine), unless V8\'s own limit is lower; ' +
+    'MAX_HEAP_USED_BYTES overrides it', () => {
     const in96MiB = { memoryLimit: () => 96 * MiB }
     expect(loadConfig({ API_TOKENS: 'a' }, in96MiB).overload?.maxHeapUsedBytes).toBe(Math.min(defaultMaxHeapUsedBytes(), 48 * MiB))
     expect(loadConfig({ API_TOKENS: 'a' }, { memoryLimit: () => 2 ** 50 }).overload?.maxHeapUsedBytes).toBe(defaultMaxHeapUsedBytes())
@@ -34,7 +35,8 @@ describe('loadConfig', () => {
     expect(loadConfig({ API_TOKENS: 'a', MAX_HEAP_USED_BYTES: String(200 * MiB) }, in96MiB).overload?.maxHeapUsedBytes).toBe(200 * MiB)
   })
 
-  it('holds log lines for a slow reader up to 1/32 of a memory limit (16 MiB at most, 64 KiB at least, 16 MiB without a limit); LOG_BUFFER_MAX_BYTES overrides it', () => {
+  it('holds log lines for a slow reader up to 1/32 of a memory limit (16 MiB at most, 64 KiB at least, 16 MiB without a limit); LOG_BUFFER_MAX_BYTES ' +
+    'overrides it', () => {
     const limited = (bytes: number) => ({ memoryLimit: () => bytes })
     expect(loadConfig({ API_TOKENS: 'a' }, limited(96 * MiB)).logBufferMaxBytes).toBe(3 * MiB)
     expect(loadConfig({ API_TOKENS: 'a' }, limited(100 * MiB + 31)).logBufferMaxBytes).toBe(Math.floor((100 * MiB + 31) / 32))
@@ -109,24 +111,39 @@ describe('loadConfig', () => {
     ['a MAX_PLANTS of 0', { API_TOKENS: 'a', MAX_PLANTS: '0' }, /^MAX_PLANTS: Expected number to be greater or equal to 1$/],
     ['a DATABASE_POOL_MAX of 0', { API_TOKENS: 'a', DATABASE_POOL_MAX: '0' }, /^DATABASE_POOL_MAX: Expected number to be greater or equal to 1$/],
     ['a DATABASE_POOL_MAX that is not a number', { API_TOKENS: 'a', DATABASE_POOL_MAX: 'ten' }, /^DATABASE_POOL_MAX: Expected number$/],
-    ['a DATABASE_STATEMENT_TIMEOUT_MS below 100', { API_TOKENS: 'a', DATABASE_STATEMENT_TIMEOUT_MS: '0' }, /^DATABASE_STATEMENT_TIMEOUT_MS: Expected number to be greater or equal to 100$/],
+    ['a DATABASE_STATEMENT_TIMEOUT_MS below 100', { API_TOKENS: 'a', DATABASE_STATEMENT_TIMEOUT_MS: '0' },
+      /^DATABASE_STATEMENT_TIMEOUT_MS: Expected number to be greater or equal to 100$/],
     ['a negative SHUTDOWN_DELAY_MS', { API_TOKENS: 'a', SHUTDOWN_DELAY_MS: '-1' }, /^SHUTDOWN_DELAY_MS: Expected number to be greater or equal to 0$/],
-    ['a SHUTDOWN_DELAY_MS above 10 minutes', { API_TOKENS: 'a', SHUTDOWN_DELAY_MS: '600001' }, /^SHUTDOWN_DELAY_MS: Expected number to be less or equal to 600000$/],
-    ['a DATABASE_STATEMENT_TIMEOUT_MS above 10 minutes', { API_TOKENS: 'a', DATABASE_STATEMENT_TIMEOUT_MS: '600001' }, /^DATABASE_STATEMENT_TIMEOUT_MS: Expected number to be less or equal to 600000$/],
-    ['a CORS origin with a path', { API_TOKENS: 'a', CORS_ORIGINS: 'https://a.example/app' }, /^CORS_ORIGINS: origin 1 \(https:\/\/a\.example\/app\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['a CORS origin with a trailing slash', { API_TOKENS: 'a', CORS_ORIGINS: 'https://a.example, https://b.example/' }, /^CORS_ORIGINS: origin 2 \(https:\/\/b\.example\/\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['a CORS origin with capitals or a default port', { API_TOKENS: 'a', CORS_ORIGINS: 'https://A.example:443' }, /^CORS_ORIGINS: origin 1 \(https:\/\/A\.example:443\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['a CORS origin without a scheme', { API_TOKENS: 'a', CORS_ORIGINS: 'a.example' }, /^CORS_ORIGINS: origin 1 \(a\.example\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['a CORS origin of another scheme', { API_TOKENS: 'a', CORS_ORIGINS: 'ws://a.example' }, /^CORS_ORIGINS: origin 1 \(ws:\/\/a\.example\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['a CORS origin of a scheme that ends in https', { API_TOKENS: 'a', CORS_ORIGINS: 'xhttps://a.example' }, /^CORS_ORIGINS: origin 1 \(xhttps:\/\/a\.example\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['a CORS origin pattern', { API_TOKENS: 'a', CORS_ORIGINS: 'https://*.example' }, /^CORS_ORIGINS: origin 1 \(https:\/\/\*\.example\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['a CORS origin pattern after its first letter', { API_TOKENS: 'a', CORS_ORIGINS: 'https://app*.example' }, /^CORS_ORIGINS: origin 1 \(https:\/\/app\*\.example\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['* beside other CORS origins', { API_TOKENS: 'a', CORS_ORIGINS: '*, https://a.example' }, /^CORS_ORIGINS: origin 1 \(\*\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
+    ['a SHUTDOWN_DELAY_MS above 10 minutes', { API_TOKENS: 'a', SHUTDOWN_DELAY_MS: '600001' },
+      /^SHUTDOWN_DELAY_MS: Expected number to be less or equal to 600000$/],
+    ['a DATABASE_STATEMENT_TIMEOUT_MS above 10 minutes', { API_TOKENS: 'a', DATABASE_STATEMENT_TIMEOUT_MS: '600001' },
+      /^DATABASE_STATEMENT_TIMEOUT_MS: Expected number to be less or equal to 600000$/],
+    ['a CORS origin with a path', { API_TOKENS: 'a', CORS_ORIGINS: 'https://a.example/app' },
+      /^CORS_ORIGINS: origin 1 \(https:\/\/a\.example\/app\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
+    ['a CORS origin with a trailing slash', { API_TOKENS: 'a', CORS_ORIGINS: 'https://a.example, https://b.example/' },
+      /^CORS_ORIGINS: origin 2 \(https:\/\/b\.example\/\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
+    ['a CORS origin with capitals or a default port', { API_TOKENS: 'a', CORS_ORIGINS: 'https://A.example:443' },
+      /^CORS_ORIGINS: origin 1 \(https:\/\/A\.example:443\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
+    ['a CORS origin without a scheme', { API_TOKENS: 'a', CORS_ORIGINS: 'a.example' },
+      /^CORS_ORIGINS: origin 1 \(a\.example\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
+    ['a CORS origin of another scheme', { API_TOKENS: 'a', CORS_ORIGINS: 'ws://a.example' },
+      /^CORS_ORIGINS: origin 1 \(ws:\/\/a\.example\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
+    ['a CORS origin of a scheme that ends in https', { API_TOKENS: 'a', CORS_ORIGINS: 'xhttps://a.example' },
+      /^CORS_ORIGINS: origin 1 \(xhttps:\/\/a\.example\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
+    ['a CORS origin pattern', { API_TOKENS: 'a', CORS_ORIGINS: 'https://*.example' },
+      /^CORS_ORIGINS: origin 1 \(https:\/\/\*\.example\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
+    ['a CORS origin pattern after its first letter', { API_TOKENS: 'a', CORS_ORIGINS: 'https://app*.example' },
+      /^CORS_ORIGINS: origin 1 \(https:\/\/app\*\.example\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
+    ['* beside other CORS origins', { API_TOKENS: 'a', CORS_ORIGINS: '*, https://a.example' },
+      /^CORS_ORIGINS: origin 1 \(\*\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
     ['a METRICS_PORT that is not a number', { API_TOKENS: 'a', METRICS_PORT: 'x' }, /^METRICS_PORT: Expected number$/],
     ['a METRICS_PORT out of range', { API_TOKENS: 'a', METRICS_PORT: '65536' }, /^METRICS_PORT: Expected number to be less or equal to 65535$/],
-    ['a METRICS_PORT equal to PORT', { API_TOKENS: 'a', PORT: '8080', METRICS_PORT: '8080' }, /^METRICS_PORT must differ from PORT: metrics are never served on the API port$/],
-    ['an OTLP endpoint that is not a URL', { API_TOKENS: 'a', OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, /^OTEL_EXPORTER_OTLP_ENDPOINT: Expected string to match '\^https\?:\/\/\[\^\/\]'$/],
-    ['an OTLP endpoint over gRPC', { API_TOKENS: 'a', OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://collector:4317' }, /^OTEL_EXPORTER_OTLP_ENDPOINT: Expected string to match/]
+    ['a METRICS_PORT equal to PORT', { API_TOKENS: 'a', PORT: '8080', METRICS_PORT: '8080' },
+      /^METRICS_PORT must differ from PORT: metrics are never served on the API port$/],
+    ['an OTLP endpoint that is not a URL', { API_TOKENS: 'a', OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' },
+      /^OTEL_EXPORTER_OTLP_ENDPOINT: Expected string to match '\^https\?:\/\/\[\^\/\]'$/],
+    ['an OTLP endpoint over gRPC', { API_TOKENS: 'a', OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://collector:4317' },
+      /^OTEL_EXPORTER_OTLP_ENDPOINT: Expected string to match/]
   ]
   for (const [what, env, message] of refusals) {
     it(`refuses ${what} with a line naming the variable`, () => {
@@ -135,7 +152,8 @@ describe('loadConfig', () => {
   }
 
   it('serves no metrics and exports no traces unless asked (METRICS_PORT, OTEL_EXPORTER_OTLP_ENDPOINT); empty counts as unset', () => {
-    for (const env of [{ API_TOKENS: 'a' }, { API_TOKENS: 'a', METRICS_PORT: '', METRICS_HOST: '0.0.0.0', OTEL_EXPORTER_OTLP_ENDPOINT: ' ' }, { API_TOKENS: 'a', METRICS_PORT: '  ', OTEL_EXPORTER_OTLP_ENDPOINT: '' }]) {
+    for (const env of [{ API_TOKENS: 'a' }, { API_TOKENS: 'a', METRICS_PORT: '', METRICS_HOST: '0.0.0.0', OTEL_EXPORTER_OTLP_ENDPOINT: ' ' },
+      { API_TOKENS: 'a', METRICS_PORT: '  ', OTEL_EXPORTER_OTLP_ENDPOINT: '' }]) {
       const config = loadConfig(env)
       expect(config).not.toHaveProperty('metrics')
       expect(config).not.toHaveProperty('otlpEndpoint')
@@ -230,20 +248,27 @@ describe('token entries: named, hashed and plain', () => {
     ['an empty name', `\n:${SECRET}`, 'API_TOKENS_FILE line 2: a client name is 1 to 64 characters'],
     ['a name of 65 characters', `${'n'.repeat(65)}:${SECRET}`, 'API_TOKENS_FILE line 1: a client name is 1 to 64 characters'],
     ['a name without a token', 'a:t\n\n\nbilling:', 'API_TOKENS_FILE line 4: no token after the client name'],
-    ['a token with characters a bearer token cannot carry', `billing:${SECRET} x`, 'API_TOKENS_FILE line 1: the token has characters a bearer token cannot carry (allowed: A-Z a-z 0-9 - . _ ~ + / and trailing =)'],
+    ['a token with characters a bearer token cannot carry', `billing:${SECRET} x`,
+      'API_TOKENS_FILE line 1: the token has characters a bearer token cannot carry (allowed: A-Z a-z 0-9 - . _ ~ + / and trailing =)'],
     ['a second colon in a plain token', `billing:${SECRET}:x`, 'API_TOKENS_FILE line 1: the token has characters a bearer token cannot carry'],
     ['a hashed entry without a name', `a:t\nsha256:${sha256(SECRET)}`, 'API_TOKENS_FILE line 2: a hashed entry needs a client name in front'],
-    ['a hashed entry with 63 hex digits', `billing:sha256:${sha256(SECRET).slice(1)}`, 'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
-    ['a token that holds sha256: after other characters', `billing:xsha256:${sha256(SECRET)}`, 'API_TOKENS_FILE line 1: the token has characters a bearer token cannot carry'],
-    ['a hashed entry with a character before its 64 hex digits', `billing:sha256:x${sha256(SECRET)}`, 'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
-    ['a hashed entry with a non-hex digit', `billing:sha256:${sha256(SECRET).slice(1)}g`, 'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
+    ['a hashed entry with 63 hex digits', `billing:sha256:${sha256(SECRET).slice(1)}`,
+      'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
+    ['a token that holds sha256: after other characters', `billing:xsha256:${sha256(SECRET)}`,
+      'API_TOKENS_FILE line 1: the token has characters a bearer token cannot carry'],
+    ['a hashed entry with a character before its 64 hex digits', `billing:sha256:x${sha256(SECRET)}`,
+      'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
+    ['a hashed entry with a non-hex digit', `billing:sha256:${sha256(SECRET).slice(1)}g`,
+      'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
     ['sha256sum\'s output pasted whole', `billing:sha256:${sha256(SECRET)}  -`, 'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
     ['a duplicate name', `billing:${SECRET}\nshop:b\nbilling:c`, 'API_TOKENS_FILE line 3: duplicate client name (first on line 1); names are unique'],
     ['a duplicate name, once hashed', `billing:c\nbilling:sha256:${sha256(SECRET)}`, 'API_TOKENS_FILE line 2: duplicate client name (first on line 1)'],
-    ['one token under two names', `billing:${SECRET}\nshop:${SECRET}`, 'API_TOKENS_FILE line 2: the same token as line 1, under another client name or none; a token belongs to one client'],
+    ['one token under two names', `billing:${SECRET}\nshop:${SECRET}`,
+      'API_TOKENS_FILE line 2: the same token as line 1, under another client name or none; a token belongs to one client'],
     ['one token named and unnamed', `${SECRET}\nbilling:${SECRET}`, 'API_TOKENS_FILE line 2: the same token as line 1, under another client name or none'],
     ['one token unnamed after named', `billing:${SECRET}\n${SECRET}`, 'API_TOKENS_FILE line 2: the same token as line 1, under another client name or none'],
-    ['one token plain and hashed under two names', `billing:sha256:${sha256(SECRET)}\nshop:${SECRET}`, 'API_TOKENS_FILE line 2: the same token as line 1, under another client name or none'],
+    ['one token plain and hashed under two names', `billing:sha256:${sha256(SECRET)}\nshop:${SECRET}`,
+      'API_TOKENS_FILE line 2: the same token as line 1, under another client name or none'],
     ['only blank lines', '\n \n', 'API_TOKENS_FILE: at least one bearer token is required']
   ]
   for (const [what, text, message] of fileRefusals) {
@@ -268,7 +293,8 @@ describe('token entries: named, hashed and plain', () => {
 // Every whole-number setting with its documented range and default (docs/configuration.md): the
 // bounds are inclusive, one past either is refused with the variable's name and the bound.
 // RATE_LIMIT_PER_MINUTE's 0 (the schema's minimum) means off: its lowest value read is 1.
-const wholeSettings: [name: string, min: number, max: number | undefined, fallback: number | undefined, read: (config: ReturnType<typeof loadConfig>) => unknown][] = [
+const wholeSettings: [name: string, min: number, max: number | undefined, fallback: number | undefined,
+  read: (config: ReturnType<typeof loadConfig>) => unknown][] = [
   ['PORT', 0, 65535, 3000, (c) => c.port],
   ['DATABASE_POOL_MAX', 1, 1000, 10, (c) => c.databasePoolMax],
   ['DATABASE_STATEMENT_TIMEOUT_MS', 100, 600000, 5000, (c) => c.databaseStatementTimeoutMs],
@@ -320,11 +346,17 @@ describe('whole-number settings', () => {
 
   it('lists every bad variable in one line, in the table\'s order', () => {
     expect(() => loadConfig({ API_TOKENS: 'a', MAX_HEADER_BYTES: '1', PORT: 'x', LOG_LEVEL: 'loud', HOST: '' }))
-      .toThrow(new ConfigError('PORT: Expected number, LOG_LEVEL: Expected string to match \'^(fatal|error|warn|info|debug|trace|silent)$\', MAX_HEADER_BYTES: Expected number to be greater or equal to 1024'))
+      .toThrow(new ConfigError('PORT: Expected number, LOG_LEVEL: Expected string to match \'^(fatal|error|warn|info|debug|trace|silent)$\', ' +
+        'MAX_HEADER_BYTES: Expected number to be greater or equal to 1024'))
   })
 
   it('reads each log level', () => {
-    for (const level of ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) expect(loadConfig({ API_TOKENS: 'a', LOG_LEVEL: level }).logLevel).toBe(level)
+    for (const level of ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) {
+      expect(loadConfig({
+        API_TOKENS: 'a',
+        LOG_LEVEL: level
+      }).logLevel).toBe(level)
+    }
   })
 
   it('ignores variables it does not know, and a variable present but undefined', () => {
@@ -341,13 +373,19 @@ describe('settings read together', () => {
   })
 
   it('allows HEADERS_TIMEOUT_MS equal to REQUEST_TIMEOUT_MS, not above it', () => {
-    expect(loadConfig({ API_TOKENS: 'a', HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '5000' }).http).toMatchObject({ headersTimeoutMs: 5000, requestTimeoutMs: 5000 })
+    expect(loadConfig({ API_TOKENS: 'a', HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '5000' }).http).toMatchObject({
+      headersTimeoutMs: 5000,
+      requestTimeoutMs: 5000
+    })
     expect(() => loadConfig({ API_TOKENS: 'a', HEADERS_TIMEOUT_MS: '5001', REQUEST_TIMEOUT_MS: '5000' }))
       .toThrow(new ConfigError('HEADERS_TIMEOUT_MS must not be larger than REQUEST_TIMEOUT_MS'))
   })
 
   it('takes REDIS_URL only as redis:// or rediss://, and only with a rate limit', () => {
-    expect(loadConfig({ API_TOKENS: 'a', RATE_LIMIT_PER_MINUTE: '5', REDIS_URL: 'rediss://r:6380' }).rateLimit).toEqual({ perMinute: 5, redisUrl: 'rediss://r:6380' })
+    expect(loadConfig({ API_TOKENS: 'a', RATE_LIMIT_PER_MINUTE: '5', REDIS_URL: 'rediss://r:6380' }).rateLimit).toEqual({
+      perMinute: 5,
+      redisUrl: 'rediss://r:6380'
+    })
     expect(loadConfig({ API_TOKENS: 'a', RATE_LIMIT_PER_MINUTE: '5' }).rateLimit).toStrictEqual({ perMinute: 5 })
     expect(loadConfig({ API_TOKENS: 'a', REDIS_URL: 'redis://r' })).not.toHaveProperty('rateLimit')
     for (const url of ['x-redis://r', 'redis:/r', 'REDIS://r']) {

@@ -88,7 +88,8 @@ const probe = (name: 'readinessProbe' | 'livenessProbe' | 'startupProbe'): IProb
 describe('deploy/kubernetes', () => {
   it('holds a Deployment, a Service, a PodDisruptionBudget and an example Secret, each valid against the Kubernetes schemas', () => {
     // The PrometheusRule is checked by test/deploy/prometheus-rules.test.ts (no schema of its CRD here).
-    expect(manifests.map((manifest) => manifest.object.kind).sort()).toEqual(['Deployment', 'Kustomization', 'PodDisruptionBudget', 'PrometheusRule', 'Secret', 'Service'])
+    expect(manifests.map((manifest) => manifest.object.kind).sort()).toEqual(['Deployment', 'Kustomization', 'PodDisruptionBudget', 'PrometheusRule',
+      'Secret', 'Service'])
     for (const model of [deployment, service, budget, secret]) expect(() => { model.validate() }).not.toThrow()
     const kustomization = manifests.find((manifest) => manifest.object.kind === 'Kustomization')?.object as { resources: string[] }
     // The example Secret is never applied with the rest: its values are placeholders. Nor is the

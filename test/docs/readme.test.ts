@@ -60,7 +60,8 @@ describe('docs/', () => {
 })
 
 describe('relative links in README.md, bench/README.md and docs/', () => {
-  it.each([README, BENCH_README, ...pages].map((file) => [file.slice(root.length), file]))('%s: every link leads to a file, and to a heading when it names one', (_name, file) => {
+  it.each([README, BENCH_README, ...pages].map((file) => [file.slice(root.length),
+    file]))('%s: every link leads to a file, and to a heading when it names one', (_name, file) => {
     expect(brokenLinks(file)).toEqual([])
   })
 })

@@ -77,7 +77,15 @@ function createPlants (port: number, connections: number, firstId: number): { st
   let stopping = false
   const one = () => new Promise<void>((resolve) => {
     const body = JSON.stringify({ id: id++, name: 'fern' })
-    const req = request({ port, host: '127.0.0.1', method: 'POST', path: '/plants', agent, timeout: 30000, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
+    const req = request({
+      port,
+      host: '127.0.0.1',
+      method: 'POST',
+      path: '/plants',
+      agent,
+      timeout: 30000,
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-length': body.length }
+    }, (res) => {
       res.resume().on('end', () => {
         const status = res.statusCode ?? 0
         answers.total++
@@ -122,7 +130,8 @@ async function createPlantsFor (server: { child: Server, port: number }, ms: num
 const accessLines = (text: string) => text.split('\n').filter((line) => line.includes('"msg":"request"') && line.includes('"route":"/plants"')).length
 
 describe('a log reader that falls behind or stops', () => {
-  it('with stdout read at 64 KB/s under 15 s of creates: answers every request, keeps serving, grows in RSS at most 32 MB more than a server whose stdout is read at full speed, and drops, counts and reports the lines it cannot write', async () => {
+  it('with stdout read at 64 KB/s under 15 s of creates: answers every request, keeps serving, grows in RSS at most 32 MB more than a server whose ' +
+    'stdout is read at full speed, and drops, counts and reports the lines it cannot write', async () => {
     // MAX_PLANTS small: the store's own growth (its id index) is not what this test measures; the
     // creates beyond it are answered 507 and logged like any other.
     const env = { METRICS_PORT: '0', LOG_BUFFER_MAX_BYTES: String(MiB), MAX_PLANTS: '50000' }

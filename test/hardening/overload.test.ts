@@ -96,7 +96,16 @@ describe('overload shedding (under-pressure)', () => {
     let resident = 900
     const app = Fastify()
     // Only the memory check: a loaded machine's event-loop delay must not be what is seen.
-    await app.register(overload, { limits: { ...defaultOverloadLimits(), maxEventLoopDelayMs: 0, maxHeapUsedBytes: 0, maxRssAnonBytes: 1000, sampleIntervalMs: 10 }, rssAnonBytes: () => resident })
+    await app.register(overload, {
+      limits: {
+        ...defaultOverloadLimits(),
+        maxEventLoopDelayMs: 0,
+        maxHeapUsedBytes: 0,
+        maxRssAnonBytes: 1000,
+        sampleIntervalMs: 10
+      },
+      rssAnonBytes: () => resident
+    })
     app.get('/work', async () => 'done')
     expect((await app.inject('/work')).statusCode).toBe(200)
     resident = 1000

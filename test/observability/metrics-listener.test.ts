@@ -25,7 +25,11 @@ function get (url: string, method = 'GET', agent?: Agent): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method, ...(agent === undefined ? {} : { agent }) }, (res) => {
       let body = ''
-      res.setEncoding('utf8').on('data', (chunk: string) => { body += chunk }).on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }))
+      res.setEncoding('utf8').on('data', (chunk: string) => { body += chunk }).on('end', () => resolve({
+        status: res.statusCode ?? 0,
+        headers: res.headers,
+        body
+      }))
     })
     req.on('error', reject)
     req.end()

@@ -138,7 +138,8 @@ describe('process metrics', () => {
   it('exports prom-client\'s default process and Node metrics, and token reloads at 0 from the start', async () => {
     const metrics = createMetrics()
     const text = await metrics.exposition.metrics()
-    for (const name of ['process_resident_memory_bytes', 'process_cpu_seconds_total', 'nodejs_eventloop_lag_p99_seconds', 'nodejs_heap_size_used_bytes', 'nodejs_gc_duration_seconds']) {
+    for (const name of ['process_resident_memory_bytes', 'process_cpu_seconds_total', 'nodejs_eventloop_lag_p99_seconds',
+      'nodejs_heap_size_used_bytes', 'nodejs_gc_duration_seconds']) {
       expect(text).toContain(`# TYPE ${name} `)
     }
     expect(sampleValue(text, 'plant_store_token_reloads_total', { result: 'ok' })).toBe(0)

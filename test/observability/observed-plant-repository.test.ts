@@ -122,7 +122,11 @@ describe('createObservedPlantRepository', () => {
 
   it('ends an outage seen by /readyz when the store answers /readyz again', async () => {
     const messages: string[] = []
-    const log = { warn: (_fields: object, message: string) => { messages.push(message) }, info: (_fields: object, message: string) => { messages.push(message) } }
+    const log = {
+      warn: (_fields: object, message: string) => { messages.push(message) },
+      info: (_fields: object,
+        message: string) => { messages.push(message) }
+    }
     let down = true
     const store = createObservedPlantRepository({
       insert: async () => 'created',
@@ -174,7 +178,10 @@ describe('createObservedPlantRepository', () => {
     const dir = mkdtempSync(join(tmpdir(), 'plant-store-observed-'))
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
     const lines: Record<string, unknown>[] = []
-    const log = { warn: (fields: object) => { lines.push(fields as Record<string, unknown>) }, info: (fields: object) => { lines.push(fields as Record<string, unknown>) } }
+    const log = {
+      warn: (fields: object) => { lines.push(fields as Record<string, unknown>) },
+      info: (fields: object) => { lines.push(fields as Record<string, unknown>) }
+    }
     const busyPath = join(dir, 'busy.db')
     const busy = createObservedPlantRepository(createSqlitePlantRepository({ path: busyPath, busyTimeoutMs: 20 }), { log, intervalMs: 60000 })
     onTestFinished(() => busy.close())

@@ -23,7 +23,9 @@ for (const target of postgresTargets()) {
     // The file-level summary only says "skipped": say why where a person reads the run.
     console.warn(`PostgreSQL tests (${target.name}) skipped: ${target.skip} (CI sets REQUIRE_POSTGRES=1 and REQUIRE_PGBOUNCER=1)`)
   }
-  describe.skipIf(target.skip !== undefined)(target.skip !== undefined ? `PostgreSQL tests (${target.name}) skipped: ${target.skip}` : `PostgreSQL store, ${target.name}`, () => {
+  describe.skipIf(target.skip !== undefined)(target.skip !== undefined
+    ? `PostgreSQL tests (${target.name}) skipped: ${target.skip}`
+    : `PostgreSQL store, ${target.name}`, () => {
     defineSuite(target)
   })
 }
@@ -122,7 +124,8 @@ function defineSuite (target: PostgresTarget): void {
     const versions = await schemas.query(`SELECT version FROM ${schema}.plant_store_migrations`)
     expect(versions.rows).toEqual([{ version: 1 }, { version: 2 }])
     const columns = await schemas.query(
-      'SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = $1 AND table_name = \'plants\' ORDER BY ordinal_position',
+      'SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = $1 AND table_name = \'plants\' ORDER BY ' +
+        'ordinal_position',
       [schema])
     expect(columns.rows).toEqual([
       { column_name: 'id', data_type: 'bigint', is_nullable: 'NO' },
@@ -370,21 +373,23 @@ function defineSuite (target: PostgresTarget): void {
     expect(await store.insert(1, { name: 'fern' })).toBe('created')
   })
 
-  it('reports creates failing in ready() once they have failed longer than the statement timeout, and is ready again once writes work', { timeout: 30000 }, async () => {
-    const { store, holder } = await storeWithPlantsLocked()
-    // Each waits for the lock until the statement timeout: twice that with no success, while reads work.
-    await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
-    await expect(store.insert(2, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
-    expect((await schemas.query('SELECT 1')).rowCount).toBe(1)
-    await expect(store.ready()).rejects.toBeInstanceOf(WritesFailingError)
-    await expect(store.ready()).rejects.toThrow(/^the service is not ready: creates have failed for \d+ ms with no success$/)
-    await holder.query('ROLLBACK')
-    // No create comes while it is not ready (a load balancer sends none): ready() itself finds out.
-    await vi.waitFor(() => store.ready(), { timeout: 5000, interval: 100 })
-    expect(await store.insert(1, { name: 'fern' })).toBe('created')
-  })
+  it('reports creates failing in ready() once they have failed longer than the statement timeout, and is ready again once writes work',
+    { timeout: 30000 }, async () => {
+      const { store, holder } = await storeWithPlantsLocked()
+      // Each waits for the lock until the statement timeout: twice that with no success, while reads work.
+      await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
+      await expect(store.insert(2, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
+      expect((await schemas.query('SELECT 1')).rowCount).toBe(1)
+      await expect(store.ready()).rejects.toBeInstanceOf(WritesFailingError)
+      await expect(store.ready()).rejects.toThrow(/^the service is not ready: creates have failed for \d+ ms with no success$/)
+      await holder.query('ROLLBACK')
+      // No create comes while it is not ready (a load balancer sends none): ready() itself finds out.
+      await vi.waitFor(() => store.ready(), { timeout: 5000, interval: 100 })
+      expect(await store.insert(1, { name: 'fern' })).toBe('created')
+    })
 
-  it('answers every insert within the statement timeout + 1 s while the server stalls (queued ones too), is not ready within the statement timeout, and recovers once it answers', { timeout: 30000 }, async () => {
+  it('answers every insert within the statement timeout + 1 s while the server stalls (queued ones too), is not ready within the statement timeout, ' +
+    'and recovers once it answers', { timeout: 30000 }, async () => {
     const server = new URL(process.env.TEST_DATABASE_URL as string)
     const proxy = await createSwitchableProxy({ host: server.hostname, port: Number(server.port || 5432) })
     onTestFinished(() => proxy.down())

@@ -82,7 +82,9 @@ async function startTlsServer (binDir: string): Promise<TlsServer> {
   }
 }
 
-describe.skipIf(skip !== undefined)(skip !== undefined ? `PostgreSQL TLS tests skipped: ${skip}` : 'PostgreSQL over TLS (a server that accepts only TLS, a private CA)', () => {
+describe.skipIf(skip !== undefined)(skip !== undefined
+  ? `PostgreSQL TLS tests skipped: ${skip}`
+  : 'PostgreSQL over TLS (a server that accepts only TLS, a private CA)', () => {
   let server: TlsServer
   beforeAll(async () => { server = await startTlsServer(bin as string) }, 60000)
   afterAll(() => server?.stop())

@@ -69,7 +69,10 @@ describe('SQLite store', () => {
     const file = join(dir, 'a-file')
     writeFileSync(file, 'not a folder')
     expect(() => createSqlitePlantRepository({ path: join(file, 'plants.db') })).toThrow(ConfigError)
-    expect(() => createSqlitePlantRepository({ path: join(file, 'plants.db') })).toThrow(/^DATABASE_URL: cannot open the SQLite database .*a-file\/plants\.db: /)
+    expect(() => createSqlitePlantRepository({
+      path: join(file,
+        'plants.db')
+    })).toThrow(/^DATABASE_URL: cannot open the SQLite database .*a-file\/plants\.db: /)
   })
 
   it('fails to start with a ConfigError naming DATABASE_URL when the path is a folder', () => {
@@ -85,7 +88,8 @@ describe('SQLite store', () => {
   it('refuses to start on a schema newer than it knows', () => {
     const path = newPath()
     const db = new Database(path)
-    db.exec('CREATE TABLE plant_store_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL) STRICT; INSERT INTO plant_store_migrations VALUES (99, \'\')')
+    db.exec('CREATE TABLE plant_store_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL) STRICT; INSERT INTO plant_store_migrations ' +
+      'VALUES (99, \'\')')
     db.close()
     expect(() => createSqlitePlantRepository({ path })).toThrow(/schema version 99 is newer than this release knows \(1\)/)
   })

@@ -103,11 +103,19 @@ describe('createTokenSet with client names and hashed entries', () => {
   })
 
   it('finds every entry of a larger set, each by its own token only (the position of the match is kept, not the last or first)', () => {
-    const entries = Array.from({ length: 9 }, (_, i) => i % 3 === 0 ? `plain-${i}` : i % 3 === 1 ? { name: `named-${i}`, token: `token-${i}` } : { name: `hashed-${i}`, sha256: sha256(`secret-${i}`) })
+    const entries = Array.from({ length: 9 }, (_, i) => i % 3 === 0
+      ? `plain-${i}`
+      : i % 3 === 1
+        ? { name: `named-${i}`, token: `token-${i}` }
+        : { name: `hashed-${i}`, sha256: sha256(`secret-${i}`) })
     const set = createTokenSet(entries)
     const tokenOf = (i: number) => i % 3 === 0 ? `plain-${i}` : i % 3 === 1 ? `token-${i}` : `secret-${i}`
     const names = Array.from({ length: 9 }, (_, i) => set.identify(tokenOf(i))?.name)
-    expect(names).toEqual(Array.from({ length: 9 }, (_, i) => i % 3 === 0 ? `sha256:${sha256(`plain-${i}`).slice(0, 12)}` : i % 3 === 1 ? `named-${i}` : `hashed-${i}`))
+    expect(names).toEqual(Array.from({ length: 9 }, (_, i) => i % 3 === 0
+      ? `sha256:${sha256(`plain-${i}`).slice(0, 12)}`
+      : i % 3 === 1
+        ? `named-${i}`
+        : `hashed-${i}`))
   })
 })
 

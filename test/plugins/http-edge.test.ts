@@ -12,7 +12,13 @@ describe('the HTTP edge', () => {
 
   it('keeps a caller\'s printable request id of at most 128 characters, and makes a fresh one for anything else', async () => {
     const app = await buildTestApp()
-    const id = async (given?: string) => (await app.inject({ method: 'GET', url: '/livez', headers: given === undefined ? {} : { 'x-request-id': given } })).headers['x-request-id']
+    const id = async (given?: string) => (await app.inject({
+      method: 'GET',
+      url: '/livez',
+      headers: given === undefined
+        ? {}
+        : { 'x-request-id': given }
+    })).headers['x-request-id']
     expect(await id('abc-1')).toBe('abc-1')
     expect(await id('x'.repeat(128))).toBe('x'.repeat(128))
     const made = [await id(), await id('x'.repeat(129)), await id('a b'), await id('')]
@@ -30,7 +36,13 @@ describe('the HTTP edge', () => {
     expect(res.headers['x-request-id']).toBe('bad-url')
     expect(res.headers['x-content-type-options']).toBe('nosniff')
     expect(res.headers['cache-control']).toBe('no-store')
-    expect(logLines.map((line) => JSON.parse(line) as Record<string, unknown>)).toMatchObject([{ reqId: 'bad-url', method: 'GET', status: 400, ms: 0, msg: 'request' }])
+    expect(logLines.map((line) => JSON.parse(line) as Record<string, unknown>)).toMatchObject([{
+      reqId: 'bad-url',
+      method: 'GET',
+      status: 400,
+      ms: 0,
+      msg: 'request'
+    }])
     const labels = { http_request_method: 'GET', http_route: UNMATCHED_ROUTE, http_response_status_code: '400' }
     const text = await metrics.exposition.metrics()
     expect(sampleValue(text, 'http_server_request_duration_seconds_count', labels)).toBe(1)

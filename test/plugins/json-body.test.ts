@@ -17,7 +17,10 @@ async function isStored (app: App): Promise<boolean> {
   return (await postPlant(app, { id: 1, name: 'probe' })).statusCode === 409
 }
 
-const unsupported = (coding: string) => ({ error: 415, message: `content-encoding "${coding}" is not supported: send the body with one of gzip, deflate, br, or with none` })
+const unsupported = (coding: string) => ({
+  error: 415,
+  message: `content-encoding "${coding}" is not supported: send the body with one of gzip, deflate, br, or with none`
+})
 
 describe('request bodies with a content coding (RFC 9110 §8.4)', () => {
   it('decodes a gzip body and stores the plant it holds', async () => {
@@ -151,7 +154,12 @@ describe('request bodies with a content coding (RFC 9110 §8.4)', () => {
 
   it('checks the token before the coding: no token with an unknown coding is a 401', async () => {
     const app = await buildTestApp()
-    const res = await app.inject({ method: 'POST', url: '/plants', headers: { 'content-type': 'application/json', 'content-encoding': 'x-unknown' }, payload: FERN })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/plants',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'x-unknown' },
+      payload: FERN
+    })
     expect(res.statusCode).toBe(401)
     expect(res.headers['accept-encoding']).toBeUndefined()
   })

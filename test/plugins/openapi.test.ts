@@ -22,7 +22,10 @@ describe('GET /openapi.json', () => {
 
   it('gives every operation an operationId and a 4XX response (redocly recommended rules)', async () => {
     const { paths } = await document()
-    const operations = Object.values(paths as Record<string, Record<string, { operationId?: string, responses: object }>>).flatMap((path) => Object.values(path))
+    const operations = Object.values(paths as Record<string, Record<string, {
+      operationId?: string,
+      responses: object
+    }>>).flatMap((path) => Object.values(path))
     expect(operations.map((operation) => operation.operationId).sort()).toEqual(['addPlant', 'getLiveness', 'getReadiness'])
     for (const operation of operations) expect(Object.keys(operation.responses).some((status) => status.startsWith('4'))).toBe(true)
     expect(Object.keys(paths['/livez'].get.responses).sort()).toEqual(['200', '4XX'])
@@ -72,7 +75,10 @@ describe('GET /openapi.json', () => {
     expect(headersOf('/plants', 'post', '503')).toEqual(['retry-after', 'x-request-id'])
     expect(headersOf('/readyz', 'get', '503')).toEqual(['retry-after', 'x-request-id'])
     for (const status of ['409', '413', '417', '500', '507']) expect(headersOf('/plants', 'post', status), status).toEqual(['x-request-id'])
-    expect(paths['/plants'].post.responses['401'].headers['www-authenticate']).toMatchObject({ schema: { type: 'string' }, description: expect.stringContaining('Bearer realm="plants"') })
+    expect(paths['/plants'].post.responses['401'].headers['www-authenticate']).toMatchObject({
+      schema: { type: 'string' },
+      description: expect.stringContaining('Bearer realm="plants"')
+    })
     expect(paths['/plants'].post.responses['429'].headers['retry-after'].schema.type).toBe('integer')
   })
 

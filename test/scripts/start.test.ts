@@ -61,40 +61,44 @@ describe('npm start builds only when dist/ is not built from the current sources
 })
 
 describe('scripts/start.mjs (what `npm start` runs)', () => {
-  it('builds a stale copy of the project, then starts without building when nothing changed, and SIGTERM still shuts it down gracefully', { timeout: 120000 }, async () => {
-    const project = mkdtempSync(join(tmpdir(), 'plants-start-'))
-    try {
-      for (const file of ['src', 'scripts', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json']) cpSync(join(root, file), join(project, file), { recursive: true })
-      // The installed packages, shared rather than copied.
-      symlinkSync(join(root, 'node_modules'), join(project, 'node_modules'))
-      const env = { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', API_TOKENS: 'start-test' }
-      const start = () => run(process.execPath, ['scripts/start.mjs'], env, { cwd: project })
+  it('builds a stale copy of the project, then starts without building when nothing changed, and SIGTERM still shuts it down gracefully',
+    { timeout: 120000 }, async () => {
+      const project = mkdtempSync(join(tmpdir(), 'plants-start-'))
+      try {
+        for (const file of ['src', 'scripts', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json']) {
+          cpSync(join(root, file),
+            join(project, file), { recursive: true })
+        }
+        // The installed packages, shared rather than copied.
+        symlinkSync(join(root, 'node_modules'), join(project, 'node_modules'))
+        const env = { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', API_TOKENS: 'start-test' }
+        const start = () => run(process.execPath, ['scripts/start.mjs'], env, { cwd: project })
 
-      const first = start()
-      await first.waitForLine((line) => line.includes('Server listening at'), 90000)
-      expect(first.stderr()).toContain('building')
-      first.child.kill('SIGTERM')
-      expect(await first.exited).toEqual({ code: 0, signal: null })
+        const first = start()
+        await first.waitForLine((line) => line.includes('Server listening at'), 90000)
+        expect(first.stderr()).toContain('building')
+        first.child.kill('SIGTERM')
+        expect(await first.exited).toEqual({ code: 0, signal: null })
 
-      const second = start()
-      const listening = await second.waitForLine((line) => line.includes('Server listening at'), 20000)
-      expect(second.stderr()).not.toContain('building')
-      const url = (JSON.parse(listening) as { msg: string }).msg.replace('Server listening at ', '')
-      expect((await fetch(`${url}/livez`)).status).toBe(200)
-      second.child.kill('SIGTERM')
-      expect(await second.exited).toEqual({ code: 0, signal: null })
-      expect(second.stdout.some((line) => line.includes('"signal":"SIGTERM"'))).toBe(true)
+        const second = start()
+        const listening = await second.waitForLine((line) => line.includes('Server listening at'), 20000)
+        expect(second.stderr()).not.toContain('building')
+        const url = (JSON.parse(listening) as { msg: string }).msg.replace('Server listening at ', '')
+        expect((await fetch(`${url}/livez`)).status).toBe(200)
+        second.child.kill('SIGTERM')
+        expect(await second.exited).toEqual({ code: 0, signal: null })
+        expect(second.stdout.some((line) => line.includes('"signal":"SIGTERM"'))).toBe(true)
 
-      // Through npm, as the README starts it: npm passes SIGTERM on to its script's process, which
-      // is the service itself (`exec` in package.json: no shell left between them to swallow it).
-      const viaNpm = run('npm', ['start', '--silent'], env, { cwd: project })
-      await viaNpm.waitForLine((line) => line.includes('Server listening at'), 20000)
-      expect(viaNpm.stderr()).not.toContain('building')
-      viaNpm.child.kill('SIGTERM')
-      await viaNpm.exited
-      await viaNpm.waitForLine((line) => line.includes('"signal":"SIGTERM"') && line.includes('closing'), 10000)
-    } finally {
-      rmSync(project, { recursive: true, force: true })
-    }
-  })
+        // Through npm, as the README starts it: npm passes SIGTERM on to its script's process, which
+        // is the service itself (`exec` in package.json: no shell left between them to swallow it).
+        const viaNpm = run('npm', ['start', '--silent'], env, { cwd: project })
+        await viaNpm.waitForLine((line) => line.includes('Server listening at'), 20000)
+        expect(viaNpm.stderr()).not.toContain('building')
+        viaNpm.child.kill('SIGTERM')
+        await viaNpm.exited
+        await viaNpm.waitForLine((line) => line.includes('"signal":"SIGTERM"') && line.includes('closing'), 10000)
+      } finally {
+        rmSync(project, { recursive: true, force: true })
+      }
+    })
 })
