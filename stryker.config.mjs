@@ -15,12 +15,10 @@ export default {
     'src/routes/plants.ts',
     'src/plants/plant-service.ts',
     'src/plants/memory-plant-repository.ts',
-    'src/config.ts',
     'src/config/**/*.ts',
     'src/plugins/http-edge.ts',
     'src/lib/failure-log.ts',
-    'src/plants/observed-plant-repository.ts',
-    'src/lib/prometheus-histogram.ts'
+    'src/observability/observed-plant-repository.ts'
   ],
   // The sandbox copies only what the suites need (not node_modules, dist, reports or data).
   ignorePatterns: ['dist', 'reports', 'data', 'bench/results', 'coverage', '.ci'],

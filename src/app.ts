@@ -1,17 +1,16 @@
 import Fastify, { type FastifyBaseLogger } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { defaultHttpLimits, defaultOverloadLimits, type Config } from './config.js'
-import { clientErrorHandler, sendError } from './errors.js'
-import { AccessLog } from './plugins/access-log.js'
+import { defaultHttpLimits, defaultOverloadLimits, type Config } from './config/load-config.js'
+import { AccessLog } from './observability/access-log.js'
 import { auth, type TokenSet } from './plugins/auth.js'
-import { httpEdge, requestId, setReplyHeaders } from './plugins/http-edge.js'
+import { edgeOptions, httpEdge } from './plugins/http-edge.js'
 import { jsonBody } from './plugins/json-body.js'
-import type { Metrics } from './plugins/metrics.js'
+import type { Metrics } from './observability/metrics.js'
 import { openapi } from './plugins/openapi.js'
 import { shutdown } from './plugins/shutdown.js'
 import { overload } from './plugins/overload.js'
 import type { PlantRepository } from './plants/plant-repository.js'
-import { createObservedPlantRepository } from './plants/observed-plant-repository.js'
+import { createObservedPlantRepository } from './observability/observed-plant-repository.js'
 import { createPlantService } from './plants/plant-service.js'
 import { healthRoutes } from './routes/health.js'
 import { plantRoutes } from './routes/plants.js'
@@ -19,7 +18,7 @@ import { sharedSchemas } from './schemas.js'
 import { validatorCompiler } from './validation.js'
 
 export interface AppOptions {
-  /** http and overload default to config.ts's defaults; no rateLimit means none. */
+  /** http and overload default to config/load-config.ts's defaults; no rateLimit means none. */
   config: Pick<Config, 'bodyLimit'> &
     Partial<Pick<Config, 'http' | 'overload' | 'rateLimit' | 'corsOrigins' | 'otlpEndpoint' | 'shutdownDelayMs'>>
   tokens: TokenSet
@@ -36,7 +35,7 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
   // Loaded only when configured: the OpenTelemetry packages cost start time and memory otherwise.
   const tracing = config.otlpEndpoint === undefined
     ? undefined
-    : (await import('./plugins/tracing.js')).createTracing(config.otlpEndpoint)
+    : (await import('./observability/tracing.js')).createTracing(config.otlpEndpoint)
   // Store failures logged throttled, inserts counted and traced: the one wrapper around any store.
   const repository = createObservedPlantRepository(store, { log: logger, metrics, tracing })
   const accessLog = new AccessLog(metrics)
@@ -55,21 +54,12 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
       // A missing Host is answered by the edge, with the Error record.
       requireHostHeader: false
     },
-    genReqId: requestId,
-    requestIdHeader: false,
     logController: accessLog,
     // Requests that arrive while closing are served with Connection: close (plugins/shutdown.ts).
     return503OnClosing: false,
-    // A bad URL is answered before routing: no hook runs, and Fastify waits for no completion.
-    frameworkErrors: (error, request, reply) => {
-      setReplyHeaders(request, reply)
-      reply.raw.once('finish', () => { accessLog.requestCompleted(null, request, reply) })
-      sendError(error, request, reply)
-    },
-    clientErrorHandler
+    ...edgeOptions(accessLog)
   }).withTypeProvider<TypeBoxTypeProvider>()
   app.setValidatorCompiler(validatorCompiler)
-  app.setErrorHandler(sendError)
   for (const schema of sharedSchemas) app.addSchema(schema)
 
   // First, so that requests the edge refuses, shed and failed ones are traced too.

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import closeWithGrace from 'close-with-grace'
 import pino from 'pino'
 import { buildApp } from './app.js'
-import { ConfigError, loadConfig } from './config.js'
+import { ConfigError, loadConfig } from './config/load-config.js'
 import { createTokenSet } from './plugins/auth.js'
 import { createRepository } from './storage.js'
 import { watchTokens } from './token-reload.js'
@@ -11,12 +11,15 @@ import { watchTokens } from './token-reload.js'
 async function main (): Promise<void> {
   const config = loadConfig(process.env)
   // Counted only when served: without METRICS_PORT prom-client (about 70 ms of start-up) is not loaded.
-  const metrics = config.metrics === undefined ? undefined : (await import('./plugins/metrics.js')).createMetrics()
+  const metrics = config.metrics === undefined
+    ? undefined
+    : (await import('./observability/metrics.js')).createMetrics()
 
   // JSON lines on stdout (pino's default), never waited for: a slow reader holds back at most LOG_BUFFER_MAX_BYTES, the
   // lines beyond are dropped and counted. At exit (before pino's own exit flush) what the reader takes
   // is written, and what a full pipe refuses is lost rather than the exit.
   let exiting = false
+  // Added before pino.destination() adds pino's own exit flush, so that this one runs first.
   process.once('exit', () => {
     exiting = true
     try {
@@ -52,7 +55,7 @@ async function main (): Promise<void> {
     app.addHook('onClose', async () => stopWatching())
   }
   if (metrics !== undefined && config.metrics !== undefined) {
-    const { listenMetrics } = await import('./metrics-listener.js')
+    const { listenMetrics } = await import('./observability/metrics-listener.js')
     const listener = await listenMetrics({ registry: metrics.exposition, ...config.metrics, log: app.log })
     // Closed with the app, after the last request, so that a last scrape still sees them.
     app.addHook('onClose', listener.close)

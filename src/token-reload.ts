@@ -1,6 +1,6 @@
 import { unwatchFile, watchFile } from 'node:fs'
 import type { FastifyBaseLogger } from 'fastify'
-import { readTokensFile } from './config.js'
+import { readTokensFile } from './config/load-config.js'
 import type { TokenSet } from './plugins/auth.js'
 
 export interface TokenReloadOptions {
@@ -12,11 +12,8 @@ export interface TokenReloadOptions {
   onReload?: ((taken: boolean) => void) | undefined
 }
 
-/**
- * Reads the tokens file again and swaps the accepted set at once. A file that cannot be read, holds
- * no token or has a bad line is refused whole and the previous set stays: a half-written file, a
- * typo or a missing mount must not lock clients out. onReload is told whether the new set was taken.
- */
+/** Reads the tokens file again and swaps the accepted set. A file unreadable, empty or with a bad line is refused
+ * whole and the previous set stays: a half-written file, a typo or a missing mount must not lock clients out. */
 export function reloadTokens ({ file, tokens, log, onReload }: TokenReloadOptions): void {
   try {
     const next = readTokensFile(file)
@@ -30,10 +27,8 @@ export function reloadTokens ({ file, tokens, log, onReload }: TokenReloadOption
   }
 }
 
-/**
- * Reloads on SIGHUP and when the file changes, polled by path every 2 s (fs.watchFile), so that the
- * symlink swap Kubernetes uses to update a mounted secret is seen too. Returns a function that stops both.
- */
+/** Reloads on SIGHUP and when the file changes, polled by path (fs.watchFile) so that the symlink swap of a mounted
+ * Kubernetes secret is seen too. Returns a function that stops both. */
 export function watchTokens (options: TokenReloadOptions): () => void {
   const reload = (): void => { reloadTokens(options) }
   process.on('SIGHUP', reload)

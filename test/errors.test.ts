@@ -4,7 +4,8 @@ import { Writable } from 'node:stream'
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyReply } from 'fastify'
 import pino from 'pino'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { NotReadyError, OverloadedError, StoreUnavailableError, clientErrorHandler, sendError } from '../src/errors.js'
+import { NotReadyError, OverloadedError, StoreUnavailableError } from '../src/errors.js'
+import { clientErrorHandler, sendError } from '../src/plugins/http-edge.js'
 
 /** A bare Fastify app with the service's error handlers: GET /throw throws what `make` returns. */
 async function appThrowing (make: (reply: FastifyReply) => Error) {
@@ -41,13 +42,19 @@ describe('sendError: the Error record for any error', () => {
     expect((await appThrowing(() => withStatus(599))).reply.statusCode).toBe(599)
   })
 
-  it('tells a client the status\'s own phrase for a 5xx that is not the service\'s, never its message; "server error" for a status without a phrase', async () => {
-    const bad = await appThrowing(() => withStatus(502))
-    expect(bad.reply.json()).toEqual({ error: 502, message: 'Bad Gateway' })
-    expect((await appThrowing(() => withStatus(599))).reply.json()).toEqual({ error: 599, message: 'server error' })
-    // A 5xx the service names (PLANTS_…) keeps its message.
-    expect((await appThrowing(() => new StoreUnavailableError())).reply.json()).toEqual({ error: 503, message: 'the plant store is unavailable, retry later' })
-  })
+  it('tells a client the status\'s own phrase for a 5xx that is not the service\'s, never its message; "server error" for a status without a phrase',
+    async () => {
+      const bad = await appThrowing(() => withStatus(502))
+      expect(bad.reply.json()).toEqual({ error: 502, message: 'Bad Gateway' })
+      expect((await appThrowing(() => withStatus(599))).reply.json()).toEqual({ error: 599, message: 'server error' })
+      const withoutCode = Object.assign(new Error('a detail for the log only'), { statusCode: 502 })
+      expect((await appThrowing(() => withoutCode)).reply.json()).toEqual({ error: 502, message: 'Bad Gateway' })
+      // A 5xx the service names (PLANTS_…) keeps its message.
+      expect((await appThrowing(() => new StoreUnavailableError())).reply.json()).toEqual({
+        error: 503,
+        message: 'the plant store is unavailable, retry later'
+      })
+    })
 
   it('logs a refused 5xx that is not one of the quiet ones as a warning carrying the error', async () => {
     const { lines } = await appThrowing(() => withStatus(502))
@@ -81,7 +88,10 @@ describe('sendError: the Error record for any error', () => {
 
   it('words Fastify\'s own 4xx errors for the API\'s callers where its words are not clear, and keeps them where they are', async () => {
     const framework = (code: string, status = 400) => () => Object.assign(new Error('fastify wording'), { code, statusCode: status }) as FastifyError
-    expect((await appThrowing(framework('FST_ERR_CTP_INVALID_MEDIA_TYPE', 415))).reply.json()).toEqual({ error: 415, message: 'content-type must be application/json' })
+    expect((await appThrowing(framework('FST_ERR_CTP_INVALID_MEDIA_TYPE', 415))).reply.json()).toEqual({
+      error: 415,
+      message: 'content-type must be application/json'
+    })
     expect((await appThrowing(framework('FST_ERR_CTP_INVALID_CONTENT_LENGTH'))).reply.json()).toEqual({ error: 400, message: 'fastify wording' })
     expect((await appThrowing(framework('FST_ERR_ASYNC_CONSTRAINT', 500))).reply.json()).toEqual({ error: 500, message: 'internal server error' })
     const Own = createError('X_TEAPOT', 'short and stout', 418)
@@ -134,7 +144,8 @@ describe('clientErrorHandler: malformed HTTP', () => {
   })
 
   it('answers 431, 408 or 400', () => {
-    for (const [code, status] of [['HPE_HEADER_OVERFLOW', 431], ['ERR_HTTP_REQUEST_TIMEOUT', 408], ['HPE_INVALID_METHOD', 400], ['HPE_INVALID_VERSION', 400]] as const) {
+    for (const [code, status] of [['HPE_HEADER_OVERFLOW', 431], ['ERR_HTTP_REQUEST_TIMEOUT', 408], ['HPE_INVALID_METHOD', 400],
+      ['HPE_INVALID_VERSION', 400]] as const) {
       const { socket, calls } = fakeSocket()
       clientErrorHandler(parseError(code), socket)
       expect(calls).toEqual([`end HTTP/1.1 ${status} ${{ 431: 'Request Header Fields Too Large', 408: 'Request Timeout', 400: 'Bad Request' }[status]}`])

@@ -2,11 +2,11 @@ import { Writable } from 'node:stream'
 import pino from 'pino'
 import { onTestFinished } from 'vitest'
 import { buildApp, type App, type AppOptions } from '../src/app.js'
-import { defaultOverloadLimits, type TokenEntry } from '../src/config.js'
+import { defaultOverloadLimits, type TokenEntry } from '../src/config/load-config.js'
 import { createTokenSet, type TokenSet } from '../src/plugins/auth.js'
 import { createMemoryPlantRepository } from '../src/plants/memory-plant-repository.js'
 import type { PlantRepository } from '../src/plants/plant-repository.js'
-import type { Metrics } from '../src/plugins/metrics.js'
+import type { Metrics } from '../src/observability/metrics.js'
 
 export const TOKEN = 'test-token-0123456789'
 export const AUTH = { authorization: `Bearer ${TOKEN}` }

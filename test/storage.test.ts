@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, describe, expect, it, onTestFinished } from 'vitest'
-import { ConfigError } from '../src/config.js'
+import { ConfigError } from '../src/config/load-config.js'
 import { StoreUnavailableError } from '../src/errors.js'
 import { createRepository } from '../src/storage.js'
 
@@ -47,12 +47,13 @@ describe('createRepository', () => {
     expect(await loadedBy('postgres://postgres@127.0.0.1:1/test')).toEqual({ addons: [], drivers: ['pg'] })
   })
 
-  it.each(['postgres://u@127.0.0.1:1/db', 'postgresql://u@127.0.0.1:1/db'])('takes %s as PostgreSQL: it tries that server, so ready() rejects', async (databaseUrl) => {
-    const repository = await createRepository({ databaseUrl, maxPlants: 1 })
-    onTestFinished(() => repository.close())
-    await expect(repository.ready()).rejects.toBeInstanceOf(StoreUnavailableError)
-    await expect(repository.ready()).rejects.toHaveProperty('cause.code', 'ECONNREFUSED')
-  })
+  it.each(['postgres://u@127.0.0.1:1/db', 'postgresql://u@127.0.0.1:1/db'])('takes %s as PostgreSQL: it tries that server, so ready() rejects',
+    async (databaseUrl) => {
+      const repository = await createRepository({ databaseUrl, maxPlants: 1 })
+      onTestFinished(() => repository.close())
+      await expect(repository.ready()).rejects.toBeInstanceOf(StoreUnavailableError)
+      await expect(repository.ready()).rejects.toHaveProperty('cause.code', 'ECONNREFUSED')
+    })
 
   it('throws a ConfigError naming DATABASE_URL and only the scheme for an unknown store', async () => {
     const attempt = createRepository({ databaseUrl: 'mysql://user:secret@db/plants', maxPlants: 1 })
@@ -66,7 +67,8 @@ describe('createRepository', () => {
     ['postgres://plants:hunter2/x@db.internal/plants', /^DATABASE_URL: the host is not host or host:port/],
     ['postgres://plants:hunter2@db1:5432,:5432/plants', /^DATABASE_URL: host 2 of 2 is not host or host:port/],
     ['postgres://plants:hunter2@db1:99999/plants', /^DATABASE_URL: the host is not host or host:port/],
-    ['postgres://plants:hunter2@db1,db2/plants?target_session_attrs=standby', /^DATABASE_URL: target_session_attrs=standby would send the service's writes to a read-only server/],
+    ['postgres://plants:hunter2@db1,db2/plants?target_session_attrs=standby',
+      /^DATABASE_URL: target_session_attrs=standby would send the service's writes to a read-only server/],
     ['postgres://plants:hunter2@db1/plants?target_session_attrs=writable', /^DATABASE_URL: target_session_attrs must be read-write, primary or any$/]
   ])('throws a ConfigError naming DATABASE_URL, and never the password, for %s', async (databaseUrl, message) => {
     const attempt = createRepository({ databaseUrl, maxPlants: 1 })
@@ -79,11 +81,15 @@ describe('createRepository', () => {
     const repository = await createRepository({ databaseUrl: 'postgres://u:hunter2@127.0.0.1:1,127.0.0.1:2/db?target_session_attrs=read-write', maxPlants: 1 })
     onTestFinished(() => repository.close())
     await expect(repository.ready()).rejects.toBeInstanceOf(StoreUnavailableError)
-    await expect(repository.ready()).rejects.toHaveProperty('cause.message', expect.stringMatching(/^no host takes writes \(target_session_attrs=read-write\): 127\.0\.0\.1:1: .*ECONNREFUSED.*; 127\.0\.0\.1:2: .*ECONNREFUSED/))
+    await expect(repository.ready()).rejects.toHaveProperty('cause.message',
+      expect.stringMatching(/^no host takes writes \(target_session_attrs=read-write\): 127\.0\.0\.1:1: .*ECONNREFUSED.*; 127\.0\.0\.1:2: .*ECONNREFUSED/))
   })
 
   it('throws a ConfigError for a value without a scheme', async () => {
-    await expect(createRepository({ databaseUrl: './plants.db', maxPlants: 1 })).rejects.toThrow('DATABASE_URL: no store scheme given; use memory:, sqlite:<path> or postgres://…')
+    await expect(createRepository({
+      databaseUrl: './plants.db',
+      maxPlants: 1
+    })).rejects.toThrow('DATABASE_URL: no store scheme given; use memory:, sqlite:<path> or postgres://…')
   })
 
   it.each(['sqlite:', 'sqlite::memory:'])('throws a ConfigError for %s, which names no file', async (databaseUrl) => {

@@ -5,10 +5,18 @@ import { validatorCompiler } from '../src/validation.js'
 
 /** The validator Fastify would get for `schema` on `httpPart`, and what it says about `value`. */
 function validate (schema: Parameters<typeof validatorCompiler>[0]['schema'], value: unknown, httpPart?: string) {
-  const check = validatorCompiler({ schema, method: 'POST', url: '/plants', ...(httpPart === undefined ? {} : { httpPart }) }) as (value: unknown) => { value?: unknown, error?: Error }
+  const check = validatorCompiler({
+    schema,
+    method: 'POST',
+    url: '/plants',
+    ...(httpPart === undefined
+      ? {}
+      : { httpPart })
+  }) as (value: unknown) => { value?: unknown, error?: Error }
   return check(value)
 }
-const problem = (schema: Parameters<typeof validatorCompiler>[0]['schema'], value: unknown, httpPart?: string) => validate(schema, value, httpPart).error?.message
+const problem = (schema: Parameters<typeof validatorCompiler>[0]['schema'], value: unknown, httpPart?: string) => validate(schema, value,
+  httpPart).error?.message
 
 describe('validatorCompiler: the first problem, in words a caller can act on', () => {
   it('passes a valid value through as it is (no coercion, extra properties kept)', () => {

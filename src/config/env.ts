@@ -3,48 +3,48 @@ import { Value } from '@sinclair/typebox/value'
 import { ConfigError } from '../lib/config-error.js'
 
 // Not Type.Integer: TypeBox converts an integer with parseInt, which reads "1.5" as 1 instead of refusing it.
-const whole = (minimum: number, maximum: number, defaultValue: number) =>
+const integer = (minimum: number, maximum: number, defaultValue: number) =>
   Type.Number({ multipleOf: 1, minimum, maximum, default: defaultValue })
-const optionalWhole = (minimum: number, maximum = Number.MAX_SAFE_INTEGER) =>
+const optionalInteger = (minimum: number, maximum = Number.MAX_SAFE_INTEGER) =>
   Type.Optional(Type.Number({ multipleOf: 1, minimum, maximum }))
-const milliseconds = (defaultValue: number) => whole(100, 600000, defaultValue)
-const oneOf = (values: string[], defaultValue: string) =>
+const milliseconds = (defaultValue: number) => integer(100, 600000, defaultValue)
+const choice = (values: string[], defaultValue: string) =>
   Type.String({ pattern: `^(${values.join('|')})$`, default: defaultValue })
-const optional = (pattern = '') => Type.Optional(Type.String({ pattern }))
+const optionalString = (pattern = '') => Type.Optional(Type.String({ pattern }))
 
 /** The environment the service reads, one row a variable (docs/configuration.md), each also a field of Config. */
 export const Env = Type.Object({
-  PORT: whole(0, 65535, 3000),
+  PORT: integer(0, 65535, 3000),
   HOST: Type.String({ default: '127.0.0.1' }),
-  LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
-  LOG_BUFFER_MAX_BYTES: optionalWhole(65536, 1073741824),
-  API_TOKENS: optional(),
-  API_TOKENS_FILE: optional(),
+  LOG_LEVEL: choice(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
+  LOG_BUFFER_MAX_BYTES: optionalInteger(65536, 1073741824),
+  API_TOKENS: optionalString(),
+  API_TOKENS_FILE: optionalString(),
   DATABASE_URL: Type.String({ default: 'memory:' }),
   // PostgreSQL only.
-  DATABASE_POOL_MAX: whole(1, 1000, 10),
+  DATABASE_POOL_MAX: integer(1, 1000, 10),
   DATABASE_STATEMENT_TIMEOUT_MS: milliseconds(5000),
-  BODY_LIMIT: whole(64, 1048576, 16384),
+  BODY_LIMIT: integer(64, 1048576, 16384),
   // Below V8's most Map entries (2^24).
-  MAX_PLANTS: optionalWhole(1, 16000000),
+  MAX_PLANTS: optionalInteger(1, 16000000),
   SHUTDOWN_TIMEOUT_MS: milliseconds(8000),
-  SHUTDOWN_DELAY_MS: whole(0, 600000, 0),
+  SHUTDOWN_DELAY_MS: integer(0, 600000, 0),
   HEADERS_TIMEOUT_MS: milliseconds(10000),
   REQUEST_TIMEOUT_MS: milliseconds(15000),
   CONNECTION_TIMEOUT_MS: milliseconds(30000),
   KEEP_ALIVE_TIMEOUT_MS: milliseconds(72000),
-  MAX_HEADER_BYTES: whole(1024, 65536, 16384),
-  MAX_EVENT_LOOP_DELAY_MS: whole(0, 60000, 200),
-  MAX_HEAP_USED_BYTES: optionalWhole(0),
-  MAX_RSS_BYTES: whole(0, Number.MAX_SAFE_INTEGER, 0),
-  MAX_RSS_ANON_BYTES: optionalWhole(0),
-  RATE_LIMIT_PER_MINUTE: whole(0, 100000000, 0),
-  REDIS_URL: optional('^rediss?://'),
-  CORS_ORIGINS: optional(),
-  METRICS_PORT: optionalWhole(0, 65535),
-  METRICS_HOST: optional(),
+  MAX_HEADER_BYTES: integer(1024, 65536, 16384),
+  MAX_EVENT_LOOP_DELAY_MS: integer(0, 60000, 200),
+  MAX_HEAP_USED_BYTES: optionalInteger(0),
+  MAX_RSS_BYTES: integer(0, Number.MAX_SAFE_INTEGER, 0),
+  MAX_RSS_ANON_BYTES: optionalInteger(0),
+  RATE_LIMIT_PER_MINUTE: integer(0, 100000000, 0),
+  REDIS_URL: optionalString('^rediss?://'),
+  CORS_ORIGINS: optionalString(),
+  METRICS_PORT: optionalInteger(0, 65535),
+  METRICS_HOST: optionalString(),
   // The OTLP/HTTP receiver, e.g. http://127.0.0.1:4318.
-  OTEL_EXPORTER_OTLP_ENDPOINT: optional('^https?://[^/]')
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalString('^https?://[^/]')
 })
 export type Env = Static<typeof Env>
 

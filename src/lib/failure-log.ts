@@ -33,11 +33,8 @@ export function summarizeCause (error: unknown): { code?: string, message: strin
   }
 }
 
-/**
- * Logs a dependency's failures so that an outage does not flood the log pipeline: per kind of
- * failure at most one line per interval, with the count since its previous line and the cause's
- * code and message; one line when it works again, with the outage's total.
- */
+/** A dependency's failures without flooding the log: per kind at most one line per interval, with the count since
+ * the last line and the cause; one line when it works again, with the outage's total. */
 export function createFailureLog ({ log, subject, counted, effect, intervalMs = 1000 }: FailureLogOptions) {
   // Per kind of failure (where and what): the failures not logged yet, and when its last line was written.
   const kinds = new Map<string, { pending: number, loggedAt: number }>()

@@ -3,10 +3,10 @@ import { Server as NetServer } from 'node:net'
 
 /**
  * Stops accepting connections and leaves the open ones alone; resolves once they have all ended.
- * http.Server's close() also destroys idle keep-alive connections at once, which resets a request
- * already on its way on one of them; the close() of net.Server, which http.Server extends, does not.
- * This reaches past http's own close on purpose: test/lib/stop-accepting.test.ts fails when Node changes it.
+ * test/lib/stop-accepting.test.ts fails when Node changes what this relies on.
  */
 export function stopAccepting (server: Server): Promise<void> {
+  // http.Server's close() also resets idle keep-alive connections, on which a request may be on its way:
+  // the close() it overrides, net.Server's, only stops accepting.
   return new Promise((resolve) => { NetServer.prototype.close.call(server, () => { resolve() }) })
 }

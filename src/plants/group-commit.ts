@@ -21,12 +21,11 @@ export interface GroupCommitOptions<Item, Outcome> {
 
 /**
  * Group commit for the SQL stores: entries added in one turn of the event loop (setImmediate runs after the poll
- * phase: every request read in it) leave as one batch, one transaction and one fsync or round trip, and each
- * settles after the commit that holds it. An entry added after close() is refused with StoreUnavailableError.
+ * phase) leave as one batch, one transaction and one fsync or round trip. After close(), StoreUnavailableError.
  */
 export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<Item, Outcome>) {
   const { commit, maxBatch = Infinity, maxInFlight = 1 } = options
-  let queue: Array<Pending<Item, Outcome>> = []
+  const queue: Array<Pending<Item, Outcome>> = []
   let scheduled = false
   let closed = false
   const inFlight = new Set<Promise<void>>()
@@ -41,8 +40,7 @@ export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<It
   function dispatch (): void {
     scheduled = false
     while (queue.length > 0 && inFlight.size < maxInFlight) {
-      const batch = queue
-      queue = batch.splice(maxBatch)
+      const batch = queue.splice(0, maxBatch)
       observer?.batch(batch.length)
       const running: Promise<void> = Promise.resolve().then(() => commit(batch)).finally(() => {
         inFlight.delete(running)

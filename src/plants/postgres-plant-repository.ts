@@ -1,9 +1,10 @@
 import { hash } from 'node:crypto'
+import type pg from 'pg'
 import { StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../errors.js'
 import type { Plant, PlantId } from '../schemas.js'
 import { createGroupCommit, type Pending } from './group-commit.js'
 import { samePlant, type InsertOutcome, type PlantRepository } from './plant-repository.js'
-import { createSession, ignore, notConnected, within } from './postgres-session.js'
+import { awaitAtMost, createSession, noop, notConnected } from './postgres-session.js'
 
 export interface PostgresPlantRepositoryOptions {
   /** To the server or a pooler; several hosts, sslmode and sslrootcert as libpq reads them (docs/storage.md). */
@@ -19,8 +20,7 @@ type Entry = Pending<{ key: string, id: bigint, plant: Plant }, InsertOutcome>
 
 /** Named by its text's digest: two releases behind one pooler never run each other's statement. */
 const named = (text: string) => ({ name: `plant-store-${hash('sha256', text).slice(0, 16)}`, text })
-// A batch's values travel as parameters, one array per column. Ids travel as text and come back as `id::text`:
-// never a JS number, whatever int8 parser is set.
+// One array parameter per column; ids travel as text both ways, never a JS number, whatever int8 parser is set.
 const INSERT_BATCH = named('INSERT INTO plants (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], ' +
   '$3::text[]) ON CONFLICT (id) DO NOTHING RETURNING id::text AS id')
 const SELECT_STORED = named('SELECT id::text AS id, name, tag FROM plants WHERE id = ANY ($1::int8[])')
@@ -61,8 +61,13 @@ BEGIN
     INSERT INTO plant_store_migrations (version, runs_on) VALUES (2, oldest);
   END IF;
 END $$`
-const HEARTBEAT = 'LOCK TABLE plants IN ROW EXCLUSIVE MODE; INSERT INTO plant_store_heartbeat (id, written_at) ' +
-  'VALUES (true, now()) ON CONFLICT (id) DO UPDATE SET written_at = excluded.written_at'
+// The readiness probe reads and writes nothing: the server takes this role's inserts (not read-only, INSERT granted),
+// and one row of plants is read, so that a lock that stops reads (ACCESS EXCLUSIVE) fails it as it stops creates.
+const PROBE = 'SELECT NOT current_setting(\'transaction_read_only\')::bool AND has_table_privilege(\'plants\', ' +
+  '\'INSERT\') AS writable, EXISTS (SELECT FROM plants) AS readable'
+const probe = ({ rows }: pg.QueryResult<{ writable: boolean }>): void => {
+  if (rows[0]?.writable !== true) throw new StoreUnavailableError({ cause: new Error('the server takes no writes') })
+}
 
 /** A write that succeeded this recently means ready, unprobed; also the least time between two probes. */
 const FRESH_MS = 1000
@@ -73,7 +78,7 @@ const FRESH_MS = 1000
  * tells the truth about writes: a write in flight for the statement timeout is a 503 at once.
  */
 export function createPostgresPlantRepository (options: PostgresPlantRepositoryOptions): PlantRepository {
-  const { maxConnections: max = 10, statementTimeoutMs: statementTimeout = 5000, hostSelected = ignore } = options
+  const { maxConnections: max = 10, statementTimeoutMs: statementTimeout = 5000, hostSelected = noop } = options
   const session = createSession(options.connectionString, max, statementTimeout, hostSelected)
 
   let migrated = false
@@ -105,11 +110,12 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   /** Waits for a schema attempt in progress (an insert at most `ms`); rejects while the database is not reached. */
   async function whenMigrated (ms = Infinity): Promise<void> {
     if (closed) throw new StoreUnavailableError()
-    if (!migrated) await within(migration, ms)
+    if (!migrated) await awaitAtMost(migration, ms)
     if (!migrated) throw new StoreUnavailableError({ cause: lastError })
   }
 
-  function track<T> (write: () => Promise<T>): Promise<T> {
+  /** Runs a write or a probe: in flight while it runs, then its outcome is the last one. */
+  function recordOutcome<T> (write: () => Promise<T>): Promise<T> {
     const entry = { since: performance.now() }
     inFlight.add(entry)
     return write().then((value) => {
@@ -124,7 +130,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   }
 
   /** No connection at all: the store's own error. Otherwise: writes fail, and for how long. */
-  function failing (now: number): unknown {
+  function notReadyError (now: number): unknown {
     if (last?.ok === false && notConnected(last.error) && inFlight.size === 0) return last.error
     return new WritesFailingError(String(Math.round(now - (failingSince ?? oldest() ?? now))))
   }
@@ -143,28 +149,27 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   async function run (batch: Entry[]): Promise<void> {
     const timeoutAt = (batch[0] as Entry).queuedAt + statementTimeout
     // The first insert of an id is the one that can create it; later ones compare with what is stored.
-    const firsts = new Map<string, Entry>()
-    for (const pending of batch) if (!firsts.has(pending.item.key)) firsts.set(pending.item.key, pending)
-    // In id order, so concurrent batches (other replicas) take row locks in one order: no deadlock. Sorted here:
-    // an ORDER BY in the statement cost the server more than the whole batch's parameters.
-    const rows = [...firsts.values()].map(({ item }) => item).sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+    const firstByKey = new Map<string, Entry>()
+    for (const pending of batch) if (!firstByKey.has(pending.item.key)) firstByKey.set(pending.item.key, pending)
+    // In id order, so concurrent batches (other replicas) take row locks in one order: no deadlock.
+    const rows = [...firstByKey.values()].map(({ item }) => item).sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
     const insert = {
       ...INSERT_BATCH,
       values: [rows.map((row) => row.key), rows.map((row) => row.plant.name), rows.map((row) => row.plant.tag)]
     }
-    const created = await track(() => session.query<{ id: string }>(insert, timeoutAt))
+    const created = await recordOutcome(() => session.query<{ id: string }>(insert, timeoutAt))
       .then((result) => new Set(result.rows.map((row) => row.id)), (error: unknown) => {
         for (const pending of batch) pending.reject(error)
       })
     if (created === undefined) return
 
     const stored = new Map<string, Plant>()
-    for (const key of created) stored.set(key, (firsts.get(key) as Entry).item.plant)
-    const others = [...firsts.keys()].filter((key) => !created.has(key))
+    for (const key of created) stored.set(key, (firstByKey.get(key) as Entry).item.plant)
+    const existingKeys = [...firstByKey.keys()].filter((key) => !created.has(key))
     // A statement of its own: its snapshot sees the rows that made ON CONFLICT skip these ids. If it fails, they
     // are stored (their insert found them): only whether as this plant is not known.
-    const select = { ...SELECT_STORED, values: [others] }
-    const failure = others.length === 0
+    const select = { ...SELECT_STORED, values: [existingKeys] }
+    const failure = existingKeys.length === 0
       ? undefined
       : await session.query<{ id: string, name: string, tag: string | null }>(select, timeoutAt).then(
         ({ rows }) => { for (const { id, name, tag } of rows) stored.set(id, tag === null ? { name } : { name, tag }) },
@@ -172,7 +177,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     for (const pending of batch) {
       const { key, plant } = pending.item
       const found = stored.get(key)
-      if (created.has(key) && firsts.get(key) === pending) pending.resolve('created')
+      if (created.has(key) && firstByKey.get(key) === pending) pending.resolve('created')
       else if (found !== undefined) pending.resolve(samePlant(found, plant) ? 'same' : 'conflict')
       else pending.reject(failure ?? new StoreUnavailableError({ cause: new Error(`plant ${key} not found`) }))
     }
@@ -186,16 +191,20 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     async ready () {
       await whenMigrated()
       const now = performance.now()
-      if (now - (oldest() ?? now) >= statementTimeout) throw failing(now)
-      // A probe that ended less than FRESH_MS after it started answers until then.
-      const probed = probing === undefined && now - probeStarted < FRESH_MS
-      if (last?.ok === true && (probed || now - last.at < FRESH_MS)) return
-      if (probed) throw failing(now)
-      if (probing === undefined) probeStarted = now
-      probing ??= track(() => session.query(HEARTBEAT, now + statementTimeout)).then(ignore, ignore)
-        .finally(() => { probing = undefined })
-      const done = await within(probing.then(() => true), (oldest() ?? now) + statementTimeout - now)
-      if (done === undefined || last?.ok !== true) throw failing(performance.now())
+      if (now - (oldest() ?? now) >= statementTimeout) throw notReadyError(now)
+      // The last outcome stands for FRESH_MS after a success, and after the start of a probe that has answered.
+      const probeAnswered = probing === undefined && now - probeStarted < FRESH_MS
+      if (probeAnswered || (last?.ok === true && now - last.at < FRESH_MS)) {
+        if (last?.ok === true) return
+        throw notReadyError(now)
+      }
+      if (probing === undefined) {
+        probeStarted = now
+        probing = recordOutcome(() => session.query<{ writable: boolean }>(PROBE, now + statementTimeout).then(probe))
+          .then(noop, noop).finally(() => { probing = undefined })
+      }
+      const done = await awaitAtMost(probing.then(() => true), (oldest() ?? now) + statementTimeout - now)
+      if (done === undefined || last?.ok !== true) throw notReadyError(performance.now())
     },
     stats: session.stats,
     observe: batches.observe,

@@ -6,12 +6,13 @@ import { cancel } from './postgres-cancel.js'
 
 /** A statement still running at its timeout is cancelled and answered within this (the rest of a second: the reply). */
 const CANCEL_ANSWER_MS = 600
-/** After that, a connection waits this long for the answer (re-cancelling each second), then is closed. */
-const HOLD_MS = 10_000
+/** After that, a connection waits in quarantine this long for the answer (re-cancelled each second), then closes. */
+const QUARANTINE_MS = 10_000
 
-// SQLSTATEs after which nothing of the transaction is committed: classes 22, 23, 25, 40, 42, 44, 53, 54, 55
-// and 57014 (timeout, cancel). Not 08, 57P0x, 58 or XX: a lost connection or a crash may follow a commit.
-const REFUSED = /^(?:2[235]|4[024]|5[345])[0-9A-Z]{3}$|^57014$/
+// SQLSTATEs after which nothing of the transaction is committed: classes 22, 23, 25, 26 (a statement name a pooler's
+// server does not know), 40, 42, 44, 53, 54, 55 and 57014 (timeout, cancel). Not 08, 57P0x, 58 or XX: a lost
+// connection or a crash may follow a commit.
+const REFUSED = /^(?:2[2356]|4[024]|5[345])[0-9A-Z]{3}$|^57014$/
 // PgBouncer's own errors for a query it never passed to a server.
 const NEVER_SENT = /^(?:query_wait_timeout|pgbouncer cannot connect to server|server login has been failing)/
 
@@ -64,27 +65,20 @@ export function parsePostgresUrl (url: string): { hosts: Host[], attrs: string }
   return { hosts, attrs }
 }
 
-/**
- * The store's statements on the host that takes writes, each answered within CANCEL_ANSWER_MS of its timeout
- * however the server stalls: a statement still running then gets the protocol's cancel, and its connection stays
- * out of the pool until the server answers, so there are never more backends than the pool.
- */
-export function createSession (url: string, max: number, connectTimeoutMs: number, selected: (label: string) => void) {
+/** A pool per host, the one that takes writes selected on demand; the others are ended as they are left. */
+function createHostPool (url: string, max: number, connectTimeoutMs: number, selected: (label: string) => void) {
   const { hosts, attrs } = parsePostgresUrl(url)
-  const fixed = hosts.length === 1 && attrs === 'any'
+  // One host that any server will do for is never selected again: its pool stays for the process.
+  const singleHost = hosts.length === 1 && attrs === 'any'
   // What every pooler passes: no startup parameter but application_name, no session state. No query_timeout:
   // the session cancels a statement, keeping its connection.
   // Without an error listener, an idle client's error (a restart, a failover) would end the process.
   const config = { max, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, application_name: 'plant-store' }
-  const open = (host: Host): pg.Pool => new pg.Pool({ ...config, connectionString: host.url }).on('error', ignore)
-  let current = fixed ? open(hosts[0] as Host) : undefined
+  const open = (host: Host): pg.Pool => new pg.Pool({ ...config, connectionString: host.url }).on('error', noop)
+  let current = singleHost ? open(hosts[0] as Host) : undefined
   let selecting: Promise<pg.Pool> | undefined
   let ended = false
-  // Named statements are parsed once per connection, until a pooler shows that it does not keep them.
-  let prepared = true
-  const retiring = new Set<Promise<void>>()
-  /** Connections given up on, each with what closes it now; the promise settles once it is closed. */
-  const held = new Map<Promise<void>, () => void>()
+  const ending = new Set<Promise<void>>()
   const check = attrs === 'read-write'
     ? 'SELECT NOT current_setting(\'transaction_read_only\')::bool AS ok'
     : 'SELECT NOT pg_is_in_recovery() AS ok'
@@ -104,62 +98,96 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
         const cause = summarizeCause(error)
         reasons.push(`${host.label}: ${cause?.code === undefined ? '' : `${cause.code} `}${cause?.message ?? 'failed'}`)
       }
-      retire(pool)
+      endInBackground(pool)
       if (ended) break
     }
     throw new Error(`no host takes writes (target_session_attrs=${attrs}): ${reasons.join('; ') || 'closed'}`)
   }
 
-  function retire (pool: pg.Pool): void {
+  function endInBackground (pool: pg.Pool): void {
     // Not awaited: its statements in flight finish first, and a black-holed host never holds anything up.
-    const done = pool.end().catch(ignore).finally(() => retiring.delete(done))
-    retiring.add(done)
+    const done = pool.end().catch(noop).finally(() => ending.delete(done))
+    ending.add(done)
   }
 
-  /** The pool's host may be gone or read-only: the next statement selects a host again. */
-  function lost (pool: pg.Pool): void {
-    if (fixed || pool !== current) return
-    current = undefined
-    retire(pool)
+  return {
+    current: () => current,
+    get: (): Promise<pg.Pool> => current === undefined
+      ? (selecting ??= select().finally(() => { selecting = undefined }))
+      : Promise.resolve(current),
+    /** The pool's host may be gone or read-only: the next statement selects a host again. */
+    leave (pool: pg.Pool): void {
+      if (singleHost || pool !== current) return
+      current = undefined
+      endInBackground(pool)
+    },
+    async end () {
+      ended = true
+      await selecting?.catch(noop)
+      await Promise.all([current?.end(), ...ending])
+    }
   }
+}
+
+/**
+ * Connections whose statement was given up on: each stays out of the pool, re-cancelled every second, until the
+ * server answers, QUARANTINE_MS pass or the store closes, so there are never more backends than the pool.
+ */
+function createQuarantine () {
+  const closers = new Map<Promise<void>, () => void>()
+  return {
+    add (client: pg.PoolClient, work: Promise<unknown>): void {
+      let open = true
+      // Released with an error, the client is closed by the pool, and a statement still pending fails.
+      const close = (): void => {
+        if (open) client.release(true)
+        open = false
+      }
+      const recancel = setInterval(() => { void cancel(client, QUARANTINE_MS) }, 1000)
+      void awaitAtMost(work, QUARANTINE_MS).then(close)
+      const done = work.then(() => {
+        clearInterval(recancel)
+        client.removeListener('error', noop)
+        closers.delete(done)
+      })
+      closers.set(done, close)
+    },
+    async closeAll () {
+      for (const close of closers.values()) close()
+      await Promise.all(closers.keys())
+    }
+  }
+}
+
+/**
+ * The store's statements on the host that takes writes, each answered within CANCEL_ANSWER_MS of its timeout
+ * however the server stalls: a statement still running then gets the protocol's cancel (see createQuarantine).
+ */
+export function createSession (url: string, max: number, connectTimeoutMs: number, selected: (label: string) => void) {
+  const hosts = createHostPool(url, max, connectTimeoutMs, selected)
+  const quarantine = createQuarantine()
+  // Named statements are parsed once per connection, until a pooler shows that it does not keep them.
+  let prepared = true
 
   /** A connection by the statement's timeout, else StoreUnavailableError (nothing sent), also when queued too long. */
   async function acquire (timeoutAt: number): Promise<{ pool: pg.Pool, client: pg.PoolClient }> {
     const budget = timeoutAt - performance.now()
     const connecting = (async () => {
       if (budget <= 0) throw new Error('timed out queued behind statements the database has not answered')
-      const pool = current ?? await (selecting ??= select().finally(() => { selecting = undefined }))
-      return { pool, client: await pool.connect().catch((error: unknown) => { lost(pool); throw error }) }
+      const pool = await hosts.get()
+      return { pool, client: await pool.connect().catch((error: unknown) => { hosts.leave(pool); throw error }) }
     })()
     try {
-      const connected = await within(connecting, budget)
+      const connected = await awaitAtMost(connecting, budget)
       if (connected !== undefined) return connected
       throw new Error(`timed out after ${Math.round(budget)} ms waiting for a connection to the database`)
     } catch (error) {
       // A connection that comes too late goes back unused.
-      connecting.then(({ client }) => { client.release() }, ignore)
+      connecting.then(({ client }) => { client.release() }, noop)
       const failure = new StoreUnavailableError({ cause: error })
       neverSent.add(failure)
       throw failure
     }
-  }
-
-  /** Waits for a statement given up on, re-cancelling each second; closed at its answer, after HOLD_MS or at end(). */
-  function hold (client: pg.PoolClient, work: Promise<unknown>): void {
-    let open = true
-    // Released with an error, the client is closed by the pool, and a statement still pending fails.
-    const close = (): void => {
-      if (open) client.release(true)
-      open = false
-    }
-    const recancel = setInterval(() => { void cancel(client, HOLD_MS) }, 1000)
-    void within(work, HOLD_MS).then(close)
-    const done = work.then(() => {
-      clearInterval(recancel)
-      client.removeListener('error', ignore)
-      held.delete(done)
-    })
-    held.set(done, close)
   }
 
   /**
@@ -170,27 +198,27 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
   Promise<pg.QueryResult<Row>> {
     const { pool, client } = await acquire(timeoutAt)
     // A checked-out client reports a lost connection as an event too; the query's rejection carries it.
-    client.on('error', ignore)
+    client.on('error', noop)
     const sent = typeof statement === 'string' || prepared ? statement : { ...statement, name: undefined }
     const work = client.query<Row>(sent).then((result) => ({ result }), (error: unknown) => ({ error }))
-    let answer = await within(work, timeoutAt - performance.now())
-    const cancelled = answer === undefined ? cancel(client, HOLD_MS) : undefined
-    answer ??= await within(work, timeoutAt + CANCEL_ANSWER_MS - performance.now())
+    let answer = await awaitAtMost(work, timeoutAt - performance.now())
+    const cancelled = answer === undefined ? cancel(client, QUARANTINE_MS) : undefined
+    answer ??= await awaitAtMost(work, timeoutAt + CANCEL_ANSWER_MS - performance.now())
     if (answer === undefined) {
-      hold(client, work)
-      lost(pool)
+      quarantine.add(client, work)
+      hosts.leave(pool)
       throw new StoreOutcomeUnknownError({
         cause: new Error('timed out: the database answered neither the statement nor its cancel by the deadline')
       })
     }
-    client.removeListener('error', ignore)
+    client.removeListener('error', noop)
     const failure = 'error' in answer ? answer.error : undefined
     const code = failure instanceof pg.DatabaseError ? failure.code : undefined
     // Back to the pool after a clean refusal; closed after anything else or a read-only server (25006).
     const drop = 'error' in answer && (!serverRefused(failure) || code === '25006')
     void Promise.resolve(cancelled).then(() => {
       client.release(drop)
-      if (drop) lost(pool)
+      if (drop) hosts.leave(pool)
     })
     if ('result' in answer && cancelled === undefined) return answer.result
     // A pooler in transaction mode (PgBouncer before 1.21) hands a named statement to a server that has not
@@ -200,29 +228,26 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
       return await query(statement, timeoutAt)
     }
     const refused = nothingStored(failure)
-    const full = refused && code === '53100'
-    const StoreError = full ? StoreFullError : refused ? StoreUnavailableError : StoreOutcomeUnknownError
+    const StoreError = !refused ? StoreOutcomeUnknownError : code === '53100' ? StoreFullError : StoreUnavailableError
     throw new StoreError({ cause: failure ?? new Error('answered after a cancel') })
   }
 
   return {
     query,
     stats: () => {
-      const { totalCount, idleCount, waitingCount } = current ?? { totalCount: 0, idleCount: 0, waitingCount: 0 }
-      return { poolConnections: totalCount, poolIdleConnections: idleCount, poolWaitingRequests: waitingCount }
+      const pool = hosts.current()
+      return {
+        poolConnections: pool?.totalCount ?? 0,
+        poolIdleConnections: pool?.idleCount ?? 0,
+        poolWaitingRequests: pool?.waitingCount ?? 0
+      }
     },
-
-    async end () {
-      ended = true
-      for (const close of held.values()) close()
-      await Promise.all([...held.keys(), selecting?.catch(ignore)])
-      await Promise.all([current?.end(), ...retiring])
-    }
+    end: async () => { await Promise.all([quarantine.closeAll(), hosts.end()]) }
   }
 }
 
 /** `work`'s outcome, or undefined once `ms` have passed before it (never, for Infinity). */
-export function within<T> (work: Promise<T>, ms: number): Promise<T | undefined> {
+export function awaitAtMost<T> (work: Promise<T>, ms: number): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined
   const late = new Promise<undefined>((resolve) => {
     if (ms !== Infinity) timer = setTimeout(resolve, Math.max(0, ms), undefined)
@@ -230,4 +255,4 @@ export function within<T> (work: Promise<T>, ms: number): Promise<T | undefined>
   return Promise.race([work, late]).finally(() => { clearTimeout(timer) })
 }
 
-export function ignore (): void {}
+export function noop (): void {}

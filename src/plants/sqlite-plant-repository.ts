@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import Database from 'better-sqlite3'
 import { StoreFullError, StoreUnavailableError } from '../errors.js'
 import { ConfigError } from '../lib/config-error.js'
@@ -10,7 +11,7 @@ import type { InsertOutcome, PlantRepository } from './plant-repository.js'
 export interface SqlitePlantRepositoryOptions {
   /** The database file; its folder is created when missing. */
   path: string
-  /** How long a write waits for another process's lock, in ms; it blocks the event loop. Default 1000. */
+  /** How long a write waits for another process's lock, in ms, retrying off the event loop. Default 1000. */
   busyTimeoutMs?: number
   /** A cap on the file's size in pages, like a full disk (tests use it to reach SQLITE_FULL). */
   maxPageCount?: number
@@ -30,13 +31,14 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
     db = new Database(path, { timeout: busyTimeoutMs })
     const mode = db.pragma('journal_mode = WAL', { simple: true })
     if (mode !== 'wal') throw new Error(`the file cannot use write-ahead logging (journal_mode is ${String(mode)})`)
-    // better-sqlite3 builds with SQLITE_DEFAULT_WAL_SYNCHRONOUS=1 (NORMAL): a commit could be lost
-    // on power failure. FULL makes "200" mean "on disk".
+    // better-sqlite3's default in WAL (NORMAL) may lose a commit on power failure: FULL makes "200" mean "on disk".
     db.pragma('synchronous = FULL')
     if (maxPageCount !== undefined) db.pragma(`max_page_count = ${maxPageCount}`)
     // Integers come back as bigints: a JS number would round ids beyond 2^53.
     db.defaultSafeIntegers(true)
     migrate(db)
+    // From now on a locked file fails at once and flush() waits between attempts: SQLite's own wait is a busy loop.
+    db.pragma('busy_timeout = 0')
   } catch (error) {
     // Before the file is open, DATABASE_URL names what cannot be; after, the file is what is wrong.
     const reason = `${path}: ${error instanceof Error ? error.message : String(error)}`
@@ -56,19 +58,29 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
     return sameRow.get(plant.name, plant.tag ?? null, id) === 1n ? 'same' : 'conflict'
   })).immediate
 
-  /** One transaction for the inserts queued so far, in arrival order (as if sequential); settled once committed. */
-  function flush (batch: Entry[]): void {
-    try {
-      insertAll(batch).forEach((outcome, index) => { (batch[index] as Entry).resolve(outcome) })
-    } catch (error) {
-      // SQLITE_FULL is a full disk (507); every other failure of the file is a 503 the client may retry.
-      const full = error instanceof Database.SqliteError && error.code === 'SQLITE_FULL'
-      const failure = full ? new StoreFullError({ cause: error }) : new StoreUnavailableError({ cause: error })
-      for (const pending of batch) pending.reject(failure)
+  /** One transaction per batch, in arrival order; while another process holds the lock, retried to busyTimeoutMs. */
+  async function flush (batch: Entry[]): Promise<void> {
+    const giveUpAt = (batch[0] as Entry).queuedAt + busyTimeoutMs
+    for (let waitMs = 1; ; waitMs = Math.min(waitMs * 2, 50)) {
+      try {
+        insertAll(batch).forEach((outcome, index) => { (batch[index] as Entry).resolve(outcome) })
+        return
+      } catch (error) {
+        const code = error instanceof Database.SqliteError ? error.code : undefined
+        if (code?.startsWith('SQLITE_BUSY') === true && performance.now() + waitMs < giveUpAt) {
+          await sleep(waitMs)
+          continue
+        }
+        // SQLITE_FULL is a full disk (507); every other failure of the file is a 503 the client may retry.
+        const StoreError = code === 'SQLITE_FULL' ? StoreFullError : StoreUnavailableError
+        const failure = new StoreError({ cause: error })
+        for (const pending of batch) pending.reject(failure)
+        return
+      }
     }
   }
-  // One batch at a time, all that is queued: better-sqlite3 commits synchronously.
-  const batches = createGroupCommit({ commit: flush })
+  // One batch at a time (better-sqlite3 commits synchronously), of at most 1000 inserts: one commit's time is bounded.
+  const batches = createGroupCommit({ commit: flush, maxBatch: 1000 })
   let closed = false
 
   return {

@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto'
-import type { IncomingMessage } from 'node:http'
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import { STATUS_CODES, type IncomingMessage } from 'node:http'
+import type { Socket } from 'node:net'
+import type { FastifyError, FastifyReply, FastifyRequest, FastifyServerOptions, LogController } from 'fastify'
 import fp from 'fastify-plugin'
-import {
-  ExpectationFailedError, MethodNotAllowedError, MissingHostError, pathOf, RouteNotFoundError
-} from '../errors.js'
+import { ExpectationFailedError, MethodNotAllowedError, MissingHostError, RouteNotFoundError } from '../errors.js'
 
 /** The methods /plants answers; any other method on it is a 405 that names them. */
 export const PLANTS_ALLOW = 'POST'
@@ -15,7 +14,7 @@ const REQUEST_ID = /^[\x21-\x7e]{1,128}$/
 const ID_PREFIX = `${randomBytes(8).toString('hex')}-`
 let sequence = 0
 
-export function requestId (request: IncomingMessage): string {
+function requestId (request: IncomingMessage): string {
   const given = request.headers['x-request-id']
   return typeof given === 'string' && REQUEST_ID.test(given) ? given : ID_PREFIX + (++sequence).toString(36)
 }
@@ -28,7 +27,7 @@ function refusal (request: FastifyRequest, reply: FastifyReply) {
   // Node's own check (requireHostHeader, off in app.ts) answers with no body and no hook.
   if (request.headers.host === undefined && request.raw.httpVersion === '1.1') return new MissingHostError()
   if (request.is404) {
-    const path = pathOf(request.url).slice(0, 200)
+    const path = request.url.replace(/\?.*/s, '').slice(0, 200)
     if (path !== '/plants') return new RouteNotFoundError(request.method, path)
     reply.header('allow', PLANTS_ALLOW)
     return new MethodNotAllowedError(request.method, path, PLANTS_ALLOW)
@@ -40,14 +39,16 @@ function refusal (request: FastifyRequest, reply: FastifyReply) {
 }
 
 /** Every reply carries its request id, no content sniffing and no caching (replies answer writes). */
-export function setReplyHeaders (request: FastifyRequest, reply: FastifyReply): void {
+function setReplyHeaders (request: FastifyRequest, reply: FastifyReply): void {
   reply.header('x-request-id', request.id)
   reply.header('x-content-type-options', 'nosniff')
   reply.header('cache-control', 'no-store')
 }
 
 export const httpEdge = fp<{ corsOrigins?: readonly string[] | undefined }>(async function httpEdge (app, options) {
-  // Without a listener Node answers an Expect other than 100-continue with a bare 417 before any hook.
+  app.setErrorHandler(sendError)
+  // Node answers an Expect other than 100-continue with a bare 417 unless the server has a listener for it:
+  // routed like any request, it meets refusal() below and gets the Error record.
   app.server.on('checkExpectation', app.routing)
   app.addHook('onRequest', (request, reply, done) => {
     setReplyHeaders(request, reply)
@@ -69,4 +70,89 @@ export const httpEdge = fp<{ corsOrigins?: readonly string[] | undefined }>(asyn
     })
   }
   app.addHook('onRequest', (request, reply, done) => { done(refusal(request, reply)) })
-}, { name: 'http-edge' })
+})
+
+/**
+ * The edge's part of Fastify's options: request ids, and the Error record for what never reaches a hook: a bad
+ * URL (answered before routing, and logged here: Fastify waits for no completion) and malformed HTTP.
+ */
+export function edgeOptions (accessLog: LogController) {
+  return {
+    genReqId: requestId,
+    frameworkErrors: (error, request, reply) => {
+      setReplyHeaders(request, reply)
+      reply.raw.once('finish', () => { accessLog.requestCompleted(null, request, reply) })
+      sendError(error, request, reply)
+    },
+    clientErrorHandler
+  } satisfies FastifyServerOptions
+}
+
+const MISSING_TOKEN = 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER'
+
+/** Messages for the 4xx errors of Fastify and @fastify/bearer-auth, written for the people who call this API. */
+const frameworkMessages: Record<string, (request: FastifyRequest) => string> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: (request) => `body must not be larger than ${request.routeOptions.bodyLimit} bytes`,
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: () => 'content-type must be application/json',
+  [MISSING_TOKEN]: () => 'a bearer token is required: send "Authorization: Bearer <token>"',
+  FST_BEARER_AUTH_INVALID_AUTHORIZATION_HEADER: () => 'the bearer token is not valid'
+}
+
+/**
+ * Turns any error into the Error record. 5xx details go to the log, never to the client. An error
+ * may carry reply headers in `headers` (the http-errors convention), e.g. a 415's Accept-Encoding.
+ */
+export function sendError (error: FastifyError & { headers?: Record<string, string> }, request: FastifyRequest,
+  reply: FastifyReply): void {
+  const given = error.statusCode ?? 500
+  const status = given >= 400 && given <= 599 ? given : 500
+  if (error.headers !== undefined) reply.headers(error.headers)
+  let message = error.message
+  if (status < 500) message = frameworkMessages[error.code]?.(request) ?? message
+  else if (status === 500) {
+    request.log.error({ err: error }, 'request failed')
+    message = 'internal server error'
+  } else if (error.code?.startsWith('PLANTS_') !== true) {
+    // Ours (shedding, not ready, store failures) are logged once per interval where they happen, not per request.
+    request.log.warn({ err: error }, 'request refused')
+    message = STATUS_CODES[status] ?? 'server error'
+  }
+  if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '1')
+  const refused = error.code === MISSING_TOKEN ? '' : ', error="invalid_token"'
+  if (status === 401) reply.header('www-authenticate', `Bearer realm="plants"${refused}`)
+  // Fastify clears the content-type before an error handler, and types an object as JSON in UTF-8.
+  reply.code(status).send({ error: status, message })
+}
+
+/** An Error record with its headers, for a reply that Fastify does not send (malformed HTTP, metrics). */
+export function bareError (status: number, message: string) {
+  const body = JSON.stringify({ error: status, message })
+  const headers = {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(body),
+    'Cache-Control': 'no-store',
+    'X-Content-Type-Options': 'nosniff'
+  }
+  return { body, headers }
+}
+
+const CLIENT_ERRORS = new Map<string | undefined, [status: number, message: string]>([
+  ['HPE_HEADER_OVERFLOW', [431, 'request headers are too large']],
+  ['ERR_HTTP_REQUEST_TIMEOUT', [408, 'the request took too long to arrive']]
+])
+
+/**
+ * Malformed HTTP never reaches Fastify: Node hands the socket here (its `clientError` event). Bytes after a
+ * request that said `Connection: close` are left to Node, which closes once that reply is written.
+ */
+export function clientErrorHandler (error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'HPE_CLOSED_CONNECTION') return
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy()
+    return
+  }
+  const [status, message] = CLIENT_ERRORS.get(error.code) ?? [400, 'the request is not valid HTTP']
+  const { body, headers } = bareError(status, message)
+  const fields = Object.entries({ ...headers, Connection: 'close' }).map(([name, value]) => `${name}: ${value}\r\n`)
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${fields.join('')}\r\n${body}`)
+}

@@ -46,4 +46,4 @@ export const openapi = fp(async function openapi (app: FastifyInstance) {
   // No online-validator badge, which would send the document to validator.swagger.io.
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { tryItOutEnabled: true, validatorUrl: null } })
   app.get('/openapi.json', { schema: { hide: true } }, () => app.swagger())
-}, { name: 'openapi' })
+})

@@ -1,6 +1,6 @@
 import underPressure from '@fastify/under-pressure'
 import fp from 'fastify-plugin'
-import type { Config } from '../config.js'
+import type { Config } from '../config/load-config.js'
 import { OverloadedError } from '../errors.js'
 import { residentAnonymousBytes } from '../lib/memory-limit.js'
 
@@ -33,8 +33,8 @@ export const overload = fp<{ limits: Config['overload'], rssAnonBytes?: () => nu
         request.log.warn({ pressure, value: value ?? rssAnonBytes() }, 'overloaded: shedding requests with 503')
       }
       // A rejected promise is how under-pressure hands an error to Fastify's error handler, which adds
-      // Retry-After: 1, the sample interval (config.ts), after which the pressure is measured again.
+      // Retry-After: 1, the sample interval (config/load-config.ts), after which the pressure is measured again.
       return Promise.reject(overloaded)
     }
   })
-}, { name: 'overload' })
+})

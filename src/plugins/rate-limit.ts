@@ -2,7 +2,7 @@ import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { Redis } from 'ioredis'
-import type { Config } from '../config.js'
+import type { Config } from '../config/load-config.js'
 import { RateLimitedError } from '../errors.js'
 import { createFailureLog } from '../lib/failure-log.js'
 
@@ -25,7 +25,7 @@ export const tokenRateLimit = fp<{ limit: RateLimit }>(async function tokenRateL
     nameSpace: 'plant-store:rate-limit:',
     errorResponseBuilder: (_request, context) => new RateLimitedError(context.max, Math.ceil(context.ttl / 1000))
   })
-}, { name: 'token-rate-limit' })
+})
 
 /** Waits for Redis at start until it answers or fails once (connectTimeout), then goes on without it. */
 async function connectRedis (app: FastifyInstance, url: string): Promise<Redis> {

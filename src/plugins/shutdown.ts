@@ -41,4 +41,4 @@ export const shutdown = fp(async function shutdown (app: FastifyInstance, { dela
     if (closing) reply.header('connection', 'close')
     done(null, payload)
   })
-}, { name: 'shutdown' })
+})

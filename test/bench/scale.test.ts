@@ -59,7 +59,8 @@ describe.skipIf(!wrk)(wrk ? 'bench/scale.js' : 'bench/scale.js (skipped: wrk is 
     expect(fill.steps.length).toBeGreaterThan(0)
     expect(fill.steps.at(-1)?.plants).toBeGreaterThanOrEqual(10000)
     for (const s of fill.steps) expect(s.rps > 0 && s.p99 > 0 && s.max >= s.p99).toBe(true)
-    expect(fill.checks.map((c) => c.measure)).toEqual(['lowest step throughput vs the first step', 'highest step p99 vs the first step', 'longest single request (ms)'])
+    expect(fill.checks.map((c) => c.measure)).toEqual(['lowest step throughput vs the first step', 'highest step p99 vs the first step',
+      'longest single request (ms)'])
     expect(readFileSync(out.replace(/\.json$/, '.md'), 'utf8')).toContain('## memory, random ids, to 10,000 plants')
     expect(readFileSync(out.replace(/\.json$/, '.svg'), 'utf8')).toMatch(/^<svg [^>]*>.*memory, random ids/s)
   }, 90000)

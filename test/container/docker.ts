@@ -103,7 +103,10 @@ export function baseImageUnavailable (base: string, probe: BaseImageProbe): stri
 
 /** The probes of this machine. */
 export function machineBaseImageProbe (base: string): BaseImageProbe {
-  const succeeds = (command: string, args: string[], timeoutMs = 15000): boolean => spawnSync(command, args, { stdio: 'ignore', timeout: timeoutMs }).status === 0
+  const succeeds = (command: string, args: string[], timeoutMs = 15000): boolean => spawnSync(command, args, {
+    stdio: 'ignore',
+    timeout: timeoutMs
+  }).status === 0
   return {
     present: () => succeeds('docker', ['image', 'inspect', base]),
     buildable: () => {

@@ -6,7 +6,10 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { docBlock } from '../docs/blocks.js'
 import { createUntilDead, E2E_TOKEN, mapConcurrently, postPlant } from '../e2e/storage-process.js'
-import { baseImageUnavailable, containerState, docker, dockerResult, dockerUnavailable, GiveUp, machineBaseImageProbe, publishedUrl, uniqueName, waitFor } from './docker.js'
+import {
+  baseImageUnavailable, containerState, docker, dockerResult, dockerUnavailable, GiveUp, machineBaseImageProbe, publishedUrl, uniqueName,
+  waitFor
+} from './docker.js'
 
 // The Docker image as users deploy it, built from a clean checkout of the committed files (HEAD) on
 // the local stand-in for node:24-bookworm-slim that .ci/docker-base.sh builds (no registry answers
@@ -23,7 +26,8 @@ const MB = 1000 * 1000 // docker reports sizes in decimal megabytes
 
 if (unavailable !== undefined) {
   // The file-level summary only says "skipped": say why where a person reads the run.
-  console.warn(`Container tests skipped: ${unavailable} (install docker.io and start dockerd; as root, .ci/docker-base.sh builds ${BASE}; CI sets REQUIRE_DOCKER=1)`)
+  console.warn(`Container tests skipped: ${unavailable} (install docker.io and start dockerd; as root, .ci/docker-base.sh builds ${BASE}; CI sets ` +
+    'REQUIRE_DOCKER=1)')
   if (required) {
     it('runs: REQUIRE_DOCKER=1 turns the skip into a failure', () => {
       expect.fail(`REQUIRE_DOCKER=1 but ${unavailable}: the container tests would be skipped`)
@@ -84,7 +88,8 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
     if (baseProbe.buildable()) await runToEnd('bash', [join(checkout, '.ci', 'docker-base.sh')], 900000)
     const started = Date.now()
     // --network host: npm in the build reaches the registry through this machine's proxy on loopback.
-    await runToEnd('docker', ['build', '--network', 'host', '--build-arg', `REVISION=${revision}`, '--build-arg', `SOURCE=${source}`, '-t', IMAGE, checkout], 900000)
+    await runToEnd('docker', ['build', '--network', 'host', '--build-arg', `REVISION=${revision}`, '--build-arg', `SOURCE=${source}`, '-t', IMAGE,
+      checkout], 900000)
     console.info(`container tests: built ${IMAGE} from ${revision.slice(0, 12)} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
   }, 1800000)
 
@@ -130,7 +135,10 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
       const conflict = await post(main.api, '{"id":1,"name":"Fern"}')
       expect([conflict.status, await conflict.json()]).toEqual([409, { error: 409, message: 'a plant with id 1 already exists with another name or tag' }])
       const bad = await post(main.api, '{"id":"1","name":"Fern"}')
-      expect([bad.status, await bad.json()]).toEqual([400, { error: 400, message: 'body/id must be an integer between -9223372036854775808 and 9223372036854775807' }])
+      expect([bad.status, await bad.json()]).toEqual([400, {
+        error: 400,
+        message: 'body/id must be an integer between -9223372036854775808 and 9223372036854775807'
+      }])
       const anonymous = await post(main.api, '{"id":2,"name":"Fern"}', null)
       expect(anonymous.status).toBe(401)
       expect(anonymous.headers.get('www-authenticate')).toBe('Bearer realm="plants"')
@@ -199,7 +207,11 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
     await docker(['stop', '--time', '10', id])
     const state = await containerState(id)
     expect({ exitCode: state.ExitCode, oomKilled: state.OOMKilled }).toEqual({ exitCode: 0, oomKilled: false })
-    const lines = (await docker(['logs', id])).split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as { msg: string, signal?: string, delayMs?: number })
+    const lines = (await docker(['logs', id])).split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as {
+      msg: string,
+      signal?: string,
+      delayMs?: number
+    })
     const shutdown = lines.filter((line) => line.signal !== undefined)
     expect(shutdown).toEqual([
       expect.objectContaining({ msg: 'not ready: serving for SHUTDOWN_DELAY_MS, then closing', signal: 'SIGTERM', delayMs: 2000 }),
@@ -348,10 +360,12 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
     async function rebuild (dir: string, revisionArg = revision): Promise<string> {
       const tag = `${IMAGE}-${rebuilt.size + 1}`
       rebuilt.add(tag)
-      await runToEnd('docker', ['build', '--network', 'host', '--build-arg', `REVISION=${revisionArg}`, '--build-arg', `SOURCE=${source}`, '-t', tag, dir], 900000)
+      await runToEnd('docker', ['build', '--network', 'host', '--build-arg', `REVISION=${revisionArg}`, '--build-arg', `SOURCE=${source}`, '-t', tag,
+        dir], 900000)
       return tag
     }
-    const layersOf = async (image: string): Promise<string[]> => JSON.parse(await docker(['image', 'inspect', '--format', '{{json .RootFS.Layers}}', image])) as string[]
+    const layersOf = async (image: string): Promise<string[]> => JSON.parse(await docker(['image', 'inspect', '--format', '{{json .RootFS.Layers}}',
+      image])) as string[]
 
     /** The uncompressed bytes of the layers `image` has beyond those it shares with the suite's image: what a push ships. */
     async function newLayerBytes (image: string): Promise<{ bytes: number, layers: number }> {
@@ -374,26 +388,27 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
       }
     }
 
-    it('after a one-line change in one src/ file, ships at most 5 MB of new layers (dist/ and its compile cache; node_modules is reused)', { timeout: 900000 }, async () => {
-      if (checkout === undefined) throw new Error('no checkout')
-      const changed = mkdtempSync(join(tmpdir(), 'plant-store-image-changed-'))
-      try {
-        execFileSync('cp', ['-a', `${checkout}/.`, changed])
-        const file = join(changed, 'src', 'routes', 'health.ts')
-        const text = readFileSync(file, 'utf8')
-        const edited = text.replace("'The process is up'", "'The process is up and answers'")
-        expect(edited).not.toBe(text)
-        writeFileSync(file, edited)
-        const image = await rebuild(changed)
-        const { bytes, layers } = await newLayerBytes(image)
-        console.info(`container tests: a one-line source change ships ${layers} new layers, ${(bytes / MB).toFixed(2)} MB`)
-        expect(layers).toBeGreaterThan(0)
-        expect(bytes).toBeGreaterThan(0)
-        expect(bytes).toBeLessThanOrEqual(5 * MB)
-      } finally {
-        rmSync(changed, { recursive: true, force: true })
-      }
-    })
+    it('after a one-line change in one src/ file, ships at most 5 MB of new layers (dist/ and its compile cache; node_modules is reused)',
+      { timeout: 900000 }, async () => {
+        if (checkout === undefined) throw new Error('no checkout')
+        const changed = mkdtempSync(join(tmpdir(), 'plant-store-image-changed-'))
+        try {
+          execFileSync('cp', ['-a', `${checkout}/.`, changed])
+          const file = join(changed, 'src', 'routes', 'health.ts')
+          const text = readFileSync(file, 'utf8')
+          const edited = text.replace("'The process is up'", "'The process is up and answers'")
+          expect(edited).not.toBe(text)
+          writeFileSync(file, edited)
+          const image = await rebuild(changed)
+          const { bytes, layers } = await newLayerBytes(image)
+          console.info(`container tests: a one-line source change ships ${layers} new layers, ${(bytes / MB).toFixed(2)} MB`)
+          expect(layers).toBeGreaterThan(0)
+          expect(bytes).toBeGreaterThan(0)
+          expect(bytes).toBeLessThanOrEqual(5 * MB)
+        } finally {
+          rmSync(changed, { recursive: true, force: true })
+        }
+      })
 
     it('with only another REVISION build argument, reuses every layer (the labels come last)', { timeout: 900000 }, async () => {
       if (checkout === undefined) throw new Error('no checkout')
@@ -416,7 +431,10 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
   })
 
   it('ships a CycloneDX SBOM of the production dependencies at /app/sbom.cdx.json', async () => {
-    const sbom = JSON.parse(await docker(['run', '--rm', '--entrypoint', 'cat', IMAGE, '/app/sbom.cdx.json'])) as { bomFormat: string, components: { name: string, version: string }[] }
+    const sbom = JSON.parse(await docker(['run', '--rm', '--entrypoint', 'cat', IMAGE, '/app/sbom.cdx.json'])) as {
+      bomFormat: string,
+      components: { name: string, version: string }[]
+    }
     expect(sbom.bomFormat).toBe('CycloneDX')
     const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> }
     const versionOf = (name: string): string | undefined => sbom.components.find((component) => component.name === name)?.version
@@ -427,21 +445,36 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
     expect(versionOf('typescript')).toBeUndefined()
   })
 
-  it('with --memory 96m: a burst that stores nothing is never a 507 and creates succeed after it; then new plants until full and 60 s past it: never OOM-killed, only 200/503/507, the last answers all 507 (full, not shed), memory sampled throughout', { timeout: 300000 }, async () => {
+  it('with --memory 96m: a burst that stores nothing is never a 507 and creates succeed after it; then new plants until full and 60 s past it: never ' +
+    'OOM-killed, only 200/503/507, the last answers all 507 (full, not shed), memory sampled throughout', { timeout: 300000 }, async () => {
     // MAX_PLANTS unset: its default follows the memory limit (one plant per 8 KiB of it).
     const { id, api } = await startContainer(['--memory', '96m', '--memory-swap', '96m'])
     // The container's own address on Docker's bridge: the load reaches the service without the
     // userland proxy of the published port.
     const address = await docker(['inspect', '--format', '{{.NetworkSettings.IPAddress}}', id])
     const url = address === '' ? api : `http://${address}:3000`
-    const load = async (args: string[], timeoutMs: number) => JSON.parse(await runToEnd(process.execPath, [join(root, 'test', 'container', 'fill-until-full.mjs'), url, E2E_TOKEN, ...args], timeoutMs)) as {
-      requests: number, statuses: Record<string, number>, full: boolean, secondsAfterFull: number, secondsToFull: number | null, lastStatuses: number[], p99Ms: number, errors: number, timeouts: number
+    const load = async (args: string[], timeoutMs: number) => JSON.parse(await runToEnd(process.execPath, [join(root, 'test', 'container',
+      'fill-until-full.mjs'), url, E2E_TOKEN, ...args], timeoutMs)) as {
+      requests: number,
+      statuses: Record<string, number>,
+      full: boolean,
+      secondsAfterFull: number,
+      secondsToFull: number | null,
+      lastStatuses: number[],
+      p99Ms: number,
+      errors: number,
+      timeouts: number
     }
     // The container's memory (its cgroup's usage, as the OOM killer sees it), every 500 ms throughout.
     const samples: { usage: number, anon?: number }[] = []
     const sampler = setInterval(() => { void containerMemory(id).then((sample) => { if (sample !== undefined) samples.push(sample) }) }, 500)
     const MiB = (bytes: number) => Math.round(bytes / 2 ** 10) / 2 ** 10
-    const peak = () => ({ samples: samples.length, usageMiB: MiB(Math.max(...samples.map((s) => s.usage))), anonMiB: MiB(Math.max(0, ...samples.map((s) => s.anon ?? 0))) })
+    const peak = () => ({
+      samples: samples.length,
+      usageMiB: MiB(Math.max(...samples.map((s) => s.usage))),
+      anonMiB: MiB(Math.max(0,
+        ...samples.map((s) => s.anon ?? 0)))
+    })
     try {
       // 1. A burst that stores nothing new (64 connections replaying a 16 kB plant for 15 s): shed
       // with 503 while memory is short, never a 507; afterwards a new plant is taken.
@@ -450,7 +483,14 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
       expect({ errors: burst.errors, timeouts: burst.timeouts }).toEqual({ errors: 0, timeouts: 0 })
       expect(Object.keys(burst.statuses).filter((status) => status !== '200' && status !== '503')).toEqual([])
       await waitFor('a create after the burst', async () => {
-        const res = await fetch(`${api}/plants`, { method: 'POST', headers: { authorization: `Bearer ${E2E_TOKEN}`, 'content-type': 'application/json' }, body: '{"id":2,"name":"after the burst"}' })
+        const res = await fetch(`${api}/plants`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${E2E_TOKEN}`,
+            'content-type': 'application/json'
+          },
+          body: '{"id":2,"name":"after the burst"}'
+        })
         // A 503 (pressure still measured) is retried; a 507 would say full, for what was load.
         if (res.status === 507) throw new GiveUp('507 after a burst that stored nothing')
         return res.status === 200 ? true : undefined

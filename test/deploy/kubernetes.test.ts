@@ -8,14 +8,14 @@ import { PodDisruptionBudget } from 'kubernetes-models/policy/v1'
 import { PrometheusRule, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1'
 import { parseAllDocuments } from 'yaml'
 import { afterAll, describe, expect, it } from 'vitest'
-import { LIMIT_BYTES_PER_PLANT, loadConfig, type Config } from '../../src/config.js'
+import { LIMIT_BYTES_PER_PLANT, loadConfig, type Config } from '../../src/config/load-config.js'
 import { TOKEN } from '../helpers.js'
 
 // The manifests under deploy/kubernetes/, checked offline: against the Kubernetes API schemas
 // (kubernetes-models: JSON schemas of the Kubernetes OpenAPI document, validated in process), then
 // against the service itself: the configuration a pod runs with is loaded by the service's own
 // loadConfig from the image's ENV plus the Deployment's env, and the ports, probe paths and shutdown
-// timing must agree with it. Change a default in src/config.ts or the Dockerfile and this fails
+// timing must agree with it. Change a default in src/config/load-config.ts or the Dockerfile and this fails
 // until the manifests follow.
 const root = fileURLToPath(new URL('../../', import.meta.url))
 const dir = join(root, 'deploy', 'kubernetes')

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { isDeepStrictEqual } from 'node:util'
-import { loadConfig } from '../../src/config.js'
+import { loadConfig } from '../../src/config/load-config.js'
 import type { DocBlock } from './blocks.js'
 
 /**

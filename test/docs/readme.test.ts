@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { loadConfig } from '../../src/config.js'
+import { loadConfig } from '../../src/config/load-config.js'
 import { Env } from '../../src/config/env.js'
 import {
   anchors, brokenLinks, candidateNames, configReads, linkTargets, schemaMismatches, slug, tableVariables, workHistory
@@ -60,7 +60,8 @@ describe('docs/', () => {
 })
 
 describe('relative links in README.md, bench/README.md and docs/', () => {
-  it.each([README, BENCH_README, ...pages].map((file) => [file.slice(root.length), file]))('%s: every link leads to a file, and to a heading when it names one', (_name, file) => {
+  it.each([README, BENCH_README, ...pages].map((file) => [file.slice(root.length),
+    file]))('%s: every link leads to a file, and to a heading when it names one', (_name, file) => {
     expect(brokenLinks(file)).toEqual([])
   })
 })
@@ -68,13 +69,13 @@ describe('relative links in README.md, bench/README.md and docs/', () => {
 describe('docs/configuration.md', () => {
   const documented = tableVariables(read(join(DOCS, 'configuration.md')))
 
-  it('documents every environment variable src/config.ts reads', () => {
+  it('documents every environment variable src/config/load-config.ts reads', () => {
     const read = [...candidateNames(join(root, 'src'))].filter((name) => configReads(name))
     expect(read).toContain('DATABASE_URL') // the detection works at all
     expect(read.filter((name) => !documented.includes(name)).sort()).toEqual([])
   })
 
-  it('documents no variable that src/config.ts does not read', () => {
+  it('documents no variable that src/config/load-config.ts does not read', () => {
     expect(documented.length).toBeGreaterThan(10)
     expect(documented.filter((name) => !configReads(name))).toEqual([])
   })

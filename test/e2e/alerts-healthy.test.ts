@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { alertsOf, nameOf, noPrometheus, requirePrometheus, rules, sampleExpressions, seen, sleep, startScraped, steadyTraffic, unhealthyRules, usePrometheus, waitFor } from './alerts-prometheus.js'
+import {
+  alertsOf, nameOf, noPrometheus, requirePrometheus, rules, sampleExpressions, seen, sleep, startScraped, steadyTraffic, unhealthyRules,
+  usePrometheus, waitFor
+} from './alerts-prometheus.js'
 
 // The healthy minute of the shipped alerts in a real Prometheus (test/e2e/alerts-prometheus.ts):
 // its own file and its own Prometheus, so that it runs beside the fault scenarios of
@@ -15,7 +18,8 @@ describe.skipIf(noPrometheus !== undefined)('the shipped alerts, in a real Prome
     // is not what this scenario is about (PlantStoreShedding has a scenario of its own).
     const server = await startScraped('healthy', { MAX_EVENT_LOOP_DELAY_MS: '2000' })
     const statuses = steadyTraffic(server.url, 50, 1)
-    await waitFor('job_route_code:plant_store_http_requests:rate5m{namespace="healthy", http_route="/plants", http_response_status_code="200"} > 0', (result) => result.length === 1, 30000)
+    await waitFor('job_route_code:plant_store_http_requests:rate5m{namespace="healthy", http_route="/plants", http_response_status_code="200"} > 0',
+      (result) => result.length === 1, 30000)
     const deadline = Date.now() + 60000
     while (Date.now() < deadline) {
       expect(await alertsOf('healthy')).toEqual([])
@@ -24,7 +28,10 @@ describe.skipIf(noPrometheus !== undefined)('the shipped alerts, in a real Prome
     }
     expect(await alertsOf('healthy')).toEqual([])
     expect([...statuses.keys()]).toEqual([200])
-    for (const rule of rules.filter((candidate) => candidate.record !== undefined)) expect([...seen], `the recording rule ${nameOf(rule)}`).toContain(nameOf(rule))
+    for (const rule of rules.filter((candidate) => candidate.record !== undefined)) {
+      expect([...seen],
+      `the recording rule ${nameOf(rule)}`).toContain(nameOf(rule))
+    }
   }, 120000)
 
   it('every rule evaluates without an error against the healthy service', async () => {

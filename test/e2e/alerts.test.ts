@@ -5,7 +5,10 @@ import { join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { findPostgresBinaries, startStandbyPair } from '../plants/postgres-standby.js'
 import { freePort } from '../plants/postgres-test-schemas.js'
-import { alertsOf, nameOf, noPrometheus, post, query, requirePrometheus, rules, scrape, seen, sleep, startScraped, steadyTraffic, TOKEN, unhealthyRules, usePrometheus, waitFor, waitForAlerts } from './alerts-prometheus.js'
+import {
+  alertsOf, nameOf, noPrometheus, post, query, requirePrometheus, rules, scrape, seen, sleep, startScraped, steadyTraffic, TOKEN,
+  unhealthyRules, usePrometheus, waitFor, waitForAlerts
+} from './alerts-prometheus.js'
 import { SERVER } from './server-process.js'
 
 // The shipped rules in a real Prometheus (test/e2e/alerts-prometheus.ts), one fault per scenario:
@@ -17,7 +20,9 @@ import { SERVER } from './server-process.js'
 const bin = findPostgresBinaries()
 const noPostgres = process.env.TEST_DATABASE_URL === undefined
   ? 'TEST_DATABASE_URL is not set'
-  : bin === undefined ? 'the PostgreSQL server binaries (initdb, pg_ctl, pg_basebackup) are not installed (apt-get install postgresql, or set PG_BIN)' : undefined
+  : bin === undefined
+    ? 'the PostgreSQL server binaries (initdb, pg_ctl, pg_basebackup) are not installed (apt-get install postgresql, or set PG_BIN)'
+    : undefined
 requirePrometheus()
 if (noPostgres !== undefined) {
   if (process.env.REQUIRE_POSTGRES === '1') {
@@ -32,12 +37,14 @@ if (noPostgres !== undefined) {
 describe.skipIf(noPrometheus !== undefined)('the shipped alerts, in a real Prometheus scraping the built service: faults', () => {
   usePrometheus()
 
-  it.skipIf(noPostgres !== undefined)('PostgreSQL stopped under steady creates: the store, readiness and error-budget alerts go pending within a minute', async () => {
+  it.skipIf(noPostgres !== undefined)('PostgreSQL stopped under steady creates: the store, readiness and error-budget alerts go pending within a ' +
+    'minute', async () => {
     const pair = await startStandbyPair(bin as string)
     onTestFinished(() => pair.destroy())
     const server = await startScraped('store-down', { DATABASE_URL: pair.primary.url, DATABASE_STATEMENT_TIMEOUT_MS: '1000' })
     steadyTraffic(server.url, 50, 1)
-    await waitFor('job_route_code:plant_store_http_requests:rate5m{namespace="store-down", http_route="/plants", http_response_status_code="200"} > 0', (result) => result.length === 1, 30000)
+    await waitFor('job_route_code:plant_store_http_requests:rate5m{namespace="store-down", http_route="/plants", ' +
+      'http_response_status_code="200"} > 0', (result) => result.length === 1, 30000)
     expect(await alertsOf('store-down')).toEqual([])
 
     await pair.primary.stop('immediate')
@@ -63,7 +70,15 @@ describe.skipIf(noPrometheus !== undefined)('the shipped alerts, in a real Prome
     // stdout a pipe nobody reads: it fills (64 KiB), then the service's LOG_BUFFER_MAX_BYTES, then lines drop.
     const [port, metricsPort] = [await freePort(), await freePort()]
     const child = spawn(process.execPath, [SERVER], {
-      env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(port), METRICS_PORT: String(metricsPort), LOG_LEVEL: 'info', API_TOKENS: TOKEN, LOG_BUFFER_MAX_BYTES: '65536' },
+      env: {
+        PATH: process.env.PATH,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        METRICS_PORT: String(metricsPort),
+        LOG_LEVEL: 'info',
+        API_TOKENS: TOKEN,
+        LOG_BUFFER_MAX_BYTES: '65536'
+      },
       stdio: ['ignore', 'pipe', 'ignore']
     })
     onTestFinished(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })

@@ -64,6 +64,7 @@ describe('CORS in the built server', () => {
   it('exits 1 with one line naming CORS_ORIGINS when an origin has a path', async () => {
     const proc = run(process.execPath, [SERVER], { API_TOKENS: E2E_TOKEN, CORS_ORIGINS: 'https://app.example.com/' })
     expect((await proc.exited).code).toBe(1)
-    expect(proc.stderr()).toBe('plant-store: CORS_ORIGINS: origin 1 (https://app.example.com/) is not http(s)://host[:port] as a browser sends it (lower-case host, no path, no default port), nor * alone for any origin\n')
+    expect(proc.stderr()).toBe('plant-store: CORS_ORIGINS: origin 1 (https://app.example.com/) is not http(s)://host[:port] as a browser sends it ' +
+      '(lower-case host, no path, no default port), nor * alone for any origin\n')
   })
 })

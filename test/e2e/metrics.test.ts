@@ -24,8 +24,16 @@ describe('metrics and tracing (built server)', () => {
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8')
     const text = await res.text()
-    expect(sampleValue(text, 'http_server_request_duration_seconds_count', { http_request_method: 'POST', http_route: '/plants', http_response_status_code: '200' })).toBe(1)
-    expect(sampleValue(text, 'http_server_request_duration_seconds_count', { http_request_method: 'GET', http_route: 'unmatched', http_response_status_code: '404' })).toBe(1)
+    expect(sampleValue(text, 'http_server_request_duration_seconds_count', {
+      http_request_method: 'POST',
+      http_route: '/plants',
+      http_response_status_code: '200'
+    })).toBe(1)
+    expect(sampleValue(text, 'http_server_request_duration_seconds_count', {
+      http_request_method: 'GET',
+      http_route: 'unmatched',
+      http_response_status_code: '404'
+    })).toBe(1)
     expect(sampleValue(text, 'plant_store_inserts_total', { outcome: 'created' })).toBe(1)
     expect(sampleValue(text, 'plant_store_memory_capacity_plants')).toBe(1000000)
     expect(sampleValue(text, 'process_resident_memory_bytes')).toBeGreaterThan(0)

@@ -24,9 +24,14 @@ import type { ServerProcess } from './server-process.js'
 
 const HAPROXY = process.env.HAPROXY ?? 'haproxy'
 const databaseUrl = process.env.TEST_DATABASE_URL
-const haproxyMissing = spawnSync(HAPROXY, ['-v'], { stdio: 'ignore' }).status === 0 ? undefined : `${HAPROXY} is not installed (apt-get install haproxy, or set HAPROXY)`
+const haproxyMissing = spawnSync(HAPROXY, ['-v'], { stdio: 'ignore' }).status === 0
+  ? undefined
+  : `${HAPROXY} is not installed (apt-get install haproxy, or set HAPROXY)`
 const skip = haproxyMissing ?? (databaseUrl === undefined ? 'TEST_DATABASE_URL is not set' : undefined)
-const required = [process.env.REQUIRE_HAPROXY === '1' ? haproxyMissing : undefined, process.env.REQUIRE_POSTGRES === '1' && databaseUrl === undefined ? 'TEST_DATABASE_URL is not set' : undefined]
+const required = [process.env.REQUIRE_HAPROXY === '1' ? haproxyMissing : undefined, process.env.REQUIRE_POSTGRES === '1' &&
+  databaseUrl === undefined
+  ? 'TEST_DATABASE_URL is not set'
+  : undefined]
   .filter((reason) => reason !== undefined)
 
 for (const reason of required) {
@@ -151,7 +156,9 @@ async function underLoad (port: number, firstId: number, work: () => Promise<voi
   return outcomes
 }
 
-describe.skipIf(skip !== undefined)(skip === undefined ? 'rollouts behind HAProxy (three built servers, one PostgreSQL database)' : `rollouts behind HAProxy skipped: ${skip}`, () => {
+describe.skipIf(skip !== undefined)(skip === undefined
+  ? 'rollouts behind HAProxy (three built servers, one PostgreSQL database)'
+  : `rollouts behind HAProxy skipped: ${skip}`, () => {
   let schemas: TestSchemas
   let dir: string
   beforeAll(() => {
@@ -186,38 +193,40 @@ describe.skipIf(skip !== undefined)(skip === undefined ? 'rollouts behind HAProx
 
   for (const mode of ['http', 'tcp'] as const) {
     const how = mode === 'http' ? 'HTTP mode with retries 3 and option redispatch' : 'TCP mode with retries 0 and no redispatch'
-    it(`loses no request in a rolling restart (SIGTERM, exit, start, ready) under ${CLIENTS} keep-alive clients, ${how}; every 200 is a row`, { timeout: 180000 }, async () => {
-      const { url, ports, replicas, start } = await startReplicas()
-      const balancer = await startHaProxy(dir, mode, ports)
-      const allUp = async (): Promise<boolean> => Object.values(await balancer.status()).filter((state) => state === 'UP').length === REPLICAS
-      await until('HAProxy sees every replica up', allUp)
+    it(`loses no request in a rolling restart (SIGTERM, exit, start, ready) under ${CLIENTS} keep-alive clients, ${how}; every 200 is a row`,
+      { timeout: 180000 }, async () => {
+        const { url, ports, replicas, start } = await startReplicas()
+        const balancer = await startHaProxy(dir, mode, ports)
+        const allUp = async (): Promise<boolean> => Object.values(await balancer.status()).filter((state) => state === 'UP').length === REPLICAS
+        await until('HAProxy sees every replica up', allUp)
 
-      const outcomes = await underLoad(balancer.port, 1, async () => {
-        await sleep(1000)
-        for (let i = 0; i < REPLICAS; i++) {
-          const replica = replicas[i] as ServerProcess
-          replica.child.kill('SIGTERM')
-          expect(await replica.exited).toEqual({ code: 0, signal: null })
-          replicas[i] = await start(i)
-          // Ready for the balancer too before the next one stops (what a rollout waits for).
-          await until(`HAProxy sees replica ${i} up again`, allUp)
-        }
-        await sleep(1000)
+        const outcomes = await underLoad(balancer.port, 1, async () => {
+          await sleep(1000)
+          for (let i = 0; i < REPLICAS; i++) {
+            const replica = replicas[i] as ServerProcess
+            replica.child.kill('SIGTERM')
+            expect(await replica.exited).toEqual({ code: 0, signal: null })
+            replicas[i] = await start(i)
+            // Ready for the balancer too before the next one stops (what a rollout waits for).
+            await until(`HAProxy sees replica ${i} up again`, allUp)
+          }
+          await sleep(1000)
+        })
+
+        const failed = outcomes.filter((outcome) => outcome.status !== 200)
+        console.info(`rollout behind HAProxy (${mode}): ${outcomes.length} creates, ${failed.length} not 200`)
+        expect(failed).toEqual([])
+        expect(outcomes.length).toBeGreaterThan(1000)
+        const stored = await storedIds(url)
+        expect(outcomes.filter((outcome) => !stored.has(outcome.id))).toEqual([])
+        expect(stored.size).toBe(outcomes.length)
+        balancer.process.child.kill('SIGTERM')
+        await balancer.process.exited
       })
-
-      const failed = outcomes.filter((outcome) => outcome.status !== 200)
-      console.info(`rollout behind HAProxy (${mode}): ${outcomes.length} creates, ${failed.length} not 200`)
-      expect(failed).toEqual([])
-      expect(outcomes.length).toBeGreaterThan(1000)
-      const stored = await storedIds(url)
-      expect(outcomes.filter((outcome) => !stored.has(outcome.id))).toEqual([])
-      expect(stored.size).toBe(outcomes.length)
-      balancer.process.child.kill('SIGTERM')
-      await balancer.process.exited
-    })
   }
 
-  it(`keeps every acknowledged plant through a SIGKILL of one replica under ${CLIENTS} clients (TCP mode, no retries), and every failed request replayed answers 200, or 409 with another body`, { timeout: 120000 }, async () => {
+  it(`keeps every acknowledged plant through a SIGKILL of one replica under ${CLIENTS} clients (TCP mode, no retries), and every failed request ` +
+    'replayed answers 200, or 409 with another body', { timeout: 120000 }, async () => {
     const { url, ports, replicas } = await startReplicas()
     const balancer = await startHaProxy(dir, 'tcp', ports)
     await until('HAProxy sees every replica up', async () => Object.values(await balancer.status()).filter((state) => state === 'UP').length === REPLICAS)
@@ -234,7 +243,8 @@ describe.skipIf(skip !== undefined)(skip === undefined ? 'rollouts behind HAProx
 
     const acknowledged = outcomes.filter((outcome) => outcome.status === 200)
     const failed = outcomes.filter((outcome) => outcome.status !== 200)
-    console.info(`SIGKILL behind HAProxy (tcp): ${outcomes.length} creates, ${failed.length} failed (${[...new Set(failed.map((outcome) => outcome.error ?? outcome.status))].join(', ')})`)
+    console.info(`SIGKILL behind HAProxy (tcp): ${outcomes.length} creates, ${failed.length} failed ` +
+      `(${[...new Set(failed.map((outcome) => outcome.error ?? outcome.status))].join(', ')})`)
     // The kill landed with requests in flight: the remedy below has something to do.
     expect(failed.length).toBeGreaterThan(0)
     const stored = await storedIds(url)

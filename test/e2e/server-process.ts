@@ -83,7 +83,12 @@ export function run (command: string, args: string[], env: NodeJS.ProcessEnv, op
  * unless `env` asks for it: on a loaded machine (CI running several suites at once) the loop lags by
  * hundreds of ms, and a 503 there is the machine's, not the code's.
  */
-export async function startServer (env: NodeJS.ProcessEnv, { args = [SERVER], ...options }: { args?: string[], cwd?: string, uid?: number, gid?: number } = {}): Promise<ServerProcess> {
+export async function startServer (env: NodeJS.ProcessEnv, { args = [SERVER], ...options }: {
+  args?: string[],
+  cwd?: string,
+  uid?: number,
+  gid?: number
+} = {}): Promise<ServerProcess> {
   const proc = run(process.execPath, args, { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', MAX_EVENT_LOOP_DELAY_MS: '0', ...env }, options)
   const listening = await Promise.race([
     proc.waitForLine((line) => line.includes('Server listening at http://'), 15000),

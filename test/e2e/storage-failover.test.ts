@@ -12,12 +12,16 @@ const bin = findPostgresBinaries()
 const bouncerBinary = findPgBouncer()
 const noServer = process.env.TEST_DATABASE_URL === undefined
   ? 'TEST_DATABASE_URL is not set'
-  : bin === undefined ? 'the PostgreSQL server binaries (initdb, pg_ctl, pg_basebackup) are not installed (apt-get install postgresql, or set PG_BIN)' : undefined
+  : bin === undefined
+    ? 'the PostgreSQL server binaries (initdb, pg_ctl, pg_basebackup) are not installed (apt-get install postgresql, or set PG_BIN)'
+    : undefined
 const noBouncer = noServer ?? (bouncerBinary === undefined ? 'pgbouncer is not installed (apt-get install pgbouncer, or set PGBOUNCER)' : undefined)
 
 const missing = [
   ...(process.env.REQUIRE_POSTGRES === '1' && noServer !== undefined ? [`REQUIRE_POSTGRES=1 but ${noServer}: the failover tests would be skipped`] : []),
-  ...(process.env.REQUIRE_PGBOUNCER === '1' && noBouncer !== undefined ? [`REQUIRE_PGBOUNCER=1 but ${noBouncer}: the PgBouncer failover test would be skipped`] : [])
+  ...(process.env.REQUIRE_PGBOUNCER === '1' && noBouncer !== undefined
+    ? [`REQUIRE_PGBOUNCER=1 but ${noBouncer}: the PgBouncer failover test would be skipped`]
+    : [])
 ]
 for (const message of missing) {
   describe('built server through a PostgreSQL failover', () => {
@@ -31,7 +35,8 @@ for (const [reason, what] of [[noServer, 'failover tests'], [noBouncer, 'PgBounc
 }
 
 /** What the service answers when it lost a write after sending it (errors.ts, StoreOutcomeUnknownError). */
-const OUTCOME_UNKNOWN = 'the plant store did not confirm the write: the outcome is unknown; retrying the identical request is safe, it answers 200 if the plant was stored'
+const OUTCOME_UNKNOWN = 'the plant store did not confirm the write: the outcome is unknown; retrying the identical request is safe, it answers 200 if ' +
+  'the plant was stored'
 /** The statement timeout of these tests: a commit waiting for a gone standby is given up after it plus 1 s. */
 const STATEMENT_TIMEOUT_MS = 1000
 const CONCURRENCY = 16
@@ -55,7 +60,14 @@ function startLoad (url: string) {
       let answer: Answer
       try {
         const reply = await postPlant(url, id, `plant ${id}`)
-        answer = { id, status: reply.status, at: performance.now(), ...(reply.status === 200 ? {} : { message: (reply.body as { message?: string }).message ?? '' }) }
+        answer = {
+          id,
+          status: reply.status,
+          at: performance.now(),
+          ...(reply.status === 200
+            ? {}
+            : { message: (reply.body as { message?: string }).message ?? '' })
+        }
       } catch (error) {
         answer = { id, status: 0, message: String(error), at: performance.now() }
       }
@@ -120,14 +132,20 @@ async function crashAndPromote (pair: StandbyPair, then: () => Promise<void> = a
   return promoted
 }
 
-describe.skipIf(noServer !== undefined)(noServer !== undefined ? `PostgreSQL failover tests skipped: ${noServer}` : 'built server through a PostgreSQL failover (primary + synchronous standby)', () => {
-  it.skipIf(noBouncer !== undefined)('through PgBouncer repointed at the promotion: every 200 is on the new primary, no plant behind a "nothing stored" 503, 200s within 5 s, no restart', { timeout: 60000 }, async () => {
+describe.skipIf(noServer !== undefined)(noServer !== undefined
+  ? `PostgreSQL failover tests skipped: ${noServer}`
+  : 'built server through a PostgreSQL failover (primary + synchronous standby)', () => {
+  it.skipIf(noBouncer !== undefined)('through PgBouncer repointed at the promotion: every 200 is on the new primary, no plant behind a "nothing ' +
+    'stored" 503, 200s within 5 s, no restart', { timeout: 60000 }, async () => {
     const pair = await startStandbyPair(bin as string)
     onTestFinished(() => pair.destroy())
     const bouncer = await startPgBouncer({ binary: bouncerBinary as string, upstream: { host: '127.0.0.1', port: pair.primary.port } })
     onTestFinished(() => bouncer.stop())
     await bouncer.addDatabase('plants', { host: '127.0.0.1', port: pair.primary.port, dbname: 'postgres' })
-    const server = await startServer({ DATABASE_URL: `postgres://postgres@127.0.0.1:${bouncer.port}/plants`, DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS) })
+    const server = await startServer({
+      DATABASE_URL: `postgres://postgres@127.0.0.1:${bouncer.port}/plants`,
+      DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS)
+    })
     await throughDisruption(server, pair, () => pair.standby, () => crashAndPromote(pair, async () => {
       await bouncer.addDatabase('plants', { host: '127.0.0.1', port: pair.standby.port, dbname: 'postgres' })
     }))
@@ -146,7 +164,8 @@ describe.skipIf(noServer !== undefined)(noServer !== undefined ? `PostgreSQL fai
     expect(selected.at(-1)).toBe(`127.0.0.1:${pair.standby.port}`)
   })
 
-  it('takes target_session_attrs as libpq does: primary skips a standby listed first; any takes it, and its creates are refused (503, nothing stored)', { timeout: 60000 }, async () => {
+  it('takes target_session_attrs as libpq does: primary skips a standby listed first; any takes it, and its creates are refused (503, nothing ' +
+    'stored)', { timeout: 60000 }, async () => {
     const pair = await startStandbyPair(bin as string)
     onTestFinished(() => pair.destroy())
     const url = (attrs: string): string => `postgres://postgres@127.0.0.1:${pair.standby.port},127.0.0.1:${pair.primary.port}/postgres?target_session_attrs=${attrs}`
@@ -168,25 +187,26 @@ describe.skipIf(noServer !== undefined)(noServer !== undefined ? `PostgreSQL fai
     expect(JSON.parse(await any.waitForLine((line) => line.includes('"msg":"store failing')))).toMatchObject({ during: 'insert', cause: { code: '25006' } })
   })
 
-  it('with the synchronous standby stopped for 4 s: /readyz says creates fail, no plant behind a "nothing stored" 503, 200s within 5 s of its return', { timeout: 60000 }, async () => {
-    const pair = await startStandbyPair(bin as string)
-    onTestFinished(() => pair.destroy())
-    const server = await startServer({ DATABASE_URL: pair.primary.url, DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS) })
-    let notReady: unknown
-    await throughDisruption(server, pair, () => pair.primary, async () => {
-      await pair.standby.stop('fast')
-      const gone = performance.now()
-      // Reads work without the standby; commits wait for it: readiness must say so.
-      await vi.waitFor(async () => {
-        const ready = await get(server.url, '/readyz')
-        expect(ready.status).toBe(503)
-        notReady = ready.body
-      }, { timeout: 4000, interval: 100 })
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, 4000 - (performance.now() - gone))))
-      await pair.standby.start()
-      return performance.now()
+  it('with the synchronous standby stopped for 4 s: /readyz says creates fail, no plant behind a "nothing stored" 503, 200s within 5 s of its return',
+    { timeout: 60000 }, async () => {
+      const pair = await startStandbyPair(bin as string)
+      onTestFinished(() => pair.destroy())
+      const server = await startServer({ DATABASE_URL: pair.primary.url, DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS) })
+      let notReady: unknown
+      await throughDisruption(server, pair, () => pair.primary, async () => {
+        await pair.standby.stop('fast')
+        const gone = performance.now()
+        // Reads work without the standby; commits wait for it: readiness must say so.
+        await vi.waitFor(async () => {
+          const ready = await get(server.url, '/readyz')
+          expect(ready.status).toBe(503)
+          notReady = ready.body
+        }, { timeout: 4000, interval: 100 })
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, 4000 - (performance.now() - gone))))
+        await pair.standby.start()
+        return performance.now()
+      })
+      expect(notReady).toEqual({ error: 503, message: expect.stringMatching(/^the service is not ready: creates have failed for \d+ ms with no success$/) })
+      await vi.waitFor(async () => expect((await get(server.url, '/readyz')).status).toBe(200), { timeout: 5000, interval: 100 })
     })
-    expect(notReady).toEqual({ error: 503, message: expect.stringMatching(/^the service is not ready: creates have failed for \d+ ms with no success$/) })
-    await vi.waitFor(async () => expect((await get(server.url, '/readyz')).status).toBe(200), { timeout: 5000, interval: 100 })
-  })
 })

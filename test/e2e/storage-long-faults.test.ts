@@ -17,11 +17,15 @@ const bin = findPostgresBinaries()
 const bouncerBinary = findPgBouncer()
 const noServer = process.env.TEST_DATABASE_URL === undefined
   ? 'TEST_DATABASE_URL is not set'
-  : bin === undefined || !existsSync(join(bin, 'psql')) ? 'the PostgreSQL server binaries (initdb, pg_ctl, pg_basebackup, psql) are not installed (apt-get install postgresql, or set PG_BIN)' : undefined
+  : bin === undefined || !existsSync(join(bin, 'psql'))
+    ? 'the PostgreSQL server binaries (initdb, pg_ctl, pg_basebackup, psql) are not installed (apt-get install postgresql, or set PG_BIN)'
+    : undefined
 const noBouncer = noServer ?? (bouncerBinary === undefined ? 'pgbouncer is not installed (apt-get install pgbouncer, or set PGBOUNCER)' : undefined)
 for (const message of [
   ...(process.env.REQUIRE_POSTGRES === '1' && noServer !== undefined ? [`REQUIRE_POSTGRES=1 but ${noServer}: the long fault tests would be skipped`] : []),
-  ...(process.env.REQUIRE_PGBOUNCER === '1' && noBouncer !== undefined ? [`REQUIRE_PGBOUNCER=1 but ${noBouncer}: the read-only test through PgBouncer would be skipped`] : [])
+  ...(process.env.REQUIRE_PGBOUNCER === '1' && noBouncer !== undefined
+    ? [`REQUIRE_PGBOUNCER=1 but ${noBouncer}: the read-only test through PgBouncer would be skipped`]
+    : [])
 ]) {
   describe('built server through long PostgreSQL faults', () => {
     it('runs: REQUIRE_POSTGRES=1 / REQUIRE_PGBOUNCER=1 turn a skip into a failure', () => { expect.fail(message) })
@@ -55,7 +59,13 @@ function startLoad (url: string, firstId: bigint) {
       let answer: Answer
       try {
         const reply = await postPlant(url, id, `plant ${id}`)
-        answer = { id, status: reply.status, message: reply.status === 200 ? '' : String((reply.body as { message?: string }).message), ms: performance.now() - started, at: performance.now() }
+        answer = {
+          id,
+          status: reply.status,
+          message: reply.status === 200 ? '' : String((reply.body as { message?: string }).message),
+          ms: performance.now() - started,
+          at: performance.now()
+        }
       } catch (error) {
         answer = { id, status: 0, message: String(error), ms: performance.now() - started, at: performance.now() }
       }
@@ -89,11 +99,19 @@ async function readyStatus (server: ServerProcess): Promise<number> {
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 
-describe.skipIf(noServer !== undefined)(noServer !== undefined ? `PostgreSQL long fault tests skipped: ${noServer}` : 'built server through long PostgreSQL faults', () => {
-  it(`synchronous standby gone for ${OUTAGE_MS / 1000} s under creates: backends stay within the pool, a superuser psql connects, /readyz 503 throughout, every create answered within the timeout + 1 s, every 200 stored, 200s within 5 s of its return`, { timeout: OUTAGE_MS + 90_000 }, async () => {
+describe.skipIf(noServer !== undefined)(noServer !== undefined
+  ? `PostgreSQL long fault tests skipped: ${noServer}`
+  : 'built server through long PostgreSQL faults', () => {
+  it(`synchronous standby gone for ${OUTAGE_MS / 1000} s under creates: backends stay within the pool, a superuser psql connects, /readyz 503 ` +
+    'throughout, every create answered within the timeout + 1 s, every 200 stored, 200s within 5 s of its ' +
+      'return', { timeout: OUTAGE_MS + 90_000 }, async () => {
     const pair = await startStandbyPair(bin as string)
     onTestFinished(() => pair.destroy())
-    const server = await startServer({ DATABASE_URL: pair.primary.url, DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS), DATABASE_POOL_MAX: String(POOL_MAX) })
+    const server = await startServer({
+      DATABASE_URL: pair.primary.url,
+      DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS),
+      DATABASE_POOL_MAX: String(POOL_MAX)
+    })
     await vi.waitFor(async () => expect(await readyStatus(server)).toBe(200), { timeout: 15000, interval: 100 })
     const load = startLoad(server.url, 1n)
     onTestFinished(() => load.stop())
@@ -129,12 +147,17 @@ describe.skipIf(noServer !== undefined)(noServer !== undefined ? `PostgreSQL lon
     const ready200 = samples.filter((sample) => sample.t > STATEMENT_TIMEOUT_MS + 1000 && sample.ready !== 503)
     console.info(`standby outage ${OUTAGE_MS / 1000} s: ${samples.length} samples, client backends max ${maxBackends} (pool ${POOL_MAX}), ` +
       `/readyz not 503 after ${STATEMENT_TIMEOUT_MS + 1000} ms: ${ready200.length}, creates during it ${during.length} ` +
-      `(200: ${during.filter((answer) => answer.status === 200).length}, of them sent and answered while the standby was down: ${inside.length}), max create ${Math.round(Math.max(...during.map((answer) => answer.ms)))} ms, ` +
+      `(200: ${during.filter((answer) => answer.status === 200).length}, of them sent and answered while the standby was down: ${inside.length}), max ` +
+        `create ${Math.round(Math.max(...during.map((answer) => answer.ms)))} ms, ` +
       `over ${STATEMENT_TIMEOUT_MS + 1000} ms: ${during.filter((answer) => answer.ms > STATEMENT_TIMEOUT_MS + 1000).length}; ` +
       `/readyz 200 ${Math.round(readyAgain ?? -1)} ms and first create 200 ${Math.round(firstBack)} ms after its return`)
 
-    const context = `samples not 503 or over the bound ${JSON.stringify(samples.filter((sample) => sample.ready !== 503 || typeof sample.backends !== 'number' || sample.backends > POOL_MAX + BACKENDS_BESIDES_POOL))}\n` +
-      `200s sent and answered inside the outage: ${JSON.stringify(inside.map((answer) => ({ id: String(answer.id), started: Math.round(answer.at - answer.ms - gone), ms: Math.round(answer.ms) })))}\n` +
+    const context = 'samples not 503 or over the bound ' +
+      `${JSON.stringify(samples.filter((sample) =>
+        sample.ready !== 503 || typeof sample.backends !== 'number' || sample.backends > POOL_MAX + BACKENDS_BESIDES_POOL))}\n` +
+      '200s sent and answered inside the outage: ' +
+        `${JSON.stringify(inside.map((answer) =>
+          ({ id: String(answer.id), started: Math.round(answer.at - answer.ms - gone), ms: Math.round(answer.ms) })))}\n` +
       `${pair.logs().slice(-3000)}\n--- service\n${server.stdout.filter((line) => !line.includes('"request completed"')).slice(-30).join('\n')}`
     expect(samples.filter((sample) => typeof sample.backends !== 'number'), `psql refused: ${context}`).toEqual([])
     expect(maxBackends, context).toBeLessThanOrEqual(POOL_MAX + BACKENDS_BESIDES_POOL)
@@ -150,7 +173,8 @@ describe.skipIf(noServer !== undefined)(noServer !== undefined ? `PostgreSQL lon
     expect(server.child.exitCode).toBe(null)
   })
 
-  it.skipIf(noBouncer !== undefined)('primary turned read-only (default_transaction_read_only + reload), directly and through PgBouncer: /readyz 503 within the timeout + 1 s, creates 503 with nothing stored, ready within 2 s of the change back', { timeout: 90_000 }, async () => {
+  it.skipIf(noBouncer !== undefined)('primary turned read-only (default_transaction_read_only + reload), directly and through PgBouncer: /readyz 503 ' +
+    'within the timeout + 1 s, creates 503 with nothing stored, ready within 2 s of the change back', { timeout: 90_000 }, async () => {
     const pair: StandbyPair = await startStandbyPair(bin as string)
     onTestFinished(() => pair.destroy())
     const bouncer = await startPgBouncer({ binary: bouncerBinary as string, upstream: { host: '127.0.0.1', port: pair.primary.port } })
@@ -196,10 +220,15 @@ describe.skipIf(noServer !== undefined)(noServer !== undefined ? `PostgreSQL lon
       expect((await postPlant(server.url, BigInt(server.port) * 1000n, 'after')).status, name).toBe(200)
     }
   })
-  it('primary frozen (SIGSTOP of the postmaster and every backend) for 20 s under creates: every create answered within the timeout + 1 s, /readyz 503 throughout, every 200 stored, 200s within 5 s of SIGCONT', { timeout: 90_000 }, async () => {
+  it('primary frozen (SIGSTOP of the postmaster and every backend) for 20 s under creates: every create answered within the timeout + 1 s, /readyz 503 ' +
+    'throughout, every 200 stored, 200s within 5 s of SIGCONT', { timeout: 90_000 }, async () => {
     const pair = await startStandbyPair(bin as string)
     onTestFinished(() => pair.destroy())
-    const server = await startServer({ DATABASE_URL: pair.primary.url, DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS), DATABASE_POOL_MAX: String(POOL_MAX) })
+    const server = await startServer({
+      DATABASE_URL: pair.primary.url,
+      DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS),
+      DATABASE_POOL_MAX: String(POOL_MAX)
+    })
     await vi.waitFor(async () => expect(await readyStatus(server)).toBe(200), { timeout: 15000, interval: 100 })
     const dataDir = (await pair.primary.query<{ dir: string }>("SELECT current_setting('data_directory') AS dir")).rows[0]?.dir as string
     const postmaster = Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0])
@@ -228,14 +257,17 @@ describe.skipIf(noServer !== undefined)(noServer !== undefined ? `PostgreSQL lon
       for (const pid of cluster()) process.kill(pid, 'SIGCONT')
     }
     const thawed = performance.now()
-    await vi.waitFor(() => expect(load.answers.filter((answer) => answer.status === 200 && answer.at >= thawed).length).toBeGreaterThanOrEqual(200), { timeout: 20000, interval: 50 })
+    await vi.waitFor(() => expect(load.answers.filter((answer) => answer.status === 200 && answer.at >= thawed).length).toBeGreaterThanOrEqual(200),
+      { timeout: 20000, interval: 50 })
     await load.stop()
 
     const { answers } = load
     const during = answers.filter((answer) => answer.at > frozen && answer.at - answer.ms < thawed)
     const firstBack = Math.min(...answers.filter((answer) => answer.status === 200 && answer.at >= thawed).map((answer) => answer.at)) - thawed
-    console.info(`primary frozen ${FREEZE_MS / 1000} s: creates answered during it ${during.length} (200: ${during.filter((answer) => answer.status === 200).length}), ` +
-      `max create ${Math.round(Math.max(...during.map((answer) => answer.ms)))} ms; /readyz ${ready.map((sample) => sample.status).join(',')}; first 200 ${Math.round(firstBack)} ms after SIGCONT`)
+    console.info(`primary frozen ${FREEZE_MS / 1000} s: creates answered during it ${during.length} (200: ` +
+      `${during.filter((answer) => answer.status === 200).length}), ` +
+      `max create ${Math.round(Math.max(...during.map((answer) => answer.ms)))} ms; /readyz ${ready.map((sample) => sample.status).join(',')}; first ` +
+        `200 ${Math.round(firstBack)} ms after SIGCONT`)
     expect(answers.filter((answer) => answer.status !== 200 && answer.status !== 503)).toEqual([])
     expect(answers.filter((answer) => answer.ms > STATEMENT_TIMEOUT_MS + 1000).map((answer) => Math.round(answer.ms))).toEqual([])
     expect(ready.filter((sample) => sample.t > STATEMENT_TIMEOUT_MS + 1000 && sample.status !== 503)).toEqual([])

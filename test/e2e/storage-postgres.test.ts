@@ -22,7 +22,9 @@ describe('built server with a PostgreSQL URL it cannot read', () => {
 })
 
 for (const target of postgresTargets()) {
-  describe.skipIf(target.skip !== undefined)(target.skip !== undefined ? `PostgreSQL end-to-end tests (${target.name}) skipped: ${target.skip}` : `built server on PostgreSQL, ${target.name}`, () => {
+  describe.skipIf(target.skip !== undefined)(target.skip !== undefined
+    ? `PostgreSQL end-to-end tests (${target.name}) skipped: ${target.skip}`
+    : `built server on PostgreSQL, ${target.name}`, () => {
     defineSuite(target)
   })
 }
@@ -93,27 +95,28 @@ function defineSuite (target: PostgresTarget): void {
     expect(await server.exited).toEqual({ code: 0, signal: null })
   })
 
-  it('becomes ready by itself when the database comes up after the start, answers 503 while it is lost, and recovers without a restart', { timeout: 60000 }, async () => {
-    const upstream = new URL(process.env.TEST_DATABASE_URL as string)
-    const proxy = await createSwitchableProxy({ host: upstream.hostname, port: Number(upstream.port || 5432) })
-    onTestFinished(() => proxy.down())
-    const server = await startServer({ DATABASE_URL: await schemas.create({ port: proxy.port }) })
-    expect((await get(server.url, '/readyz')).status).toBe(503)
-    await proxy.up()
-    await vi.waitFor(async () => expect((await get(server.url, '/readyz')).status).toBe(200), { timeout: 15000, interval: 100 })
-    expect((await postPlant(server.url, 1n, 'fern')).status).toBe(200)
+  it('becomes ready by itself when the database comes up after the start, answers 503 while it is lost, and recovers without a restart',
+    { timeout: 60000 }, async () => {
+      const upstream = new URL(process.env.TEST_DATABASE_URL as string)
+      const proxy = await createSwitchableProxy({ host: upstream.hostname, port: Number(upstream.port || 5432) })
+      onTestFinished(() => proxy.down())
+      const server = await startServer({ DATABASE_URL: await schemas.create({ port: proxy.port }) })
+      expect((await get(server.url, '/readyz')).status).toBe(503)
+      await proxy.up()
+      await vi.waitFor(async () => expect((await get(server.url, '/readyz')).status).toBe(200), { timeout: 15000, interval: 100 })
+      expect((await postPlant(server.url, 1n, 'fern')).status).toBe(200)
 
-    await proxy.down()
-    const lost = await postPlant(server.url, 2n, 'moss')
-    expect(lost.status).toBe(503)
-    expect(lost.headers.get('retry-after')).toBe('1')
-    expect((await get(server.url, '/readyz')).status).toBe(503)
+      await proxy.down()
+      const lost = await postPlant(server.url, 2n, 'moss')
+      expect(lost.status).toBe(503)
+      expect(lost.headers.get('retry-after')).toBe('1')
+      expect((await get(server.url, '/readyz')).status).toBe(503)
 
-    await proxy.up()
-    await vi.waitFor(async () => expect((await postPlant(server.url, 2n, 'moss')).status).toBe(200), { timeout: 20000, interval: 100 })
-    expect((await postPlant(server.url, 1n, 'fern')).status).toBe(200)
-    await server.waitForLine((line) => line.includes('"msg":"store back"'))
-  })
+      await proxy.up()
+      await vi.waitFor(async () => expect((await postPlant(server.url, 2n, 'moss')).status).toBe(200), { timeout: 20000, interval: 100 })
+      expect((await postPlant(server.url, 1n, 'fern')).status).toBe(200)
+      await server.waitForLine((line) => line.includes('"msg":"store back"'))
+    })
 
   it('answers 503 within the statement timeout when a lock blocks the insert, and the server cancels the statement', { timeout: 30000 }, async () => {
     const timeoutMs = 1000

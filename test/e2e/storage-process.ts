@@ -53,7 +53,8 @@ export async function mapConcurrently<T, R> (items: readonly T[], concurrency: n
  * then SIGKILLs the server with requests still in flight. Returns the ids that got a 200, and how
  * many requests the kill left without a reply.
  */
-export function createUntilKilled (server: ServerProcess, count: number, concurrency: number, idOf: (n: number) => bigint): Promise<{ acknowledged: bigint[], unanswered: number }> {
+export function createUntilKilled (server: ServerProcess, count: number, concurrency: number,
+  idOf: (n: number) => bigint): Promise<{ acknowledged: bigint[], unanswered: number }> {
   return createUntilDead(server.url, count, concurrency, idOf, async () => {
     server.child.kill('SIGKILL')
     const { signal } = await server.exited
@@ -65,7 +66,8 @@ export function createUntilKilled (server: ServerProcess, count: number, concurr
  * The same for a server this process does not own (a container): `kill` kills it and resolves once
  * it is dead; a `kill` that fails (the server had already died) fails the call.
  */
-export async function createUntilDead (url: string, count: number, concurrency: number, idOf: (n: number) => bigint, kill: () => Promise<void>): Promise<{ acknowledged: bigint[], unanswered: number }> {
+export async function createUntilDead (url: string, count: number, concurrency: number, idOf: (n: number) => bigint,
+  kill: () => Promise<void>): Promise<{ acknowledged: bigint[], unanswered: number }> {
   const acknowledged: bigint[] = []
   let unanswered = 0
   let n = 0

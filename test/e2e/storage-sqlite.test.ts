@@ -31,7 +31,8 @@ describe('built server on SQLite', () => {
   // better-sqlite3 before 13 aborted the process on Node >= 24.19 (`Assertion failed: (env) != nullptr`
   // in node::RemoveEnvironmentCleanupHook, from Statement::~Statement) when a collection finalised a
   // statement: at start-up or under load, in the Docker image. CI runs this on Node 24 and 22.
-  it(`survives garbage collections forced every 2 ms from start-up through concurrent creates, then exits 0 on SIGTERM (Node ${process.versions.node})`, { timeout: 60000 }, async () => {
+  it('survives garbage collections forced every 2 ms from start-up through concurrent creates, then exits 0 on SIGTERM (Node ' +
+    `${process.versions.node})`, { timeout: 60000 }, async () => {
     const server = await startBuiltServer(
       { API_TOKENS: E2E_TOKEN, DATABASE_URL: `sqlite:${join(dir, 'gc', 'plants.db')}` },
       { args: ['--expose-gc', '--import', FORCED_GC, SERVER] })

@@ -73,7 +73,8 @@ describe('an Expect other than 100-continue', () => {
 
   it('answers 417 Error to "Expect: 100-continue, foo", after the 100 Continue Node writes for any mention of 100-continue', async () => {
     const { repository, port } = await listening()
-    const text = await rawExchange(port, request(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nExpect: 100-continue, foo`, BODY))
+    const text = await rawExchange(port,
+      request(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nExpect: 100-continue, foo`, BODY))
     const replies = splitReplies(text)
     expect(replies.map((reply) => reply.status)).toEqual([100, 417])
     expect(repository.inserts).toBe(0)
@@ -96,9 +97,11 @@ describe('edges where Node\'s own answer is kept', () => {
 
   it('uses the first of two Authorization headers, as Node does', async () => {
     const { repository, port } = await listening()
-    const valid = parseRawReply(await rawExchange(port, request(`POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nAuthorization: Bearer wrong`, BODY)))
+    const valid = parseRawReply(await rawExchange(port,
+      request(`POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nAuthorization: Bearer wrong`, BODY)))
     expect(valid.status).toBe(200)
-    const wrong = parseRawReply(await rawExchange(port, request(`POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\nAuthorization: Bearer ${TOKEN}`, BODY)))
+    const wrong = parseRawReply(await rawExchange(port,
+      request(`POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\nAuthorization: Bearer ${TOKEN}`, BODY)))
     expectErrorRecord(wrong, 401, 'the bearer token is not valid')
     expect(repository.inserts).toBe(1)
   })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ConfigError, loadConfig } from '../../src/config.js'
+import { ConfigError, loadConfig } from '../../src/config/load-config.js'
 import { TOKEN } from '../helpers.js'
 
 const base = { API_TOKENS: TOKEN }
@@ -7,7 +7,13 @@ const base = { API_TOKENS: TOKEN }
 describe('hardening configuration', () => {
   it('has the documented defaults', () => {
     const config = loadConfig(base)
-    expect(config.http).toEqual({ headersTimeoutMs: 10000, requestTimeoutMs: 15000, connectionTimeoutMs: 30000, keepAliveTimeoutMs: 72000, maxHeaderBytes: 16384 })
+    expect(config.http).toEqual({
+      headersTimeoutMs: 10000,
+      requestTimeoutMs: 15000,
+      connectionTimeoutMs: 30000,
+      keepAliveTimeoutMs: 72000,
+      maxHeaderBytes: 16384
+    })
     expect(config.overload.maxEventLoopDelayMs).toBe(200)
     expect(config.overload.maxRssBytes).toBe(0)
     expect(config.overload.maxHeapUsedBytes).toBeGreaterThan(0)

@@ -4,7 +4,7 @@ import { gzipSync } from 'node:zlib'
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { defaultOverloadLimits } from '../../src/config.js'
+import { defaultOverloadLimits } from '../../src/config/load-config.js'
 import { createMemoryPlantRepository } from '../../src/plants/memory-plant-repository.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 import { INT64_MAX, INT64_MIN } from '../../src/schemas.js'
@@ -163,7 +163,8 @@ function valueFor (schema: Schema, document: Document): fc.Arbitrary<Json> {
   if (resolved.type === 'string') return fc.oneof({ weight: 5, arbitrary: text }, { weight: 1, arbitrary: wrong })
   if (resolved.type === 'object') {
     const names = Object.keys(resolved.properties ?? {})
-    const entries = names.map((name) => fc.option(valueFor(resolved.properties?.[name] ?? {}, document), { freq: resolved.required?.includes(name) === true ? 12 : 2 }))
+    const entries = names.map((name) => fc.option(valueFor(resolved.properties?.[name] ?? {}, document),
+      { freq: resolved.required?.includes(name) === true ? 12 : 2 }))
     // Extra properties: the document says they are accepted and ignored, prototype-poisoning keys included.
     const extra = fc.option(fc.constantFrom('"extra":1', '"__proto__":{"x":1}', '"constructor":{"prototype":{}}', '"nested":{"__proto__":null}'), { freq: 4 })
     return fc.tuple(fc.tuple(...entries), extra).map(([values, more]): Json => {
@@ -218,7 +219,10 @@ function requestArbitrary (document: Document): fc.Arbitrary<Generated> {
     host: fc.constantFrom('none', 'empty', 'twice', 'invalid')
   })
   const names = Object.keys(usual) as (keyof Parts)[]
-  return fc.record({ changed: fc.subarray(names, { maxLength: 3 }), changes, origin: fc.boolean(), body }).map(({ changed, changes: other, origin, body: json }): Generated => {
+  return fc.record({ changed: fc.subarray(names, { maxLength: 3 }), changes, origin: fc.boolean(), body }).map(({
+    changed, changes: other, origin,
+    body: json
+  }): Generated => {
     const chosen = { ...usual }
     for (const name of changed) Object.assign(chosen, { [name]: other[name] })
     const { method, path, version, auth, type, coding, expect, host } = chosen
@@ -244,13 +248,15 @@ function requestArbitrary (document: Document): fc.Arbitrary<Generated> {
     if (coding !== 'none') head.push(`Content-Encoding: ${coding === 'not-gzip' ? 'gzip' : coding}`)
     const token = auth === 'good' || auth === 'twice' || auth === 'good-then-wrong'
     const valid = json.valid && method === 'POST' && (path === '/plants' || path === '/plants?x=1') && (host !== 'none' || version !== '1.1') && token &&
-      (type === 'application/json' || type === 'application/json; charset=utf-8') && (coding === 'none' || coding === 'gzip') && (expect === 'none' || expect.toLowerCase() === '100-continue')
+      (type === 'application/json' || type === 'application/json; charset=utf-8') && (coding === 'none' || coding === 'gzip') && (expect === 'none' ||
+        expect.toLowerCase() === '100-continue')
     return { method, path, version, head, body: bytes, host, token, expect, valid }
   })
 }
 
 const render = ({ method, path, version, head, body }: Generated, close: boolean): Buffer => Buffer.concat([
-  Buffer.from(`${method} ${path} HTTP/${version}\r\n${head.join('\r\n')}${head.length === 0 ? '' : '\r\n'}Content-Length: ${body.length}\r\n${close ? 'Connection: close\r\n' : ''}\r\n`, 'latin1'),
+  Buffer.from(`${method} ${path} HTTP/${version}\r\n${head.join('\r\n')}${head.length === 0 ? '' : '\r\n'}Content-Length: ` +
+    `${body.length}\r\n${close ? 'Connection: close\r\n' : ''}\r\n`, 'latin1'),
   body
 ])
 
@@ -388,8 +394,12 @@ describe('fuzzing the HTTP edge on real sockets (fast-check, bounded by runs)', 
     const where = describeRequest(request)
     expect(expected.statuses, `${where}: the edge's answer (${reply.status} ${reply.body})`).toContain(reply.status)
     expect(interim, `${where}: 100 Continue first exactly when Node writes it`).toEqual(expected.continues ? [100] : [])
-    expect(check.documented(request.method, request.path, reply.status), `${where}: ${reply.status} documented for the operation or named in the description`).toBe(true)
-    if (reply.status === 405) expect(new Set((reply.headers.allow ?? '').split(/,\s*/)), `${where}: Allow lists the methods the document lists for the path`).toEqual(check.methods(request.path))
+    expect(check.documented(request.method, request.path, reply.status),
+      `${where}: ${reply.status} documented for the operation or named in the description`).toBe(true)
+    if (reply.status === 405) {
+      expect(new Set((reply.headers.allow ?? '').split(/,\s*/)),
+      `${where}: Allow lists the methods the document lists for the path`).toEqual(check.methods(request.path))
+    }
     checkBody(reply, request.method === 'HEAD', check.bodySchema(request.method, request.path, reply.status), where)
   }
 
@@ -429,7 +439,9 @@ describe('fuzzing the HTTP edge on real sockets (fast-check, bounded by runs)', 
   }
 
   for (const [delayMs, cors] of [[0, false], [2, true]] as const) {
-    it(`answers generated requests (one, or with creates pipelined behind), one reply each, as the document and the edge say, and stores nothing unanswered (store answering ${delayMs === 0 ? 'in the same turn' : `${delayMs} ms later`}, ${cors ? 'with' : 'without'} CORS_ORIGINS)`, { timeout: 120000 }, async () => {
+    it('answers generated requests (one, or with creates pipelined behind), one reply each, as the document and the edge say, and stores nothing ' +
+      `unanswered (store answering ${delayMs === 0 ? 'in the same turn' : `${delayMs} ms later`}, ${cors ? 'with' : 'without'} ` +
+        'CORS_ORIGINS)', { timeout: 120000 }, async () => {
       const { app, repository, port, check, document } = await setUp(delayMs, cors)
       let sequence = 0
       let runs = 0
@@ -454,48 +466,54 @@ describe('fuzzing the HTTP edge on real sockets (fast-check, bounded by runs)', 
     })
   }
 
-  it('answers hostile bytes (random, or a valid create cut or corrupted) with documented Error records only, then closes, storing nothing unanswered', { timeout: 120000 }, async () => {
-    const { app, repository, port, check } = await setUp(0, false)
-    const valid = render(pipelined(0), true)
-    const hostile = fc.oneof(
-      fc.uint8Array({ minLength: 1, maxLength: 200 }).map((bytes) => Buffer.from(bytes)),
-      fc.nat({ max: valid.length }).map((end) => valid.subarray(0, Math.max(1, end))),
-      fc.tuple(fc.nat({ max: valid.length - 1 }), fc.integer({ min: 0, max: 255 })).map(([at, byte]) => {
-        const copy = Buffer.from(valid)
-        copy[at] = byte
-        return copy
-      }),
-      fc.uint8Array({ maxLength: 64 }).map((bytes) => Buffer.concat([valid.subarray(0, valid.indexOf('\r\n\r\n') + 4), Buffer.from(bytes)]))
-    )
-    let runs = 0
-    // Mostly followed by a well-formed request that closes the connection, so that the exchange ends
-    // at once whatever the hostile bytes left behind; now and then not, so that what never completes
-    // gets its 408 (REQUEST_TIMEOUT) and an idle keep-alive connection its close (KEEP_ALIVE_TIMEOUT).
-    const LAST = Buffer.from('GET /livez HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n')
-    await fc.assert(fc.asyncProperty(hostile, fc.nat({ max: 4 }), async (bytes, last) => {
-      const before = repository.created
-      const { text, closed } = await exchange(port, last === 0 ? bytes : Buffer.concat([bytes, LAST]))
-      const { answers, rest } = splitReplies(text, [])
-      const replies = answers.map(({ reply }) => reply)
-      // Whatever the bytes: the server ends the exchange (a reply, a 408 for what never completes, or a close).
-      expect(closed, `the server closed within ${WAIT_MS} ms; received ${JSON.stringify(text.slice(0, 200))}`).toBe(true)
-      expect(rest, 'nothing but replies on the wire').toBe('')
-      // No reply after one that closes the connection.
-      replies.forEach((reply, index) => { if (index < replies.length - 1) expect(closes(reply), `reply ${index + 1} of ${replies.length} closes the connection, and more follow`).toBe(false) })
-      let answered200 = 0
-      // The closing GET /livez's own 200, when it was answered, is the last reply.
-      const hostileReplies = last !== 0 && replies.at(-1)?.body === '{"status":"ok"}' ? replies.slice(0, -1) : replies
-      for (const reply of hostileReplies) {
-        const where = `hostile bytes ${JSON.stringify(bytes.toString('latin1').slice(0, 200))}`
-        expect(check.documentedAnywhere(reply.status), `${where}: ${reply.status} documented for some operation or named in the description`).toBe(true)
-        // Hostile bytes are a POST /plants, cut, corrupted or replaced.
-        checkBody(reply, false, check.bodySchema('POST', '/plants', reply.status), where)
-        if (reply.status === 200) answered200++
-      }
-      await expectNothingStoredUnanswered(repository, before, answered200)
-      runs++
-    }), { numRuns: RUNS })
-    expect(runs).toBeGreaterThanOrEqual(RUNS)
-    await expectAlive(app, port)
-  })
+  it('answers hostile bytes (random, or a valid create cut or corrupted) with documented Error records only, then closes, storing nothing unanswered',
+    { timeout: 120000 }, async () => {
+      const { app, repository, port, check } = await setUp(0, false)
+      const valid = render(pipelined(0), true)
+      const hostile = fc.oneof(
+        fc.uint8Array({ minLength: 1, maxLength: 200 }).map((bytes) => Buffer.from(bytes)),
+        fc.nat({ max: valid.length }).map((end) => valid.subarray(0, Math.max(1, end))),
+        fc.tuple(fc.nat({ max: valid.length - 1 }), fc.integer({ min: 0, max: 255 })).map(([at, byte]) => {
+          const copy = Buffer.from(valid)
+          copy[at] = byte
+          return copy
+        }),
+        fc.uint8Array({ maxLength: 64 }).map((bytes) => Buffer.concat([valid.subarray(0, valid.indexOf('\r\n\r\n') + 4), Buffer.from(bytes)]))
+      )
+      let runs = 0
+      // Mostly followed by a well-formed request that closes the connection, so that the exchange ends
+      // at once whatever the hostile bytes left behind; now and then not, so that what never completes
+      // gets its 408 (REQUEST_TIMEOUT) and an idle keep-alive connection its close (KEEP_ALIVE_TIMEOUT).
+      const LAST = Buffer.from('GET /livez HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n')
+      await fc.assert(fc.asyncProperty(hostile, fc.nat({ max: 4 }), async (bytes, last) => {
+        const before = repository.created
+        const { text, closed } = await exchange(port, last === 0 ? bytes : Buffer.concat([bytes, LAST]))
+        const { answers, rest } = splitReplies(text, [])
+        const replies = answers.map(({ reply }) => reply)
+        // Whatever the bytes: the server ends the exchange (a reply, a 408 for what never completes, or a close).
+        expect(closed, `the server closed within ${WAIT_MS} ms; received ${JSON.stringify(text.slice(0, 200))}`).toBe(true)
+        expect(rest, 'nothing but replies on the wire').toBe('')
+        // No reply after one that closes the connection.
+        replies.forEach((reply, index) => {
+          if (index < replies.length - 1) {
+            expect(closes(reply),
+        `reply ${index + 1} of ${replies.length} closes the connection, and more follow`).toBe(false)
+          }
+        })
+        let answered200 = 0
+        // The closing GET /livez's own 200, when it was answered, is the last reply.
+        const hostileReplies = last !== 0 && replies.at(-1)?.body === '{"status":"ok"}' ? replies.slice(0, -1) : replies
+        for (const reply of hostileReplies) {
+          const where = `hostile bytes ${JSON.stringify(bytes.toString('latin1').slice(0, 200))}`
+          expect(check.documentedAnywhere(reply.status), `${where}: ${reply.status} documented for some operation or named in the description`).toBe(true)
+          // Hostile bytes are a POST /plants, cut, corrupted or replaced.
+          checkBody(reply, false, check.bodySchema('POST', '/plants', reply.status), where)
+          if (reply.status === 200) answered200++
+        }
+        await expectNothingStoredUnanswered(repository, before, answered200)
+        runs++
+      }), { numRuns: RUNS })
+      expect(runs).toBeGreaterThanOrEqual(RUNS)
+      await expectAlive(app, port)
+    })
 })

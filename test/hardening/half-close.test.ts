@@ -16,7 +16,8 @@ import { parseRawReply, rawExchange, until } from './hardening-helpers.js'
  */
 
 const BODY = '{"id":7,"name":"fern"}'
-const CREATE = `POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`
+const CREATE = `POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ` +
+  `${BODY.length}\r\n\r\n${BODY}`
 
 /** A memory store that answers `delayMs` later, as a database would, counting what it really stored. */
 function slowRepository (delayMs: number): PlantRepository & { created: number, pending: number } {

@@ -113,14 +113,23 @@ const post = (app: App, payload: string | Buffer, headers: Record<string, string
 
 const val = (arbitrary: fc.Arbitrary<unknown>): fc.Arbitrary<Doc> => arbitrary.map((v): Doc => ({ t: 'val', v }))
 const loneSurrogate = fc.integer({ min: 0xd800, max: 0xdfff }).map((code) => String.fromCharCode(code))
-const awkwardText = fc.array(fc.oneof(fc.constantFrom('\u0000', 'a', '"', '\\', '\u2028', '\ufeff', '😀'), loneSurrogate), { maxLength: 6 }).map((parts) => parts.join(''))
+const awkwardText = fc.array(fc.oneof(fc.constantFrom('\u0000', 'a', '"', '\\', '\u2028', '\ufeff', '😀'), loneSurrogate),
+  { maxLength: 6 }).map((parts) => parts.join(''))
 
 const idDoc: fc.Arbitrary<Doc> = fc.oneof(
   { weight: 4, arbitrary: fc.integer({ min: -30, max: 30 }).map((v): Doc => ({ t: 'val', v })) }, // collisions: replays and conflicts
   { weight: 3, arbitrary: fc.bigInt({ min: INT64_MIN - 1000n, max: INT64_MAX + 1000n }).map((v): Doc => ({ t: 'big', v })) },
-  { weight: 2, arbitrary: fc.constantFrom(INT64_MIN, INT64_MAX, INT64_MIN - 1n, INT64_MAX + 1n, 2n ** 53n, 2n ** 53n + 1n, -(2n ** 53n) - 1n).map((v): Doc => ({ t: 'big', v })) },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(INT64_MIN, INT64_MAX, INT64_MIN - 1n, INT64_MAX + 1n, 2n ** 53n, 2n ** 53n + 1n,
+      -(2n ** 53n) - 1n).map((v): Doc => ({ t: 'big', v }))
+  },
   { weight: 1, arbitrary: val(fc.double()) },
-  { weight: 1, arbitrary: fc.constantFrom('1e400', '-1e400', '-0', '1.5', '1.0', '1E2', '100e-2', '0.0e5', '9223372036854775807.0', '92233720368547758070e-1', '5e-324', '123456789012345678901234567890').map((text): Doc => ({ t: 'raw', text })) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom('1e400', '-1e400', '-0', '1.5', '1.0', '1E2', '100e-2', '0.0e5', '9223372036854775807.0',
+      '92233720368547758070e-1', '5e-324', '123456789012345678901234567890').map((text): Doc => ({ t: 'raw', text }))
+  },
   { weight: 1, arbitrary: val(fc.oneof(fc.constant('5'), fc.constant(null), fc.boolean(), fc.jsonValue({ maxDepth: 2 }))) }
 )
 const textDoc: fc.Arbitrary<Doc> = fc.oneof(
@@ -141,7 +150,8 @@ const nestedDoc: fc.Arbitrary<Doc> = fc.letrec<{ doc: Doc }>((tie) => ({
     fc.array(tie('doc'), { maxLength: 3 }).map((items): Doc => ({ t: 'arr', items }))
   )
 })).doc
-const extraKey = fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'id', 'name', 'tag'))
+const extraKey = fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'id',
+  'name', 'tag'))
 
 /** Mostly near-valid NewPlants: id, name, maybe tag, extras, duplicates, in any order. */
 const plantDoc: fc.Arbitrary<Doc> = fc.tuple(
@@ -219,10 +229,14 @@ describe('hostile bodies (property tests)', () => {
 
   it('answers arbitrary Authorization values with 401 and a challenge, unless they carry the token', async () => {
     const app = await buildTestApp()
-    const headerChar = fc.oneof(fc.integer({ min: 0x20, max: 0x7e }), fc.constant(0x09), fc.integer({ min: 0x80, max: 0xff })).map((code) => String.fromCharCode(code))
+    const headerChar = fc.oneof(fc.integer({ min: 0x20, max: 0x7e }), fc.constant(0x09), fc.integer({
+      min: 0x80,
+      max: 0xff
+    })).map((code) => String.fromCharCode(code))
     const authorization = fc.oneof(
       fc.string({ unit: headerChar, maxLength: 60 }),
-      fc.constantFrom(`Bearer ${TOKEN}`, `bearer ${TOKEN}`, `BEARER  ${TOKEN} `, `Basic ${TOKEN}`, 'Bearer', 'Bearer ', TOKEN, `Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(1)}`, `Bearer\t${TOKEN}`),
+      fc.constantFrom(`Bearer ${TOKEN}`, `bearer ${TOKEN}`, `BEARER  ${TOKEN} `, `Basic ${TOKEN}`, 'Bearer', 'Bearer ', TOKEN, `Bearer ${TOKEN}x`,
+        `Bearer ${TOKEN.slice(1)}`, `Bearer\t${TOKEN}`),
       fc.string({ unit: headerChar, maxLength: 10 }).map((junk) => `Bearer ${TOKEN}${junk}`)
     )
     let id = 0

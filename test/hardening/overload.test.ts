@@ -1,7 +1,7 @@
 import '@fastify/under-pressure'
 import { describe, expect, it } from 'vitest'
 import Fastify from 'fastify'
-import { defaultOverloadLimits } from '../../src/config.js'
+import { defaultOverloadLimits } from '../../src/config/load-config.js'
 import { overload } from '../../src/plugins/overload.js'
 import { buildTestApp, postPlant } from '../helpers.js'
 import { countingRepository, until } from './hardening-helpers.js'
@@ -96,7 +96,16 @@ describe('overload shedding (under-pressure)', () => {
     let resident = 900
     const app = Fastify()
     // Only the memory check: a loaded machine's event-loop delay must not be what is seen.
-    await app.register(overload, { limits: { ...defaultOverloadLimits(), maxEventLoopDelayMs: 0, maxHeapUsedBytes: 0, maxRssAnonBytes: 1000, sampleIntervalMs: 10 }, rssAnonBytes: () => resident })
+    await app.register(overload, {
+      limits: {
+        ...defaultOverloadLimits(),
+        maxEventLoopDelayMs: 0,
+        maxHeapUsedBytes: 0,
+        maxRssAnonBytes: 1000,
+        sampleIntervalMs: 10
+      },
+      rssAnonBytes: () => resident
+    })
     app.get('/work', async () => 'done')
     expect((await app.inject('/work')).statusCode).toBe(200)
     resident = 1000

@@ -158,7 +158,8 @@ describe('per-token rate limit shared through Redis', () => {
 })
 
 describe('per-token rate limit when Redis goes away', () => {
-  it.skipIf(!HAS_REDIS_SERVER)(`keeps serving (fail-open, no 5xx, no crash) when its Redis stops mid-run${HAS_REDIS_SERVER ? '' : ' (SKIPPED: no redis-server binary)'}`, async () => {
+  it.skipIf(!HAS_REDIS_SERVER)('keeps serving (fail-open, no 5xx, no crash) when its Redis stops ' +
+    `mid-run${HAS_REDIS_SERVER ? '' : ' (SKIPPED: no redis-server binary)'}`, async () => {
     const port = await freePort()
     // A Redis of this test's own, so that stopping it disturbs nobody else.
     const redisServer = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
@@ -183,7 +184,12 @@ describe('per-token rate limit when Redis goes away', () => {
     }
     await until(() => lines.some((line) => line.includes('rate limit store (Redis) failing')), 5000, 'warning logged')
     const warning = JSON.parse(lines.find((line) => line.includes('rate limit store (Redis) failing')) as string)
-    expect(warning).toMatchObject({ level: 40, subject: 'rate limit store (Redis)', errors: 1, msg: expect.stringMatching(/requests are served without a limit$/) })
+    expect(warning).toMatchObject({
+      level: 40,
+      subject: 'rate limit store (Redis)',
+      errors: 1,
+      msg: expect.stringMatching(/requests are served without a limit$/)
+    })
     expect(warning).not.toHaveProperty('err')
   })
 })

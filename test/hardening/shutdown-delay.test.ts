@@ -34,35 +34,37 @@ function fresh (port: number, method: string, path: string, body?: string): Prom
 }
 
 describe('SHUTDOWN_DELAY_MS (built server)', () => {
-  it(`on SIGTERM answers /readyz 503 at once, keeps accepting and serving new connections for ${DELAY_MS} ms, then drains and exits 0`, { timeout: 20000 }, async () => {
-    const server = await startServer({ API_TOKENS: TOKEN, SHUTDOWN_DELAY_MS: String(DELAY_MS), SHUTDOWN_TIMEOUT_MS: '3000' })
-    expect((await fresh(server.port, 'GET', '/readyz')).status).toBe(200)
-    let exitedAt = 0
-    void server.exited.then(() => { exitedAt = Date.now() })
+  it(`on SIGTERM answers /readyz 503 at once, keeps accepting and serving new connections for ${DELAY_MS} ms, then drains and exits 0`,
+    { timeout: 20000 }, async () => {
+      const server = await startServer({ API_TOKENS: TOKEN, SHUTDOWN_DELAY_MS: String(DELAY_MS), SHUTDOWN_TIMEOUT_MS: '3000' })
+      expect((await fresh(server.port, 'GET', '/readyz')).status).toBe(200)
+      let exitedAt = 0
+      void server.exited.then(() => { exitedAt = Date.now() })
 
-    const signalledAt = Date.now()
-    server.child.kill('SIGTERM')
-    await server.waitForLine((line) => line.includes('not ready: serving for SHUTDOWN_DELAY_MS'))
-    const readiness = await fresh(server.port, 'GET', '/readyz')
-    expect(readiness.status).toBe(503)
-    expect(JSON.parse(readiness.body)).toMatchObject({ error: 503 })
-    expect((await fresh(server.port, 'GET', '/livez')).status).toBe(200)
+      const signalledAt = Date.now()
+      server.child.kill('SIGTERM')
+      await server.waitForLine((line) => line.includes('not ready: serving for SHUTDOWN_DELAY_MS'))
+      const readiness = await fresh(server.port, 'GET', '/readyz')
+      expect(readiness.status).toBe(503)
+      expect(JSON.parse(readiness.body)).toMatchObject({ error: 503 })
+      expect((await fresh(server.port, 'GET', '/livez')).status).toBe(200)
 
-    // Late in the delay: a new connection is still accepted, and a create on it is served (and
-    // told to reconnect elsewhere with Connection: close).
-    await sleep(Math.max(0, signalledAt + DELAY_MS - 500 - Date.now()))
-    expect(exitedAt).toBe(0)
-    const late = await fresh(server.port, 'POST', '/plants', JSON.stringify({ id: 1, name: 'late' }))
-    expect(late).toMatchObject({ status: 200, connection: 'close' })
-    expect(JSON.parse(late.body)).toMatchObject({ name: 'late' })
+      // Late in the delay: a new connection is still accepted, and a create on it is served (and
+      // told to reconnect elsewhere with Connection: close).
+      await sleep(Math.max(0, signalledAt + DELAY_MS - 500 - Date.now()))
+      expect(exitedAt).toBe(0)
+      const late = await fresh(server.port, 'POST', '/plants', JSON.stringify({ id: 1, name: 'late' }))
+      expect(late).toMatchObject({ status: 200, connection: 'close' })
+      expect(JSON.parse(late.body)).toMatchObject({ name: 'late' })
 
-    // After the delay the listener closes (new connections refused) and the process exits 0.
-    expect(await server.exited).toEqual({ code: 0, signal: null })
-    expect(exitedAt - signalledAt).toBeGreaterThanOrEqual(DELAY_MS)
-    await expect(fresh(server.port, 'GET', '/livez')).rejects.toThrow(/ECONNREFUSED/)
-    const lines = server.stdout.map((line) => JSON.parse(line) as { msg?: string })
-    expect(lines.map((line) => line.msg).filter((msg) => msg?.includes('closing'))).toEqual(['not ready: serving for SHUTDOWN_DELAY_MS, then closing', 'closing'])
-  })
+      // After the delay the listener closes (new connections refused) and the process exits 0.
+      expect(await server.exited).toEqual({ code: 0, signal: null })
+      expect(exitedAt - signalledAt).toBeGreaterThanOrEqual(DELAY_MS)
+      await expect(fresh(server.port, 'GET', '/livez')).rejects.toThrow(/ECONNREFUSED/)
+      const lines = server.stdout.map((line) => JSON.parse(line) as { msg?: string })
+      expect(lines.map((line) => line.msg).filter((msg) => msg?.includes('closing'))).toEqual(['not ready: serving for SHUTDOWN_DELAY_MS, then closing',
+        'closing'])
+    })
 
   it('on SIGINT (Ctrl-C in a terminal) skips the delay: exits 0 at once even with SHUTDOWN_DELAY_MS of a minute', { timeout: 20000 }, async () => {
     const server = await startServer({ API_TOKENS: TOKEN, SHUTDOWN_DELAY_MS: '60000' })

@@ -27,7 +27,12 @@ function post (agent: Agent, port: number, id: number, runTag: string): Promise<
       path: '/plants',
       method: 'POST',
       agent,
-      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), 'x-request-id': outcome.requestId }
+      headers: {
+        authorization: `Bearer ${TOKEN}`,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(payload),
+        'x-request-id': outcome.requestId
+      }
     }, (res) => {
       let body = ''
       res.setEncoding('utf8')
@@ -41,7 +46,8 @@ function post (agent: Agent, port: number, id: number, runTag: string): Promise<
 }
 
 describe('shutdown under load (built server)', () => {
-  it(`finishes every accepted request and exits 0 within SHUTDOWN_TIMEOUT_MS when SIGTERM arrives under load from ${CONNECTIONS} keep-alive connections`, async () => {
+  it(`finishes every accepted request and exits 0 within SHUTDOWN_TIMEOUT_MS when SIGTERM arrives under load from ${CONNECTIONS} keep-alive ` +
+    'connections', async () => {
     const server = await startServer({ API_TOKENS: TOKEN, SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS) })
     const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS })
     const outcomes: Outcome[] = []

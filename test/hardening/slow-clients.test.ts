@@ -1,7 +1,7 @@
 import { request } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { defaultHttpLimits } from '../../src/config.js'
+import { defaultHttpLimits } from '../../src/config/load-config.js'
 import { TOKEN, buildTestApp } from '../helpers.js'
 import { countingRepository, parseRawReply, until } from './hardening-helpers.js'
 
@@ -23,7 +23,8 @@ function openSlow (port: number, kind: 'headers' | 'body', everyMs: number): Slo
   const body = '{"id":1,"name":"' + 'a'.repeat(2000) + '"}'
   const text = kind === 'headers'
     ? `POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nX-Slow: ${'a'.repeat(2000)}\r\n\r\n`
-    : `POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`
+    : `POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ` +
+      `${body.length}\r\n\r\n${body}`
   const socket = connect(port, '127.0.0.1')
   const slow: Slow = { socket, opened: Date.now(), received: '' }
   let at = kind === 'headers' ? 0 : text.indexOf('\r\n\r\n') + 4
@@ -82,7 +83,8 @@ describe('slow clients', () => {
       expect(JSON.parse(reply.body)).toEqual({ error: 408, message: 'the request took too long to arrive' })
     }
     expect(repository.inserts).toBe(0)
-    console.log(`slow clients: ${SLOW_CONNECTIONS} open; /livez on a new connection in ${live.ms} ms; cut off after ${Math.min(...cutAfter)}–${Math.max(...cutAfter)} ms`)
+    console.log(`slow clients: ${SLOW_CONNECTIONS} open; /livez on a new connection in ${live.ms} ms; cut off after ` +
+      `${Math.min(...cutAfter)}–${Math.max(...cutAfter)} ms`)
   }, 30000)
 
   it('closes a connection that sends nothing at all after connectionTimeout', async () => {

@@ -118,7 +118,8 @@ describe('named clients and hashed tokens with API_TOKENS_FILE (built server)', 
   const accessLines = (server: ServerProcess) =>
     server.stdout.map((line) => JSON.parse(line) as { msg: string, status?: number, client?: string }).filter((entry) => entry.msg === 'request')
 
-  it('names the client on the access line, hashed or plain; labels an unnamed token the same after a restart; refuses a reload with a bad line; logs no token', async () => {
+  it('names the client on the access line, hashed or plain; labels an unnamed token the same after a restart; refuses a reload with a bad line; logs ' +
+    'no token', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'plant-store-tokens-'))
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
     const file = join(dir, 'tokens')
@@ -139,7 +140,9 @@ describe('named clients and hashed tokens with API_TOKENS_FILE (built server)', 
     writeFileSync(file, `billing:sha256:${sha256('billing-secret-0123456789')}\nci:new-ci-token-0123456789\nci:other-ci-token-0123\n`)
     first.child.kill('SIGHUP')
     await until(() => messages(first, from).some((m) => m.msg.startsWith('tokens not reloaded')), 10000, 'refusal logged')
-    expect(messages(first, from).find((m) => m.msg.startsWith('tokens not reloaded'))?.reason).toBe('API_TOKENS_FILE line 3: duplicate client name (first on line 2); names are unique')
+    expect(messages(first,
+      from).find((m) => m.msg.startsWith('tokens not reloaded'))?.reason).toBe('API_TOKENS_FILE line 3: duplicate client name (first on line 2); names ' +
+        'are unique')
     expect(await post(first.port, 'ci-token-0123456789', 5)).toBe(200)
     expect(await post(first.port, 'new-ci-token-0123456789', 6)).toBe(401)
     first.child.kill('SIGTERM')

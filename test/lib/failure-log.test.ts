@@ -22,7 +22,17 @@ describe('createFailureLog', () => {
     const { lines, log } = recorder()
     const failures = createFailureLog({ log, subject: 'store', counted: 'refused' })
     failures.failed('refused', 'insert', refused)
-    expect(lines).toEqual([{ level: 'warn', message: 'store failing (refused, insert)', fields: { subject: 'store', failure: 'refused', during: 'insert', refused: 1, cause: { code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:1' } } }])
+    expect(lines).toEqual([{
+      level: 'warn',
+      message: 'store failing (refused, insert)',
+      fields: {
+        subject: 'store',
+        failure: 'refused',
+        during: 'insert',
+        refused: 1,
+        cause: { code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:1' }
+      }
+    }])
     for (let i = 0; i < 500; i++) failures.failed('refused', 'insert', refused)
     vi.advanceTimersByTime(999)
     expect(lines).toHaveLength(1)
@@ -55,7 +65,15 @@ describe('createFailureLog', () => {
       fields: { subject: 'rate limit store (Redis)', failure: 'timeout', during: 'incr', errors: 1 }
     }])
     failures.recovered()
-    expect(lines[1]).toEqual({ level: 'info', message: 'rate limit store (Redis) back', fields: { subject: 'rate limit store (Redis)', failedMs: 0, errors: 1 } })
+    expect(lines[1]).toEqual({
+      level: 'info',
+      message: 'rate limit store (Redis) back',
+      fields: {
+        subject: 'rate limit store (Redis)',
+        failedMs: 0,
+        errors: 1
+      }
+    })
   })
 
   it('keeps kinds apart: a timeout is logged even while refusals are being counted', () => {

@@ -13,7 +13,8 @@ const found = spawnSync(PYTHON, ['-c', 'import jsonschema_rs'], { stdio: 'ignore
 const required = process.env.REQUIRE_JSONSCHEMA_RS === '1'
 
 if (!found) {
-  console.warn(`OpenAPI document test in a non-JavaScript validator skipped: ${PYTHON} cannot import jsonschema_rs (python3 -m pip install jsonschema_rs; CI sets REQUIRE_JSONSCHEMA_RS=1)`)
+  console.warn(`OpenAPI document test in a non-JavaScript validator skipped: ${PYTHON} cannot import jsonschema_rs (python3 -m pip install ` +
+    'jsonschema_rs; CI sets REQUIRE_JSONSCHEMA_RS=1)')
   if (required) {
     it('runs: REQUIRE_JSONSCHEMA_RS=1 turns the skip into a failure', () => {
       expect.fail(`REQUIRE_JSONSCHEMA_RS=1 but ${PYTHON} cannot import jsonschema_rs: the document would not be compiled outside JavaScript`)
@@ -62,7 +63,16 @@ describe('the published pattern and the service\'s own check', () => {
     const app = await buildTestApp()
     const served = await app.inject({ method: 'GET', url: '/openapi.json' })
     expect(served.body).not.toContain(JSON.stringify(STORABLE_TEXT))
-    const { components } = served.json() as { components: { schemas: Record<string, { properties: Record<string, { pattern?: string, description?: string }> }> } }
+    const { components } = served.json() as {
+      components: {
+        schemas: Record<string, {
+          properties: Record<string, {
+            pattern?: string,
+            description?: string
+          }>
+        }>
+      }
+    }
     for (const [schema, property] of [['NewPlant', 'name'], ['NewPlant', 'tag'], ['Plant', 'name'], ['Plant', 'tag']] as const) {
       expect(components.schemas[schema]?.properties[property]?.pattern, `${schema}.${property}`).toBe(PORTABLE_TEXT)
       expect(components.schemas[schema]?.properties[property]?.description, `${schema}.${property}`).toContain('No U+0000 and no unpaired surrogate')

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { defaultHttpLimits } from '../../src/config.js'
+import { defaultHttpLimits } from '../../src/config/load-config.js'
 import { StoreUnavailableError } from '../../src/errors.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 import { errorExamples, type ErrorRecord } from '../../src/schemas.js'
@@ -38,7 +38,8 @@ const provoke: Record<keyof typeof errorExamples, () => Promise<ErrorRecord>> = 
   },
   413: async () => (await postPlant(await buildTestApp(), { id: 10, name: 'M'.repeat(16384) })).json(),
   415: async () => (await postPlant(await buildTestApp(), 'Monstera', { ...AUTH, 'content-type': 'text/plain' })).json(),
-  417: async () => rawReply(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nExpect: x-fancy\r\nContent-Type: application/json\r\nContent-Length: 27\r\nConnection: close\r\n\r\n{"id":10,"name":"Monstera"}`),
+  417: async () => rawReply(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nExpect: x-fancy\r\nContent-Type: ` +
+    'application/json\r\nContent-Length: 27\r\nConnection: close\r\n\r\n{"id":10,"name":"Monstera"}'),
   429: async () => {
     const app = await buildTestApp({ config: { rateLimit: { perMinute: 600 } } })
     for (let i = 0; i < 600; i++) await postPlant(app, { id: 10, name: 'Monstera' })
@@ -46,8 +47,14 @@ const provoke: Record<keyof typeof errorExamples, () => Promise<ErrorRecord>> = 
     // The seconds left in the window are whatever they are when the limit is hit.
     return { ...reply, message: reply.message.replace(/retry in \d+ s$/, 'retry in 42 s') }
   },
-  500: async () => (await postPlant(await buildTestApp({ repository: failing(async () => { throw new Error('disk on fire') }) }), { id: 10, name: 'Monstera' })).json(),
-  503: async () => (await postPlant(await buildTestApp({ repository: failing(async () => { throw new StoreUnavailableError() }) }), { id: 10, name: 'Monstera' })).json(),
+  500: async () => (await postPlant(await buildTestApp({ repository: failing(async () => { throw new Error('disk on fire') }) }), {
+    id: 10,
+    name: 'Monstera'
+  })).json(),
+  503: async () => (await postPlant(await buildTestApp({ repository: failing(async () => { throw new StoreUnavailableError() }) }), {
+    id: 10,
+    name: 'Monstera'
+  })).json(),
   missingHost: async () => rawReply('GET /livez HTTP/1.1\r\nConnection: close\r\n\r\n'),
   // Headers that never end, cut off at HEADERS_TIMEOUT_MS.
   408: async () => rawReply(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\n`,

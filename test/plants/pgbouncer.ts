@@ -47,7 +47,14 @@ export function runAs (): { uid: number, gid: number } | undefined {
   }
 }
 
-export async function startPgBouncer (options: { binary: string, poolMode?: 'transaction' | 'session', upstream: { host: string, port: number } }): Promise<PgBouncer> {
+export async function startPgBouncer (options: {
+  binary: string,
+  poolMode?: 'transaction' | 'session',
+  upstream: {
+    host: string,
+    port: number
+  }
+}): Promise<PgBouncer> {
   const poolMode = options.poolMode ?? 'transaction'
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-pgbouncer-'))
   const user = runAs()

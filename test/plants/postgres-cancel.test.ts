@@ -17,7 +17,9 @@ if (process.env.REQUIRE_POSTGRES === '1' && url === undefined) {
 }
 if (url === undefined) console.warn('PostgreSQL cancel test skipped: TEST_DATABASE_URL is not set (CI sets REQUIRE_POSTGRES=1)')
 
-describe.skipIf(url === undefined)(url === undefined ? 'PostgreSQL cancel test skipped: TEST_DATABASE_URL is not set' : 'CancelRequest (postgres-cancel.ts)', () => {
+describe.skipIf(url === undefined)(url === undefined
+  ? 'PostgreSQL cancel test skipped: TEST_DATABASE_URL is not set'
+  : 'CancelRequest (postgres-cancel.ts)', () => {
   async function connected (config: pg.ClientConfig = { connectionString: url }): Promise<pg.Client> {
     const client = new pg.Client(config)
     client.on('error', () => {})

@@ -23,6 +23,9 @@ describe('parsePostgresUrl', () => {
 
   it('takes primary and any, and leaves a URL without a host (a Unix socket) to pg', () => {
     expect(parsePostgresUrl('postgres://u@h1,h2/db?target_session_attrs=primary').attrs).toBe('primary')
-    expect(parsePostgresUrl('postgres://u@/db?host=/var/run/postgresql').hosts).toEqual([{ label: 'default host', url: 'postgres://u@/db?host=/var/run/postgresql' }])
+    expect(parsePostgresUrl('postgres://u@/db?host=/var/run/postgresql').hosts).toEqual([{
+      label: 'default host',
+      url: 'postgres://u@/db?host=/var/run/postgresql'
+    }])
   })
 })

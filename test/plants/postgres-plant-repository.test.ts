@@ -7,7 +7,7 @@ import { createPostgresPlantRepository } from '../../src/plants/postgres-plant-r
 import { repositoryContract } from './repository-contract.js'
 import { createSwitchableProxy, freePort, postgresTargets, requiredButMissing, type PostgresTarget, type TestSchemas } from './postgres-test-schemas.js'
 
-/** How long a successful heartbeat keeps the store ready without another (the store's FRESH_MS). */
+/** How long a successful probe or create keeps the store ready without another (the store's FRESH_MS). */
 const FRESH_MS = 1000
 
 for (const message of requiredButMissing()) {
@@ -23,7 +23,9 @@ for (const target of postgresTargets()) {
     // The file-level summary only says "skipped": say why where a person reads the run.
     console.warn(`PostgreSQL tests (${target.name}) skipped: ${target.skip} (CI sets REQUIRE_POSTGRES=1 and REQUIRE_PGBOUNCER=1)`)
   }
-  describe.skipIf(target.skip !== undefined)(target.skip !== undefined ? `PostgreSQL tests (${target.name}) skipped: ${target.skip}` : `PostgreSQL store, ${target.name}`, () => {
+  describe.skipIf(target.skip !== undefined)(target.skip !== undefined
+    ? `PostgreSQL tests (${target.name}) skipped: ${target.skip}`
+    : `PostgreSQL store, ${target.name}`, () => {
     defineSuite(target)
   })
 }
@@ -91,7 +93,7 @@ function defineSuite (target: PostgresTarget): void {
       readOnly.searchParams.set('application_name', name)
       const store = open(readOnly.toString())
       // Its schema is up to date: a replica on a read-only server starts, says it is not ready (its
-      // probe writes as a create does), and its creates are refused.
+      // probe finds the server read-only), and its creates are refused.
       await expect(store.ready()).rejects.toBeInstanceOf(WritesFailingError)
       const refused = store.insert(1, { name: 'fern' })
       await expect(refused).rejects.toBeInstanceOf(StoreUnavailableError)
@@ -123,7 +125,8 @@ function defineSuite (target: PostgresTarget): void {
     const versions = await schemas.query(`SELECT version, runs_on FROM ${schema}.plant_store_migrations ORDER BY version`)
     expect(versions.rows).toEqual([{ version: 1, runs_on: 1 }, { version: 2, runs_on: 1 }])
     const columns = await schemas.query(
-      'SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = $1 AND table_name = \'plants\' ORDER BY ordinal_position',
+      'SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = $1 AND table_name = \'plants\' ORDER BY ' +
+        'ordinal_position',
       [schema])
     expect(columns.rows).toEqual([
       { column_name: 'id', data_type: 'bigint', is_nullable: 'NO' },
@@ -298,6 +301,29 @@ function defineSuite (target: PostgresTarget): void {
     expect(await store.insert(2, { name: 'oak' })).toBe('conflict')
   })
 
+  if (target.name !== 'direct') {
+    it('keeps its pool, with several hosts, when a named insert meets a server that never parsed it (26000)', async () => {
+      const connectionString = await schemas.create()
+      const { host } = new URL(connectionString)
+      const selected: string[] = []
+      const hostSelected = (label: string) => { selected.push(label) }
+      const store = createPostgresPlantRepository({ connectionString: connectionString.replace(host, `${host},${host}`), maxConnections: 1, hostSelected })
+      onTestFinished(() => store.close())
+      await store.ready()
+      expect(await store.insert(1, { name: 'fern' })).toBe('created')
+      // As in the test above: this connection keeps the server the insert used, so the next goes to another (26000).
+      const holder = new pg.Client({ connectionString })
+      await holder.connect()
+      onTestFinished(() => holder.end())
+      await holder.query('BEGIN')
+      await holder.query('SELECT 1')
+      expect(await store.insert(2, { name: 'ivy' })).toBe('created')
+      expect(await store.insert(3, { name: 'moss' })).toBe('created')
+      // A statement the pooler's server did not know says nothing of the host: the pool stays, no host is selected again.
+      expect(selected).toEqual([host])
+    })
+  }
+
   it('refuses a batch holding a NUL character whole, with nothing stored (validation stops NUL before the store)', async () => {
     const connectionString = await schemas.create()
     const store = open(connectionString)
@@ -391,21 +417,23 @@ function defineSuite (target: PostgresTarget): void {
     expect(await store.insert(1, { name: 'fern' })).toBe('created')
   })
 
-  it('reports creates failing in ready() once they have failed longer than the statement timeout, and is ready again once writes work', { timeout: 30000 }, async () => {
-    const { store, holder } = await storeWithPlantsLocked()
-    // Each waits for the lock until the statement timeout: twice that with no success, while reads work.
-    await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
-    await expect(store.insert(2, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
-    expect((await schemas.query('SELECT 1')).rowCount).toBe(1)
-    await expect(store.ready()).rejects.toBeInstanceOf(WritesFailingError)
-    await expect(store.ready()).rejects.toThrow(/^the service is not ready: creates have failed for \d+ ms with no success$/)
-    await holder.query('ROLLBACK')
-    // No create comes while it is not ready (a load balancer sends none): ready() itself finds out.
-    await vi.waitFor(() => store.ready(), { timeout: 5000, interval: 100 })
-    expect(await store.insert(1, { name: 'fern' })).toBe('created')
-  })
+  it('reports creates failing in ready() once they have failed longer than the statement timeout, and is ready again once writes work',
+    { timeout: 30000 }, async () => {
+      const { store, holder } = await storeWithPlantsLocked()
+      // Each waits for the lock until the statement timeout: twice that with no success, while reads work.
+      await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
+      await expect(store.insert(2, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
+      expect((await schemas.query('SELECT 1')).rowCount).toBe(1)
+      await expect(store.ready()).rejects.toBeInstanceOf(WritesFailingError)
+      await expect(store.ready()).rejects.toThrow(/^the service is not ready: creates have failed for \d+ ms with no success$/)
+      await holder.query('ROLLBACK')
+      // No create comes while it is not ready (a load balancer sends none): ready() itself finds out.
+      await vi.waitFor(() => store.ready(), { timeout: 5000, interval: 100 })
+      expect(await store.insert(1, { name: 'fern' })).toBe('created')
+    })
 
-  it('answers every insert within the statement timeout + 1 s while the server stalls (queued ones too), is not ready within the statement timeout, and recovers once it answers', { timeout: 30000 }, async () => {
+  it('answers every insert within the statement timeout + 1 s while the server stalls (queued ones too), is not ready within the statement timeout, ' +
+    'and recovers once it answers', { timeout: 30000 }, async () => {
     const server = new URL(process.env.TEST_DATABASE_URL as string)
     const proxy = await createSwitchableProxy({ host: server.hostname, port: Number(server.port || 5432) })
     onTestFinished(() => proxy.down())
@@ -442,36 +470,54 @@ function defineSuite (target: PostgresTarget): void {
     expect(await store.insert(2, { name: 'moss' })).toBe('created')
   })
 
-  it('probes readiness with one heartbeat write at most per second, and none while creates succeed', { timeout: 30000 }, async () => {
+  if (target.name === 'direct') {
+    it('probes readiness with one read at most per second, and none while creates succeed', { timeout: 30000 }, async () => {
+      const url = new URL(await schemas.create())
+      const schema = schemas.schemaOf(url.toString())
+      // Ahead of pg_catalog on the search path, this has_table_privilege() counts each probe, then answers as the real one.
+      url.searchParams.set('options', `-c search_path=${schema},pg_catalog`)
+      const store = open(url.toString())
+      await store.ready()
+      await schemas.query(`CREATE TABLE ${schema}.probes (n int NOT NULL)`)
+      await schemas.query(`CREATE FUNCTION ${schema}.has_table_privilege(text, text) RETURNS boolean LANGUAGE sql AS $$
+        INSERT INTO ${schema}.probes VALUES (1); SELECT pg_catalog.has_table_privilege($1, $2) $$`)
+      const probes = async (): Promise<number> => Number((await schemas.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${schema}.probes`)).rows[0]?.n)
+      await new Promise((resolve) => setTimeout(resolve, 1100))
+      // Polled 50 times, 50 ms apart, with no creates: a probe per second at most, over the time the
+      // polling took (a loaded machine stretches it past 2.5 s). A probe on every call would make 50.
+      const started = performance.now()
+      for (let n = 0; n < 50; n++) {
+        await store.ready()
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      const atMost = Math.ceil((performance.now() - started) / FRESH_MS) + 1
+      expect(atMost, 'the polling is dense enough to tell one probe per second from one per call').toBeLessThan(50)
+      const probed = await probes()
+      expect(probed).toBeGreaterThanOrEqual(1)
+      expect(probed).toBeLessThanOrEqual(atMost)
+      // Creates that succeed are the proof: polled between them, no probe runs.
+      for (let n = 0; n < 30; n++) {
+        expect(await store.insert(n, { name: 'fern' })).toBe('created')
+        await store.ready()
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      expect(await probes()).toBe(probed)
+    })
+  }
+
+  // A non-concurrent CREATE INDEX holds SHARE on the table: creates wait, reads do not. A probe that wrote under
+  // ROW EXCLUSIVE would wait too, and every replica would leave the balancer at once.
+  it('stays ready, and writes nothing to probe, while another session holds SHARE on plants (CREATE INDEX)', { timeout: 30000 }, async () => {
     const connectionString = await schemas.create()
-    const store = open(connectionString)
+    const store = createPostgresPlantRepository({ connectionString, statementTimeoutMs: 500 })
+    onTestFinished(() => store.close())
     await store.ready()
     const schema = schemas.schemaOf(connectionString)
-    // Counts every write of the heartbeat row, whoever makes it.
-    await schemas.query(`CREATE TABLE ${schema}.heartbeat_writes (n int NOT NULL)`)
-    await schemas.query(`CREATE FUNCTION ${schema}.count_heartbeat() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$ BEGIN INSERT INTO ${schema}.heartbeat_writes VALUES (1); RETURN NULL; END $$`)
-    await schemas.query(`CREATE TRIGGER counted AFTER INSERT OR UPDATE ON ${schema}.plant_store_heartbeat FOR EACH ROW EXECUTE FUNCTION ${schema}.count_heartbeat()`)
-    const writes = async (): Promise<number> => Number((await schemas.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${schema}.heartbeat_writes`)).rows[0]?.n)
-    await new Promise((resolve) => setTimeout(resolve, 1100))
-    // Polled 50 times, 50 ms apart, with no creates: a write per second at most, over the time the
-    // polling took (a loaded machine stretches it past 2.5 s). A probe on every call would write 50.
-    const started = performance.now()
-    for (let n = 0; n < 50; n++) {
-      await store.ready()
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-    const atMost = Math.ceil((performance.now() - started) / FRESH_MS) + 1
-    expect(atMost, 'the polling is dense enough to tell one write per second from one per call').toBeLessThan(50)
-    const probed = await writes()
-    expect(probed).toBeGreaterThanOrEqual(1)
-    expect(probed).toBeLessThanOrEqual(atMost)
-    // Creates that succeed are the proof: polled between them, no probe writes.
-    for (let n = 0; n < 30; n++) {
-      expect(await store.insert(n, { name: 'fern' })).toBe('created')
-      await store.ready()
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-    expect(await writes()).toBe(probed)
+    await holdOpen(`LOCK TABLE ${schema}.plants IN SHARE MODE`)
+    // Past FRESH_MS, so that this ready() probes again.
+    await new Promise((resolve) => setTimeout(resolve, FRESH_MS + 100))
+    await expect(store.ready()).resolves.toBeUndefined()
+    expect((await schemas.query(`SELECT count(*)::int AS n FROM ${schema}.plant_store_heartbeat`)).rows).toEqual([{ n: 0 }])
   })
 
   it('is ready again at once when a batch succeeds after one that failed, with no probe needed', { timeout: 30000 }, async () => {
@@ -479,8 +525,8 @@ function defineSuite (target: PostgresTarget): void {
     await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
     await holder.query('ROLLBACK')
     expect(await store.insert(2, { name: 'moss' })).toBe('created')
-    // The heartbeat table is locked: a probe would wait and fail; ready() needs none after that success.
-    await holdOpen(`LOCK TABLE ${schemas.schemaOf(connectionString)}.plant_store_heartbeat IN ACCESS EXCLUSIVE MODE`)
+    // The table is locked against reads: a probe would wait and fail; ready() needs none after that success.
+    await holdOpen(`LOCK TABLE ${schemas.schemaOf(connectionString)}.plants IN ACCESS EXCLUSIVE MODE`)
     await expect(store.ready()).resolves.toBeUndefined()
   })
 

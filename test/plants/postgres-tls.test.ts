@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { StoreUnavailableError } from '../../src/errors.js'
-import { createObservedPlantRepository } from '../../src/plants/observed-plant-repository.js'
+import { createObservedPlantRepository } from '../../src/observability/observed-plant-repository.js'
 import { createRepository } from '../../src/storage.js'
 import { runAs } from './pgbouncer.js'
 import { findPostgresBinaries } from './postgres-standby.js'
@@ -82,7 +82,9 @@ async function startTlsServer (binDir: string): Promise<TlsServer> {
   }
 }
 
-describe.skipIf(skip !== undefined)(skip !== undefined ? `PostgreSQL TLS tests skipped: ${skip}` : 'PostgreSQL over TLS (a server that accepts only TLS, a private CA)', () => {
+describe.skipIf(skip !== undefined)(skip !== undefined
+  ? `PostgreSQL TLS tests skipped: ${skip}`
+  : 'PostgreSQL over TLS (a server that accepts only TLS, a private CA)', () => {
   let server: TlsServer
   beforeAll(async () => { server = await startTlsServer(bin as string) }, 60000)
   afterAll(() => server?.stop())

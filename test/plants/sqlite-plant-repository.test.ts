@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterAll, describe, expect, it, onTestFinished } from 'vitest'
-import { ConfigError } from '../../src/config.js'
+import { ConfigError } from '../../src/config/load-config.js'
 import { StoreFullError, StoreUnavailableError } from '../../src/errors.js'
 import { createSqlitePlantRepository } from '../../src/plants/sqlite-plant-repository.js'
 import { repositoryContract } from './repository-contract.js'
@@ -69,7 +69,10 @@ describe('SQLite store', () => {
     const file = join(dir, 'a-file')
     writeFileSync(file, 'not a folder')
     expect(() => createSqlitePlantRepository({ path: join(file, 'plants.db') })).toThrow(ConfigError)
-    expect(() => createSqlitePlantRepository({ path: join(file, 'plants.db') })).toThrow(/^DATABASE_URL: cannot open the SQLite database .*a-file\/plants\.db: /)
+    expect(() => createSqlitePlantRepository({
+      path: join(file,
+        'plants.db')
+    })).toThrow(/^DATABASE_URL: cannot open the SQLite database .*a-file\/plants\.db: /)
   })
 
   it('fails to start with a ConfigError naming DATABASE_URL when the path is a folder', () => {
@@ -168,6 +171,33 @@ describe('SQLite store', () => {
     await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
     other.exec('COMMIT')
     expect(await store.insert(1, { name: 'fern' })).toBe('created')
+  })
+
+  it('waits for another process\'s write lock without blocking the event loop, and stores the plant once it is released', async () => {
+    const path = newPath()
+    const store = createSqlitePlantRepository({ path })
+    onTestFinished(() => store.close())
+    const other = new Database(path)
+    onTestFinished(() => { other.close() })
+    other.exec('BEGIN IMMEDIATE')
+    const insert = store.insert(1, { name: 'fern' })
+    // SQLite's own busy wait would hold the event loop for the whole busyTimeoutMs (1000 ms): this timer would be late.
+    const started = performance.now()
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const timerMs = performance.now() - started
+    other.exec('COMMIT')
+    expect(await insert).toBe('created')
+    expect(timerMs).toBeLessThan(600)
+  })
+
+  it('commits at most 1000 inserts per transaction, however many arrive together', async () => {
+    const store = createSqlitePlantRepository({ path: newPath() })
+    onTestFinished(() => store.close())
+    const sizes: number[] = []
+    store.observe?.({ batch: (size) => sizes.push(size) })
+    const ids = Array.from({ length: 2500 }, (_, index) => index + 1)
+    expect(new Set(await Promise.all(ids.map((id) => store.insert(id, { name: 'fern' }))))).toEqual(new Set(['created']))
+    expect(sizes).toEqual([1000, 1000, 500])
   })
 
   it('rejects inserts after close with StoreUnavailableError, and ready() too', async () => {

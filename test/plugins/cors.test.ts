@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net'
 import type { LightMyRequestResponse } from 'fastify'
 import { describe, expect, it } from 'vitest'
-import { defaultOverloadLimits } from '../../src/config.js'
+import { defaultOverloadLimits } from '../../src/config/load-config.js'
 import { AUTH, JSON_AUTH, buildTestApp, postPlant } from '../helpers.js'
 import { parseRawReply, rawExchange, until } from '../hardening/hardening-helpers.js'
 import type { App } from '../../src/app.js'
@@ -40,9 +40,10 @@ describe('CORS, unset (the default)', () => {
 })
 
 describe('CORS for listed origins (CORS_ORIGINS)', () => {
-  it('registers @fastify/cors (the name other plugins can depend on) only when origins are listed', async () => {
-    expect((await corsApp()).hasPlugin('@fastify/cors')).toBe(true)
-    expect((await buildTestApp()).hasPlugin('@fastify/cors')).toBe(false)
+  it('answers for the whole app only when origins are listed: a listed Origin on /livez is allowed, and nothing without the setting', async () => {
+    const livez = async (app: App) => corsHeaders(await app.inject({ method: 'GET', url: '/livez', headers: { origin: APP } }))
+    expect(await livez(await corsApp())).toMatchObject({ 'access-control-allow-origin': APP })
+    expect(await livez(await buildTestApp())).toEqual({})
   })
 
   it('answers the preflight of POST /plants with Authorization and Content-Type: 204, no token, a 600 s max age', async () => {

@@ -1,15 +1,24 @@
 import { describe, expect, it } from 'vitest'
-import { createMetrics, UNMATCHED_ROUTE } from '../../src/plugins/metrics.js'
+import { createMetrics, UNMATCHED_ROUTE } from '../../src/observability/metrics.js'
 import { buildTestApp, sampleValue } from '../helpers.js'
 
 describe('the HTTP edge', () => {
-  it('is registered as the http-edge plugin', async () => {
-    expect((await buildTestApp()).hasPlugin('http-edge')).toBe(true)
+  it('answers for the whole app, outside its own scope: the Error record and its headers on a route it does not own', async () => {
+    const res = await (await buildTestApp()).inject({ method: 'POST', url: '/plants', payload: {} })
+    expect([res.statusCode, res.json()]).toEqual([401, { error: 401, message: 'a bearer token is required: send "Authorization: Bearer <token>"' }])
+    expect([res.headers['x-content-type-options'], res.headers['cache-control']]).toEqual(['nosniff', 'no-store'])
+    expect(res.headers['x-request-id']).toMatch(/^[0-9a-f]{16}-[0-9a-z]+$/)
   })
 
   it('keeps a caller\'s printable request id of at most 128 characters, and makes a fresh one for anything else', async () => {
     const app = await buildTestApp()
-    const id = async (given?: string) => (await app.inject({ method: 'GET', url: '/livez', headers: given === undefined ? {} : { 'x-request-id': given } })).headers['x-request-id']
+    const id = async (given?: string) => (await app.inject({
+      method: 'GET',
+      url: '/livez',
+      headers: given === undefined
+        ? {}
+        : { 'x-request-id': given }
+    })).headers['x-request-id']
     expect(await id('abc-1')).toBe('abc-1')
     expect(await id('x'.repeat(128))).toBe('x'.repeat(128))
     const made = [await id(), await id('x'.repeat(129)), await id('a b'), await id('')]
@@ -27,7 +36,13 @@ describe('the HTTP edge', () => {
     expect(res.headers['x-request-id']).toBe('bad-url')
     expect(res.headers['x-content-type-options']).toBe('nosniff')
     expect(res.headers['cache-control']).toBe('no-store')
-    expect(logLines.map((line) => JSON.parse(line) as Record<string, unknown>)).toMatchObject([{ reqId: 'bad-url', method: 'GET', status: 400, ms: 0, msg: 'request' }])
+    expect(logLines.map((line) => JSON.parse(line) as Record<string, unknown>)).toMatchObject([{
+      reqId: 'bad-url',
+      method: 'GET',
+      status: 400,
+      ms: 0,
+      msg: 'request'
+    }])
     const labels = { http_request_method: 'GET', http_route: UNMATCHED_ROUTE, http_response_status_code: '400' }
     const text = await metrics.exposition.metrics()
     expect(sampleValue(text, 'http_server_request_duration_seconds_count', labels)).toBe(1)

@@ -17,7 +17,10 @@ async function isStored (app: App): Promise<boolean> {
   return (await postPlant(app, { id: 1, name: 'probe' })).statusCode === 409
 }
 
-const unsupported = (coding: string) => ({ error: 415, message: `content-encoding "${coding}" is not supported: send the body with one of gzip, deflate, br, or with none` })
+const unsupported = (coding: string) => ({
+  error: 415,
+  message: `content-encoding "${coding}" is not supported: send the body with one of gzip, deflate, br, or with none`
+})
 
 describe('request bodies with a content coding (RFC 9110 §8.4)', () => {
   it('decodes a gzip body and stores the plant it holds', async () => {
@@ -144,13 +147,19 @@ describe('request bodies with a content coding (RFC 9110 §8.4)', () => {
     expect(res.json()).toEqual({ error: 413, message: 'body must not be larger than 100 bytes' })
   })
 
-  it('is registered as the json-body plugin, the name other plugins can depend on', async () => {
-    expect((await buildTestApp()).hasPlugin('json-body')).toBe(true)
+  it('parses the bodies of routes outside its own scope: an unknown content type on /plants is a 415 with its message', async () => {
+    const res = await postPlant(await buildTestApp(), FERN, { ...JSON_AUTH, 'content-type': 'text/plain' })
+    expect([res.statusCode, res.json()]).toEqual([415, { error: 415, message: 'content-type must be application/json' }])
   })
 
   it('checks the token before the coding: no token with an unknown coding is a 401', async () => {
     const app = await buildTestApp()
-    const res = await app.inject({ method: 'POST', url: '/plants', headers: { 'content-type': 'application/json', 'content-encoding': 'x-unknown' }, payload: FERN })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/plants',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'x-unknown' },
+      payload: FERN
+    })
     expect(res.statusCode).toBe(401)
     expect(res.headers['accept-encoding']).toBeUndefined()
   })

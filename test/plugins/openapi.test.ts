@@ -22,7 +22,10 @@ describe('GET /openapi.json', () => {
 
   it('gives every operation an operationId and a 4XX response (redocly recommended rules)', async () => {
     const { paths } = await document()
-    const operations = Object.values(paths as Record<string, Record<string, { operationId?: string, responses: object }>>).flatMap((path) => Object.values(path))
+    const operations = Object.values(paths as Record<string, Record<string, {
+      operationId?: string,
+      responses: object
+    }>>).flatMap((path) => Object.values(path))
     expect(operations.map((operation) => operation.operationId).sort()).toEqual(['addPlant', 'getLiveness', 'getReadiness'])
     for (const operation of operations) expect(Object.keys(operation.responses).some((status) => status.startsWith('4'))).toBe(true)
     expect(Object.keys(paths['/livez'].get.responses).sort()).toEqual(['200', '4XX'])

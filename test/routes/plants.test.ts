@@ -313,7 +313,8 @@ describe('POST /plants: other statuses', () => {
     expect(res.statusCode).toBe(503)
     expect(res.json()).toEqual({
       error: 503,
-      message: 'the plant store did not confirm the write: the outcome is unknown; retrying the identical request is safe, it answers 200 if the plant was stored'
+      message: 'the plant store did not confirm the write: the outcome is unknown; retrying the identical request is safe, it answers 200 if the plant ' +
+        'was stored'
     })
   })
 

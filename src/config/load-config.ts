@@ -1,11 +1,11 @@
 import { getHeapStatistics } from 'node:v8'
-import { readEnv, type Env } from './config/env.js'
-import { parseTokens, readTokensFile } from './config/tokens.js'
-import { ConfigError } from './lib/config-error.js'
-import { memoryLimit } from './lib/memory-limit.js'
+import { readEnv, type Env } from './env.js'
+import { parseTokens, readTokensFile } from './tokens.js'
+import { ConfigError } from '../lib/config-error.js'
+import { memoryLimit } from '../lib/memory-limit.js'
 
-export { ConfigError } from './lib/config-error.js'
-export { parseTokens, readTokensFile, type TokenEntry } from './config/tokens.js'
+export { ConfigError } from '../lib/config-error.js'
+export { parseTokens, readTokensFile, type TokenEntry } from './tokens.js'
 
 /** The settings, checked once at start; each comes from a variable of docs/configuration.md. */
 export type Config = ReturnType<typeof loadConfig>

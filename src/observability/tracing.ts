@@ -13,11 +13,8 @@ import type { InsertOutcome } from '../plants/plant-repository.js'
 // every app of the process may share it. The tracer provider, which does, stays per app.
 propagation.setGlobalPropagator(new W3CTraceContextPropagator())
 
-/**
- * OpenTelemetry tracing through @fastify/otel, exported as OTLP/HTTP (JSON), loaded only when
- * OTEL_EXPORTER_OTLP_ENDPOINT is set (app.ts): a SERVER span per request, `POST /plants` (the method
- * alone without a route), its parent the caller's valid `traceparent`, whose sampling decision is kept.
- */
+/** Through @fastify/otel, as OTLP/HTTP: a SERVER span per request, named `POST /plants` (the method alone without
+ * a route), its parent the caller's valid `traceparent`, whose sampling decision is kept. */
 export function createTracing (endpoint: string) {
   // The OpenTelemetry rule for OTEL_EXPORTER_OTLP_ENDPOINT: the signal's path appended to the base URL.
   const url = new URL('v1/traces', endpoint.endsWith('/') ? endpoint : `${endpoint}/`).href
@@ -36,8 +33,7 @@ export function createTracing (endpoint: string) {
     }
   })
   instrumentation.setTracerProvider(provider)
-  // The request's context (its span) while its handler runs, so that the store's span finds its parent
-  // without a global context manager; null when the request is not traced.
+  // The request's span while its handler runs (null: not traced), for the store's span without a context manager.
   const active = new AsyncLocalStorage<Context | null>()
 
   return {
@@ -46,7 +42,7 @@ export function createTracing (endpoint: string) {
       app.addHook('preHandler', (request, _reply, done) => { active.run(request.opentelemetry().context, done) })
       // After the last request: what is still buffered is sent before the process exits.
       app.addHook('onClose', async () => { await provider.shutdown() })
-    }, { name: 'tracing' }),
+    }),
     /** A child span of the request's span for a store insert; the returned function ends it. */
     startInsert () {
       const parent = active.getStore()

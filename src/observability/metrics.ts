@@ -1,5 +1,4 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
-import { prometheusHistogram } from '../lib/prometheus-histogram.js'
 import type { InsertOutcome, PlantRepository, StoreStats } from '../plants/plant-repository.js'
 
 /** Seconds: from 0.5 ms (a request served from memory) to 10 s (past every timeout). */
@@ -37,33 +36,27 @@ export function createMetrics () {
   const inserts = counter('plant_store_inserts_total',
     'Store inserts by outcome: created, same, conflict, error (nothing stored), unknown (stored or not).',
     { outcome: ['created', 'same', 'conflict', 'error', 'unknown'] })
-  // The histograms of every request and insert are counted in place (lib/prometheus-histogram.ts).
-  const insertSeconds = prometheusHistogram('plant_store_insert_duration_seconds',
-    'Time of one store insert, group-commit wait included, in seconds.', DURATION_BUCKETS)
-  const observeInsert = insertSeconds.series()
-  const requestSeconds = prometheusHistogram('http_server_request_duration_seconds',
-    'Duration of HTTP server requests, from arrival to the end of the reply, in seconds.', DURATION_BUCKETS)
-  // A series per method, route and status, taken once.
-  const series = new Map<string, ReturnType<typeof requestSeconds.series>>()
+  const insertSeconds = new Histogram({
+    name: 'plant_store_insert_duration_seconds',
+    help: 'Time of one store insert, group-commit wait included, in seconds.',
+    buckets: DURATION_BUCKETS,
+    registers: [registry]
+  })
+  const requestSeconds = new Histogram({
+    name: 'http_server_request_duration_seconds',
+    help: 'Duration of HTTP server requests, from arrival to the end of the reply, in seconds.',
+    labelNames: ['http_request_method', 'http_route', 'http_response_status_code'],
+    buckets: DURATION_BUCKETS,
+    registers: [registry]
+  })
 
   return {
-    /** What GET /metrics serves: prom-client's metrics, then the two histograms counted in place. */
-    exposition: {
-      contentType: registry.contentType,
-      metrics: async () => `${await registry.metrics()}\n${requestSeconds.text()}\n\n${insertSeconds.text()}\n`
-    },
-    /**
-     * One request done; `route` is the matched route's template, or undefined (counted as unmatched) when none
-     * matched. The method needs no bound of ours: Node's parser accepts only those of http.METHODS.
-     */
+    /** What GET /metrics serves. */
+    exposition: registry,
+    /** One request done; no `route` when none matched. Node's parser bounds the method to http.METHODS. */
     requestDone (method: string, route = UNMATCHED_ROUTE, status: number, seconds: number): void {
-      const key = `${method} ${route} ${status}`
-      let one = series.get(key)
-      if (one === undefined) {
-        const labels = { http_request_method: method, http_route: route, http_response_status_code: `${status}` }
-        series.set(key, one = requestSeconds.series(labels))
-      }
-      one(seconds)
+      const labels = { http_request_method: method, http_route: route, http_response_status_code: status }
+      requestSeconds.observe(labels, seconds)
     },
     /** A reload of API_TOKENS_FILE: taken, or refused (the previous tokens stay). */
     tokenReload: (taken: boolean) => { reloads.inc({ result: taken ? 'ok' : 'refused' }) },
@@ -71,7 +64,7 @@ export function createMetrics () {
     /** One store insert, by outcome, and how long it took. */
     storeInsert (outcome: InsertOutcome | 'error' | 'unknown', seconds: number) {
       inserts.inc({ outcome })
-      observeInsert(seconds)
+      insertSeconds.observe(seconds)
     },
     /** Exports what this store tells of itself: group-commit sizes, its pool or fill (read when scraped). */
     watchStore (store: PlantRepository) {

@@ -1,9 +1,9 @@
 import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { defaultOverloadLimits } from '../../src/config.js'
+import { defaultOverloadLimits } from '../../src/config/load-config.js'
 import { StoreUnavailableError } from '../../src/errors.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
-import { createMetrics, UNMATCHED_ROUTE } from '../../src/plugins/metrics.js'
+import { createMetrics, UNMATCHED_ROUTE } from '../../src/observability/metrics.js'
 import { AUTH, buildTestApp, postPlant, sampleValue } from '../helpers.js'
 import { until } from '../hardening/hardening-helpers.js'
 
@@ -138,7 +138,8 @@ describe('process metrics', () => {
   it('exports prom-client\'s default process and Node metrics, and token reloads at 0 from the start', async () => {
     const metrics = createMetrics()
     const text = await metrics.exposition.metrics()
-    for (const name of ['process_resident_memory_bytes', 'process_cpu_seconds_total', 'nodejs_eventloop_lag_p99_seconds', 'nodejs_heap_size_used_bytes', 'nodejs_gc_duration_seconds']) {
+    for (const name of ['process_resident_memory_bytes', 'process_cpu_seconds_total', 'nodejs_eventloop_lag_p99_seconds',
+      'nodejs_heap_size_used_bytes', 'nodejs_gc_duration_seconds']) {
       expect(text).toContain(`# TYPE ${name} `)
     }
     expect(sampleValue(text, 'plant_store_token_reloads_total', { result: 'ok' })).toBe(0)

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { getHeapStatistics } from 'node:v8'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { ConfigError, defaultMaxHeapUsedBytes, loadConfig, parseTokens, readTokensFile } from '../src/config.js'
-import { TOKEN } from './helpers.js'
+import { ConfigError, defaultMaxHeapUsedBytes, loadConfig, parseTokens, readTokensFile } from '../../src/config/load-config.js'
+import { TOKEN } from '../helpers.js'
 
 const noLimit = { memoryLimit: () => undefined }
 const MiB = 1024 * 1024
@@ -40,7 +40,8 @@ describe('loadConfig', () => {
     expect(loadConfig({ API_TOKENS: TOKEN, MAX_RSS_ANON_BYTES: '0' }, in96MiB).overload?.maxRssAnonBytes).toBe(0)
   })
 
-  it('sheds at half a container\'s memory limit of heap in use by default (V8 sizes its heap from the machine), unless V8\'s own limit is lower; MAX_HEAP_USED_BYTES overrides it', () => {
+  it('sheds at half a container\'s memory limit of heap in use by default (V8 sizes its heap from the machine), unless V8\'s own limit is lower; ' +
+    'MAX_HEAP_USED_BYTES overrides it', () => {
     const in96MiB = { memoryLimit: () => 96 * MiB }
     expect(loadConfig({ API_TOKENS: TOKEN }, in96MiB).overload?.maxHeapUsedBytes).toBe(Math.min(defaultMaxHeapUsedBytes(), 48 * MiB))
     expect(loadConfig({ API_TOKENS: TOKEN }, { memoryLimit: () => 2 ** 50 }).overload?.maxHeapUsedBytes).toBe(defaultMaxHeapUsedBytes())
@@ -286,7 +287,8 @@ describe('token entries: named, hashed and plain', () => {
 // Every whole-number setting with its documented range and default (docs/configuration.md): the
 // bounds are inclusive, one past either is refused with the variable's name and the bound.
 // RATE_LIMIT_PER_MINUTE's 0 (the schema's minimum) means off: its lowest value read is 1.
-const wholeSettings: [name: string, min: number, max: number | undefined, fallback: number | undefined, read: (config: ReturnType<typeof loadConfig>) => unknown][] = [
+const wholeSettings: [name: string, min: number, max: number | undefined, fallback: number | undefined,
+  read: (config: ReturnType<typeof loadConfig>) => unknown][] = [
   ['PORT', 0, 65535, 3000, (c) => c.port],
   ['DATABASE_POOL_MAX', 1, 1000, 10, (c) => c.databasePoolMax],
   ['DATABASE_STATEMENT_TIMEOUT_MS', 100, 600000, 5000, (c) => c.databaseStatementTimeoutMs],

@@ -1,12 +1,9 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
-import { parseTraceparent } from '../lib/trace-context.js'
+import { parseTraceparent } from './trace-context.js'
 import type { Metrics } from './metrics.js'
 
-/**
- * Where every request ends, whoever answered it: one access line instead of Fastify's two (id,
- * method, route, client, status, duration, the caller's trace), and its count in the request
- * histogram. Never the URL (its query could carry a token) and never a header.
- */
+/** Every request's one access line (Fastify writes two) and its count in the request histogram, whoever answered
+ * it. Never the URL (its query could carry a token) and never a header. */
 export class AccessLog extends LogController {
   readonly #metrics: Metrics | undefined
 

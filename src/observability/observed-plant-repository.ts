@@ -1,8 +1,8 @@
 import { isStoreError, StoreFullError, StoreOutcomeUnknownError, WritesFailingError } from '../errors.js'
 import { createFailureLog, summarizeCause, type FailureLogOptions } from '../lib/failure-log.js'
-import type { Metrics } from '../plugins/metrics.js'
-import type { Tracing } from '../plugins/tracing.js'
-import type { PlantRepository } from './plant-repository.js'
+import type { Metrics } from './metrics.js'
+import type { Tracing } from './tracing.js'
+import type { PlantRepository } from '../plants/plant-repository.js'
 
 /** The failure log's `log` and `intervalMs`, and what counts and traces the inserts. */
 export interface ObservedPlantRepositoryOptions extends Pick<FailureLogOptions, 'log' | 'intervalMs'> {
@@ -12,10 +12,8 @@ export interface ObservedPlantRepositoryOptions extends Pick<FailureLogOptions, 
   tracing?: Pick<Tracing, 'startInsert'> | undefined
 }
 
-/**
- * What a store failure is, from the driver's error under the named one: the log groups by it.
- * PostgreSQL SQLSTATEs: 57014 statement timeout (or cancel), 55P03 lock not available, 53100 disk full.
- */
+/** What a store failure is, from the driver's error under the named one, for the log to group by. PostgreSQL
+ * SQLSTATEs: 57014 statement timeout (or cancel), 55P03 lock not available, 53100 disk full. */
 export function failureKind (error: unknown): string {
   if (error instanceof StoreFullError) return 'full'
   // Its own kind, whatever the cause: the lines that count writes whose outcome nobody knows.
@@ -30,10 +28,8 @@ export function failureKind (error: unknown): string {
   return 'down'
 }
 
-/**
- * Any store, observed the same way: each insert counted by outcome, timed (group-commit wait included)
- * and traced; failures logged throttled (lib/failure-log.ts), which errors.ts leaves to this wrapper.
- */
+/** Any store, observed the same way: each insert counted by outcome, timed and traced; failures logged throttled
+ * (lib/failure-log.ts), which the error handler leaves to this wrapper. */
 export function createObservedPlantRepository (
   inner: PlantRepository,
   { metrics, tracing, ...logOptions }: ObservedPlantRepositoryOptions

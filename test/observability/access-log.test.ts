@@ -14,11 +14,20 @@ describe('access log', () => {
     const res = await postPlant(app, { id: 1, name: 'fern' })
     const entries = parse(lines)
     expect(entries).toHaveLength(1)
-    expect(entries[0]).toMatchObject({ level: 30, reqId: res.headers['x-request-id'], method: 'POST', route: '/plants', client: `sha256:${createHash('sha256').update(TOKEN).digest('hex').slice(0, 12)}`, status: 200, msg: 'request' })
+    expect(entries[0]).toMatchObject({
+      level: 30,
+      reqId: res.headers['x-request-id'],
+      method: 'POST',
+      route: '/plants',
+      client: `sha256:${createHash('sha256').update(TOKEN).digest('hex').slice(0, 12)}`,
+      status: 200,
+      msg: 'request'
+    })
     expect(typeof entries[0]?.ms).toBe('number')
   })
 
-  it('writes method and route once per line, from the route\'s child logger or, without a route (404, and 405: no route takes DELETE on /plants), from the request', async () => {
+  it('writes method and route once per line, from the route\'s child logger or, without a route (404, and 405: no route takes DELETE on /plants), from ' +
+    'the request', async () => {
     const lines: string[] = []
     const app = await buildTestApp({ logLines: lines })
     await postPlant(app, { id: 1, name: 'fern' })
@@ -26,7 +35,8 @@ describe('access log', () => {
     await app.inject({ method: 'DELETE', url: '/nope' })
     await app.inject({ method: 'DELETE', url: '/plants' })
     const entries = parse(lines)
-    expect(entries.map((entry) => [entry.method, entry.route, entry.status])).toEqual([['POST', '/plants', 200], ['POST', '/plants', 200], ['DELETE', undefined, 404], ['DELETE', undefined, 405]])
+    expect(entries.map((entry) => [entry.method, entry.route, entry.status])).toEqual([['POST', '/plants', 200], ['POST', '/plants', 200], ['DELETE',
+      undefined, 404], ['DELETE', undefined, 405]])
     for (const line of lines) {
       expect(line.match(/"method"/g)).toHaveLength(1)
       expect(line.match(/"route"/g)?.length ?? 0).toBeLessThanOrEqual(1)
@@ -64,16 +74,28 @@ describe('access log', () => {
       expect(res.headers['x-request-id']).toBe('caller-id-1')
       const entries = parse(lines)
       expect(entries).toHaveLength(2)
-      expect(entries[0]).toMatchObject({ level: res.statusCode === 500 ? 50 : 40, reqId: 'caller-id-1', msg: res.statusCode === 500 ? 'request failed' : 'request refused' })
+      expect(entries[0]).toMatchObject({
+        level: res.statusCode === 500 ? 50 : 40,
+        reqId: 'caller-id-1',
+        msg: res.statusCode === 500
+          ? 'request failed'
+          : 'request refused'
+      })
       expect(entries[1]).toMatchObject({ level: 30, reqId: 'caller-id-1', status: res.statusCode, msg: 'request' })
       // Once, not twice: the access line is not written through a child that already has the id.
       for (const line of lines) expect(line.match(/"reqId"/g)).toHaveLength(1)
     }
   })
-  it('writes only the access line for a request refused by a store failure, with its 503 Error record and Retry-After; the store\'s wrapper logs the outage once', async () => {
+  it('writes only the access line for a request refused by a store failure, with its 503 Error record and Retry-After; the store\'s wrapper logs the ' +
+    'outage once', async () => {
     const lines: string[] = []
     const repository: PlantRepository = {
-      insert: async () => { throw new StoreUnavailableError({ cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }) }) },
+      insert: async () => {
+        throw new StoreUnavailableError({
+          cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'),
+            { code: 'ECONNREFUSED' })
+        })
+      },
       ready: async () => {},
       close: async () => {}
     }
@@ -97,7 +119,13 @@ describe('access log', () => {
 
     it('is the client name for a named token, plain or hashed', async () => {
       const lines: string[] = []
-      const app = await buildTestApp({ logLines: lines, tokens: [{ name: 'ci', token: 'ci-token-123' }, { name: 'billing', sha256: sha256('billing-secret-1') }] })
+      const app = await buildTestApp({
+        logLines: lines,
+        tokens: [{ name: 'ci', token: 'ci-token-123' }, {
+          name: 'billing',
+          sha256: sha256('billing-secret-1')
+        }]
+      })
       await postPlant(app, { id: 1, name: 'fern' }, json('ci-token-123'))
       await postPlant(app, { id: 2, name: 'fern' }, json('billing-secret-1'))
       expect(parse(lines).map((entry) => [entry.client, entry.status])).toEqual([['ci', 200], ['billing', 200]])

@@ -3,19 +3,17 @@ import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Registry } from 'prom-client'
-import { bareError, clientErrorHandler, pathOf } from './errors.js'
+import { bareError, clientErrorHandler } from '../plugins/http-edge.js'
 
 /**
- * The second listener, apart from the API: `GET /metrics` in the Prometheus text format, without a
- * token (like every exporter, it relies on the network to keep it private: docs/observability.md).
- * A bare node:http server: a scrape needs no framework, and the API's hooks and access log stay out.
- * `host` and `port`: METRICS_HOST and METRICS_PORT (0 picks a free port).
+ * `GET /metrics` on METRICS_HOST:METRICS_PORT, without a token (like every exporter: docs/observability.md), from
+ * a bare node:http server: a scrape needs no framework, and the API's hooks and access log stay out.
  */
 export async function listenMetrics ({ registry, host, port, log }: {
   registry: Pick<Registry, 'metrics' | 'contentType'>, host: string, port: number, log: FastifyBaseLogger
 }) {
   const server = createServer({ headersTimeout: 10000, requestTimeout: 15000 }, (request, response) => {
-    const path = pathOf(request.url ?? '/')
+    const path = (request.url ?? '/').replace(/\?.*/s, '')
     if (request.method !== 'GET' || path !== '/metrics') {
       send(response, 404, `no route for ${request.method ?? ''} ${path.slice(0, 200)}`)
       return

@@ -6,10 +6,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pino from 'pino'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { listenMetrics } from '../src/metrics-listener.js'
-import { createSqlitePlantRepository } from '../src/plants/sqlite-plant-repository.js'
-import { createMetrics, type Metrics } from '../src/plugins/metrics.js'
-import { buildTestApp, postPlant } from './helpers.js'
+import { listenMetrics } from '../../src/observability/metrics-listener.js'
+import { createSqlitePlantRepository } from '../../src/plants/sqlite-plant-repository.js'
+import { createMetrics, type Metrics } from '../../src/observability/metrics.js'
+import { buildTestApp, postPlant } from '../helpers.js'
 
 const silent = pino({ level: 'silent' })
 
@@ -25,7 +25,11 @@ function get (url: string, method = 'GET', agent?: Agent): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method, ...(agent === undefined ? {} : { agent }) }, (res) => {
       let body = ''
-      res.setEncoding('utf8').on('data', (chunk: string) => { body += chunk }).on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }))
+      res.setEncoding('utf8').on('data', (chunk: string) => { body += chunk }).on('end', () => resolve({
+        status: res.statusCode ?? 0,
+        headers: res.headers,
+        body
+      }))
     })
     req.on('error', reject)
     req.end()

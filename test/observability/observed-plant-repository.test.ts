@@ -6,11 +6,11 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 import { StoreFullError, StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../../src/errors.js'
 import { createMemoryPlantRepository } from '../../src/plants/memory-plant-repository.js'
 import { createSqlitePlantRepository } from '../../src/plants/sqlite-plant-repository.js'
-import { createObservedPlantRepository, failureKind } from '../../src/plants/observed-plant-repository.js'
+import { createObservedPlantRepository, failureKind } from '../../src/observability/observed-plant-repository.js'
 import type { PlantRepository, StoreObserver, StoreStats } from '../../src/plants/plant-repository.js'
-import { createMetrics } from '../../src/plugins/metrics.js'
+import { createMetrics } from '../../src/observability/metrics.js'
 import { sampleValue } from '../helpers.js'
-import { repositoryContract } from './repository-contract.js'
+import { repositoryContract } from '../plants/repository-contract.js'
 
 const silent = { warn: () => {}, info: () => {} }
 const withCode = (message: string, code: string): Error => Object.assign(new Error(message), { code })
@@ -122,7 +122,11 @@ describe('createObservedPlantRepository', () => {
 
   it('ends an outage seen by /readyz when the store answers /readyz again', async () => {
     const messages: string[] = []
-    const log = { warn: (_fields: object, message: string) => { messages.push(message) }, info: (_fields: object, message: string) => { messages.push(message) } }
+    const log = {
+      warn: (_fields: object, message: string) => { messages.push(message) },
+      info: (_fields: object,
+        message: string) => { messages.push(message) }
+    }
     let down = true
     const store = createObservedPlantRepository({
       insert: async () => 'created',
@@ -174,7 +178,10 @@ describe('createObservedPlantRepository', () => {
     const dir = mkdtempSync(join(tmpdir(), 'plant-store-observed-'))
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
     const lines: Record<string, unknown>[] = []
-    const log = { warn: (fields: object) => { lines.push(fields as Record<string, unknown>) }, info: (fields: object) => { lines.push(fields as Record<string, unknown>) } }
+    const log = {
+      warn: (fields: object) => { lines.push(fields as Record<string, unknown>) },
+      info: (fields: object) => { lines.push(fields as Record<string, unknown>) }
+    }
     const busyPath = join(dir, 'busy.db')
     const busy = createObservedPlantRepository(createSqlitePlantRepository({ path: busyPath, busyTimeoutMs: 20 }), { log, intervalMs: 60000 })
     onTestFinished(() => busy.close())
