@@ -12,6 +12,7 @@ const FOUND = 'SELECT u.id, p.name, p.tag FROM unnest($1::int8[]) AS u (id), ' +
 const INSERT = `WITH found AS (${FOUND}), stored AS (INSERT INTO plants (id, name, tag) SELECT * FROM ` +
   'unnest($1::int8[], $2::text[], $3::text[]) AS t (id) WHERE t.id NOT IN (SELECT id FROM found) ORDER BY 1) ' +
   'SELECT id::text AS id, name, tag FROM found'
+const FRESH = 'INSERT INTO plants (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[])'
 const FIND = `SELECT id::text AS id, name, tag FROM (${FOUND}) AS found`
 const WRITABLE = 'SELECT NOT pg_is_in_recovery() AND NOT current_setting(\'transaction_read_only\')::bool AS ok'
 
@@ -46,8 +47,9 @@ function bulk (client: pg.Client): BulkStore {
     },
     async insert (rows) {
       const values = [rows.map((row) => String(row.id)), rows.map((row) => row.name), rows.map((row) => row.tag)]
-      for (;;) {
-        const result = await client.query<Row>(INSERT, values).catch((error: unknown) => {
+      // First as into an empty table, without a lookup; an id stored already fails it whole, and the lookup runs.
+      for (let text = FRESH; ; text = INSERT) {
+        const result = await client.query<Row>(text, values).catch((error: unknown) => {
           if ((error as { code?: string }).code !== '23505') throw error
         })
         if (result !== undefined) return result.rows

@@ -1,0 +1,131 @@
+import { on, once } from 'node:events'
+import { createReadStream, statSync } from 'node:fs'
+import { parentPort, Worker, type MessagePort } from 'node:worker_threads'
+import { PlantConflictError } from '../errors.js'
+import { parseBody } from '../plugins/json-body.js'
+import { NewPlant } from '../schemas.js'
+import { validatorCompiler } from '../validation.js'
+import { digest, lineOf, type BulkStore, type Row } from './store.js'
+
+/** Up to 10,000 valid lines with their line numbers, and what the reader saw besides. */
+interface Batch { lines: number[], rows: Row[], refused: Array<[number, string]>, bytes: number, last: boolean }
+const empty = (): Batch => ({ lines: [], rows: [], refused: [], bytes: 0, last: false })
+export interface Reading { from: string | undefined, limit: number }
+type Report = (line: number, message: string) => void
+
+/**
+ * In a worker thread, beside the store's work: the lines read as POST /plants reads a body (BODY_LIMIT, strict
+ * UTF-8, exact int64 ids, the same validation), one batch ahead of the store.
+ */
+export async function readBatches ({ from, limit }: Reading): Promise<void> {
+  const validate = validatorCompiler({ schema: NewPlant, method: 'POST', url: '/plants', httpPart: 'body' })
+  const port = parentPort as MessagePort
+  let [batch, line, rest]: [Batch, number, Buffer] = [empty(), 0, Buffer.alloc(0)]
+  const take = (text: Buffer): void => {
+    line++
+    batch.bytes += text.length + 1
+    if (text.length === 0) return
+    try {
+      if (text.length > limit) throw new Error(`body must not be larger than ${limit} bytes`)
+      const { value, error } = validate(parseBody(text, undefined, limit)) as { value?: NewPlant, error?: Error }
+      if (value === undefined) throw error
+      batch.rows.push({ id: String(value.id), name: value.name, tag: value.tag ?? null })
+      batch.lines.push(line)
+    } catch (error) {
+      batch.refused.push([line, (error as Error).message])
+    }
+  }
+  const send = async (last: boolean): Promise<void> => {
+    port.postMessage({ ...batch, last })
+    batch = empty()
+    if (!last) await once(port, 'message')
+  }
+  for await (const chunk of from === undefined ? process.stdin : createReadStream(from)) {
+    const data = rest.length === 0 ? chunk as Buffer : Buffer.concat([rest, chunk as Buffer])
+    let start = 0
+    for (let end; (end = data.indexOf(10, start)) !== -1; start = end + 1) take(data.subarray(start, end))
+    // A line past the limit is refused whatever follows: only its first bytes are kept, so memory stays flat.
+    rest = data.subarray(start, start + limit + 1)
+    if (batch.rows.length >= 10000) await send(false)
+  }
+  if (rest.length > 0) take(rest)
+  await send(true)
+}
+
+/**
+ * Each plant of the input against the store: `new` (its id is free; with `write`, now stored), `same`, or `other`
+ * (another plant under its id, never overwritten). A batch commits whole: an import killed at any moment and run
+ * again stores every plant once. On a terminal, progress: plants, plants per second, time left for a file.
+ */
+async function replay (store: BulkStore, from: string | undefined, limit: number, write: boolean, report: Report) {
+  const tally = { new: 0, same: 0, other: 0, read: 0, refused: 0, bytes: 0, sum: 0n }
+  const [size, started] = [from === undefined ? NaN : statSync(from).size, performance.now()]
+  const show = (): void => {
+    const seconds = (performance.now() - started) / 1000
+    const left = Number.isNaN(size) ? '' : `, ${Math.round((size - tally.bytes) * seconds / tally.bytes)} s left`
+    process.stderr.write(`\r${tally.read} plants, ${Math.round(tally.read / seconds)}/s${left}   `)
+  }
+  const progress = process.stderr.isTTY ? setInterval(show, 1000) : undefined
+  // The entry script again, as the reader (plant-store.ts).
+  const worker = new Worker(process.argv[1] as string, { workerData: { from, limit }, stdin: from === undefined })
+  if (from === undefined) process.stdin.pipe(worker.stdin as NodeJS.WritableStream)
+  try {
+    for await (const [batch] of on(worker, 'message') as AsyncIterable<[Batch]>) {
+      worker.postMessage('next')
+      tally.read += batch.rows.length + batch.refused.length
+      tally.bytes += batch.bytes
+      for (const [line, message] of batch.refused) report(line, message)
+      tally.refused += batch.refused.length
+      // The first line of an id in a batch is the one that may store it; later ones compare with what is stored.
+      const firsts = new Map<string, Row>()
+      for (const row of batch.rows) if (!firsts.has(row.id as string)) firsts.set(row.id as string, row)
+      const stored = new Map((await (write ? store.insert([...firsts.values()]) : store.find([...firsts.keys()])))
+        .map((row) => [String(row.id), row]))
+      batch.rows.forEach((row, index) => {
+        const first = firsts.get(row.id as string)
+        const now = stored.get(row.id as string) ?? (write && first !== row ? first : undefined)
+        const kind = now === undefined ? 'new' : now.name === row.name && now.tag === row.tag ? 'same' : 'other'
+        tally[kind]++
+        if (!write) tally.sum += digest(row)
+        if (kind === 'other' || (kind === 'new' && !write)) {
+          report(batch.lines[index] as number, write
+            ? new PlantConflictError(String(row.id)).message
+            : `id ${row.id} is ${now === undefined ? 'not stored' : `stored as ${lineOf(now)}`}`)
+        }
+      })
+      if (batch.last) break
+    }
+  } finally {
+    clearInterval(progress)
+    await worker.terminate()
+    if (from === undefined) process.stdin.destroy()
+  }
+  if (progress !== undefined) process.stderr.write('\n')
+  return tally
+}
+
+export async function importPlants (store: BulkStore, from: string | undefined, limit: number): Promise<number> {
+  const t = await replay(store, from, limit, true, (line, text) => { process.stderr.write(`line ${line}: ${text}\n`) })
+  await store.close()
+  process.stdout.write(`read ${t.read}, stored ${t.new}, present ${t.same}, conflicts ${t.other}, ` +
+    `refused ${t.refused}\n`)
+  return t.other + t.refused === 0 ? 0 : 1
+}
+
+/** Whether every plant of an export is stored identically: each side's count and checksum, the first differences. */
+export async function verify (store: BulkStore, from: string, limit: number): Promise<number> {
+  let shown = 0
+  const t = await replay(store, from, limit, false, (line, message) => {
+    if (shown++ < 10) process.stdout.write(`line ${line}: ${message}\n`)
+  })
+  const kept = { count: 0, sum: 0n }
+  for await (const page of store.plants()) {
+    kept.count += page.length
+    for (const row of page) kept.sum += digest(row)
+  }
+  const hex = (sum: bigint): string => BigInt.asUintN(64, sum).toString(16).padStart(16, '0')
+  process.stdout.write(`export: ${t.new + t.same + t.other} plants, checksum ${hex(t.sum)}\n` +
+    `store: ${kept.count} plants, checksum ${hex(kept.sum)}\n` +
+    `identical ${t.same}, missing ${t.new}, differing ${t.other}, refused ${t.refused}\n`)
+  return t.new + t.other + t.refused === 0 ? 0 : 1
+}
