@@ -1,5 +1,6 @@
 import { on, once } from 'node:events'
 import { createReadStream, statSync } from 'node:fs'
+import { createInterface } from 'node:readline'
 import { parentPort, Worker, type MessagePort } from 'node:worker_threads'
 import { PlantConflictError } from '../errors.js'
 import { parseBody } from '../plugins/json-body.js'
@@ -11,45 +12,35 @@ import { digest, lineOf, type BulkStore, type Row } from './store.js'
 interface Batch { lines: number[], rows: Row[], refused: Array<[number, string]>, bytes: number, last: boolean }
 const empty = (): Batch => ({ lines: [], rows: [], refused: [], bytes: 0, last: false })
 export interface Reading { from: string | undefined, limit: number }
-type Report = (line: number, message: string) => void
 
 /**
- * In a worker thread, beside the store's work: the lines read as POST /plants reads a body (BODY_LIMIT, strict
- * UTF-8, exact int64 ids, the same validation), one batch ahead of the store.
+ * In a worker thread, one batch ahead of the store: each line read as POST /plants reads a body (BODY_LIMIT,
+ * strict UTF-8, exact int64 ids, the same validation). Latin-1 gives back each line's bytes as they were.
  */
 export async function readBatches ({ from, limit }: Reading): Promise<void> {
   const validate = validatorCompiler({ schema: NewPlant, method: 'POST', url: '/plants', httpPart: 'body' })
-  const port = parentPort as MessagePort
-  let [batch, line, rest]: [Batch, number, Buffer] = [empty(), 0, Buffer.alloc(0)]
-  const take = (text: Buffer): void => {
+  const [port, input] = [parentPort as MessagePort, from === undefined ? process.stdin : createReadStream(from)]
+  let [batch, line] = [empty(), 0]
+  for await (const text of createInterface({ input: input.setEncoding('latin1'), crlfDelay: Infinity })) {
     line++
     batch.bytes += text.length + 1
-    if (text.length === 0) return
+    if (text === '') continue
     try {
       if (text.length > limit) throw new Error(`body must not be larger than ${limit} bytes`)
-      const { value, error } = validate(parseBody(text, undefined, limit)) as { value?: NewPlant, error?: Error }
+      const body = parseBody(Buffer.from(text, 'latin1'), undefined, limit)
+      const { value, error } = validate(body) as { value?: NewPlant, error?: Error }
       if (value === undefined) throw error
       batch.rows.push({ id: String(value.id), name: value.name, tag: value.tag ?? null })
       batch.lines.push(line)
     } catch (error) {
       batch.refused.push([line, (error as Error).message])
     }
-  }
-  const send = async (last: boolean): Promise<void> => {
-    port.postMessage({ ...batch, last })
+    if (batch.rows.length < 10000) continue
+    port.postMessage(batch)
     batch = empty()
-    if (!last) await once(port, 'message')
+    await once(port, 'message')
   }
-  for await (const chunk of from === undefined ? process.stdin : createReadStream(from)) {
-    const data = rest.length === 0 ? chunk as Buffer : Buffer.concat([rest, chunk as Buffer])
-    let start = 0
-    for (let end; (end = data.indexOf(10, start)) !== -1; start = end + 1) take(data.subarray(start, end))
-    // A line past the limit is refused whatever follows: only its first bytes are kept, so memory stays flat.
-    rest = data.subarray(start, start + limit + 1)
-    if (batch.rows.length >= 10000) await send(false)
-  }
-  if (rest.length > 0) take(rest)
-  await send(true)
+  port.postMessage({ ...batch, last: true })
 }
 
 /**
@@ -57,7 +48,8 @@ export async function readBatches ({ from, limit }: Reading): Promise<void> {
  * (another plant under its id, never overwritten). A batch commits whole: an import killed at any moment and run
  * again stores every plant once. On a terminal, progress: plants, plants per second, time left for a file.
  */
-async function replay (store: BulkStore, from: string | undefined, limit: number, write: boolean, report: Report) {
+async function replay (store: BulkStore, from: string | undefined, limit: number, write: boolean,
+  report: (line: number, message: string) => void) {
   const tally = { new: 0, same: 0, other: 0, read: 0, refused: 0, bytes: 0, sum: 0n }
   const [size, started] = [from === undefined ? NaN : statSync(from).size, performance.now()]
   const show = (): void => {
@@ -76,18 +68,22 @@ async function replay (store: BulkStore, from: string | undefined, limit: number
       tally.bytes += batch.bytes
       for (const [line, message] of batch.refused) report(line, message)
       tally.refused += batch.refused.length
-      // The first line of an id in a batch is the one that may store it; later ones compare with what is stored.
+      // The first line of an id is the one that may store it; later ones compare with what is stored.
       const firsts = new Map<string, Row>()
       for (const row of batch.rows) if (!firsts.has(row.id as string)) firsts.set(row.id as string, row)
-      const stored = new Map((await (write ? store.insert([...firsts.values()]) : store.find([...firsts.keys()])))
-        .map((row) => [String(row.id), row]))
+      const added = write ? await store.insert([...firsts.values()]) : 0
+      // Each line against what is stored now; the plants just stored count as same below, then as new.
+      const stored = added === firsts.size
+        ? firsts
+        : new Map((await store.find([...firsts.keys()])).map((row) => [String(row.id), row]))
+      tally.new += added
+      tally.same -= added
       batch.rows.forEach((row, index) => {
-        const first = firsts.get(row.id as string)
-        const now = stored.get(row.id as string) ?? (write && first !== row ? first : undefined)
+        const now = stored.get(row.id as string)
         const kind = now === undefined ? 'new' : now.name === row.name && now.tag === row.tag ? 'same' : 'other'
         tally[kind]++
         if (!write) tally.sum += digest(row)
-        if (kind === 'other' || (kind === 'new' && !write)) {
+        if (kind !== 'same') {
           report(batch.lines[index] as number, write
             ? new PlantConflictError(String(row.id)).message
             : `id ${row.id} is ${now === undefined ? 'not stored' : `stored as ${lineOf(now)}`}`)

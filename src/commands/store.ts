@@ -10,8 +10,8 @@ export interface Row { id: PlantId | string, name: string, tag: string | null }
 export interface BulkStore {
   /** Every plant in id order, from one snapshot, a page at a time. */
   plants (): AsyncIterable<Row[]>
-  /** Stores the rows (distinct ids) whose id is free, atomically; returns what is stored under the others. */
-  insert (rows: Row[]): Promise<Row[]>
+  /** Stores the rows (distinct ids) whose id is free, atomically, never overwriting; returns how many. */
+  insert (rows: Row[]): Promise<number>
   find (ids: string[]): Promise<Row[]>
   /** Makes what insert() stored durable; may be called again. */
   close (): Promise<void>
