@@ -1,18 +1,16 @@
 #!/usr/bin/env -S node --max-semi-space-size=2
 // V8's young generation grows to 32 MiB semi-spaces under an import's garbage: 2 MiB keeps RSS well under 150 MB.
-import { createWriteStream, renameSync } from 'node:fs'
-import { dirname } from 'node:path'
+import { createWriteStream } from 'node:fs'
 import { pipeline } from 'node:stream/promises'
 import { parseArgs } from 'node:util'
-import { isMainThread, workerData } from 'node:worker_threads'
 import { readEnv } from '../config/env.js'
-import { importPlants, readBatches, verify, type Reading } from './replay.js'
-import { fsync, lineOf, openStore, type BulkStore } from './store.js'
+import { replayFile } from './replay.js'
+import { lineOf, openStore, type BulkStore } from './store.js'
 
 const USAGE = 'usage: plant-store export [--to FILE] | import [--from FILE] | backup FILE | verify --from FILE, ' +
   'on the store DATABASE_URL names'
 
-/** Every plant, one JSON line each, from one snapshot, streamed; a file is written whole under a temporary name. */
+/** Every plant, one JSON line each, from one snapshot, streamed. */
 async function exportPlants (store: BulkStore, to: string | undefined): Promise<number> {
   let count = 0
   const text = async function * () {
@@ -21,12 +19,7 @@ async function exportPlants (store: BulkStore, to: string | undefined): Promise<
       yield page.map((row) => lineOf(row) + '\n').join('')
     }
   }
-  const out = to === undefined ? process.stdout : createWriteStream(`${to}.partial`, { flush: true })
-  await pipeline(text, out, { end: to !== undefined })
-  if (to !== undefined) {
-    renameSync(`${to}.partial`, to)
-    fsync(dirname(to))
-  }
+  await pipeline(text, to === undefined ? process.stdout : createWriteStream(to), { end: to !== undefined })
   process.stderr.write(`exported ${count} plants\n`)
   return 0
 }
@@ -43,15 +36,11 @@ async function main ([command = '', ...args]: string[]): Promise<number> {
     return (await import('./sqlite-bulk.js')).backupSqlite(url.slice('sqlite:'.length), file as string)
   }
   const store = await openStore(url, command === 'import')
-  const run = { export: () => exportPlants(store, to), import: () => importPlants(store, from, limit) }[command]
-  return await (run ?? (() => verify(store, from as string, limit)))().finally(() => store.close())
+  const run = command === 'export' ? exportPlants(store, to) : replayFile(store, from, limit, command === 'import')
+  return await run.finally(() => store.close())
 }
 
-// In a worker thread (replay.ts), this script reads the lines of an import or a verify.
-if (!isMainThread) await readBatches(workerData as Reading)
-else {
-  await main(process.argv.slice(2)).then((status) => { process.exitCode = status }, (error: unknown) => {
-    process.stderr.write(`plant-store: ${error instanceof Error ? error.message : String(error)}\n`)
-    process.exitCode = 2
-  })
-}
+main(process.argv.slice(2)).then((status) => { process.exitCode = status }, (error: unknown) => {
+  process.stderr.write(`plant-store: ${error instanceof Error ? error.message : String(error)}\n`)
+  process.exitCode = 2
+})

@@ -14,9 +14,8 @@ export async function openPostgres (url: string): Promise<BulkStore> {
   const { hosts, attrs } = parsePostgresUrl(url)
   const reasons: string[] = []
   for (const host of hosts) {
-    const client = new pg.Client({ connectionString: host.url, application_name: 'plant-store' })
     // A lost connection also fails the statement in flight, which reports it.
-    client.on('error', () => {})
+    const client = new pg.Client({ connectionString: host.url, application_name: 'plant-store' }).on('error', () => {})
     try {
       await client.connect()
       if (attrs === 'any' || (await client.query<{ ok: boolean }>(WRITABLE)).rows[0]?.ok === true) return bulk(client)
