@@ -4,7 +4,7 @@ import { createWriteStream } from 'node:fs'
 import { pipeline } from 'node:stream/promises'
 import { parseArgs } from 'node:util'
 import { readEnv } from '../config/env.js'
-import { replayFile } from './replay.js'
+import { replay } from './replay.js'
 import { lineOf, openStore, type BulkStore } from './store.js'
 
 const USAGE = 'usage: plant-store export [--to FILE] | import [--from FILE] | backup FILE | verify --from FILE, ' +
@@ -36,7 +36,7 @@ async function main ([command = '', ...args]: string[]): Promise<number> {
     return (await import('./sqlite-bulk.js')).backupSqlite(url.slice('sqlite:'.length), file as string)
   }
   const store = await openStore(url, command === 'import')
-  const run = command === 'export' ? exportPlants(store, to) : replayFile(store, from, limit, command === 'import')
+  const run = command === 'export' ? exportPlants(store, to) : replay(store, from, limit, command === 'import')
   return await run.finally(() => store.close())
 }
 

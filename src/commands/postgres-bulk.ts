@@ -40,7 +40,7 @@ function bulk (client: pg.Client): BulkStore {
     async insert (rows) {
       const values = [rows.map((row) => String(row.id)), rows.map((row) => row.name), rows.map((row) => row.tag)]
       // A plain INSERT first, all an empty table needs; an id stored already fails it whole (23505), and
-      // ON CONFLICT, three times the cost, stores the rest.
+      // ON CONFLICT, which costs more per plant, stores the rest.
       const added = await client.query(INSERT, values).catch((error: unknown) => {
         if ((error as { code?: string }).code !== '23505') throw error
         return client.query(`${INSERT} ON CONFLICT (id) DO NOTHING`, values)
