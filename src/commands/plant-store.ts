@@ -1,13 +1,28 @@
 #!/usr/bin/env -S node --max-semi-space-size=2
 // V8's young generation grows to 32 MiB semi-spaces under an import's garbage: 2 MiB keeps RSS well under 150 MB.
+import { createWriteStream } from 'node:fs'
+import { pipeline } from 'node:stream/promises'
 import { parseArgs } from 'node:util'
 import { readEnv } from '../config/env.js'
-import { exportPlants } from './export.js'
-import { importPlants, verify } from './import.js'
-import { openStore } from './store.js'
+import { replay } from './replay.js'
+import { lineOf, openStore, type BulkStore } from './store.js'
 
 const USAGE = 'usage: plant-store export [--to FILE] | import [--from FILE] | backup FILE | verify --from FILE, ' +
   'on the store DATABASE_URL names'
+
+/** Every plant, one JSON line each, from one snapshot, streamed. */
+async function exportPlants (store: BulkStore, to: string | undefined): Promise<number> {
+  let count = 0
+  const text = async function * () {
+    for await (const page of store.plants()) {
+      count += page.length
+      yield page.map((row) => lineOf(row) + '\n').join('')
+    }
+  }
+  await pipeline(text, to === undefined ? process.stdout : createWriteStream(to), { end: to !== undefined })
+  process.stderr.write(`exported ${count} plants\n`)
+  return 0
+}
 
 /** The exit status: 0 done; 1 a line refused, a conflict or a difference; 2 the command could not run. */
 async function main ([command = '', ...args]: string[]): Promise<number> {
@@ -21,8 +36,8 @@ async function main ([command = '', ...args]: string[]): Promise<number> {
     return (await import('./sqlite-bulk.js')).backupSqlite(url.slice('sqlite:'.length), file as string)
   }
   const store = await openStore(url, command === 'import')
-  const run = { export: () => exportPlants(store, to), import: () => importPlants(store, from, limit) }[command]
-  return await (run ?? (() => verify(store, from as string, limit)))().finally(() => store.close())
+  const run = command === 'export' ? exportPlants(store, to) : replay(store, from, limit, command === 'import')
+  return await run.finally(() => store.close())
 }
 
 main(process.argv.slice(2)).then((status) => { process.exitCode = status }, (error: unknown) => {

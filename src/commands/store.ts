@@ -10,8 +10,8 @@ export interface Row { id: PlantId | string, name: string, tag: string | null }
 export interface BulkStore {
   /** Every plant in id order, from one snapshot, a page at a time. */
   plants (): AsyncIterable<Row[]>
-  /** Stores the rows (distinct ids) whose id is free, atomically; returns what is stored under the others. */
-  insert (rows: Row[]): Promise<Row[]>
+  /** Stores the rows whose id is free (the first of an id), atomically, never overwriting; returns how many. */
+  insert (rows: Row[]): Promise<number>
   find (ids: string[]): Promise<Row[]>
   /** Makes what insert() stored durable; may be called again. */
   close (): Promise<void>
@@ -35,11 +35,8 @@ export async function openStore (url: string, write: boolean): Promise<BulkStore
 export const lineOf = ({ id, name, tag }: Row): string =>
   `{"id":${id},"name":${JSON.stringify(name)}${tag === null ? '' : `,"tag":${JSON.stringify(tag)}`}}`
 
-export const sameRow = (a: Row, b: Row): boolean => a.name === b.name && a.tag === b.tag
-
 /** A plant's share of a checksum: summed over plants, it does not depend on their order. */
 export const digest = (row: Row): bigint => hash('sha256', lineOf(row), 'buffer').readBigUInt64BE(0)
-export const hex = (sum: bigint): string => BigInt.asUintN(64, sum).toString(16).padStart(16, '0')
 
 /** Makes a file's or a folder's contents durable. */
 export function fsync (name: string): void {
