@@ -1,6 +1,7 @@
 #!/usr/bin/env -S node --max-semi-space-size=2
 // V8's young generation grows to 32 MiB semi-spaces under an import's garbage: 2 MiB keeps RSS well under 150 MB.
 import { createWriteStream } from 'node:fs'
+import { rename } from 'node:fs/promises'
 import { pipeline } from 'node:stream/promises'
 import { parseArgs } from 'node:util'
 import { readEnv } from '../config/env.js'
@@ -10,7 +11,7 @@ import { lineOf, openStore, type BulkStore } from './store.js'
 const USAGE = 'usage: plant-store export [--to FILE] | import [--from FILE] | backup FILE | verify --from FILE, ' +
   'on the store DATABASE_URL names'
 
-/** Every plant, one JSON line each, from one snapshot, streamed. */
+/** Every plant, one JSON line each, from one snapshot, streamed; a file gets its name only once complete. */
 async function exportPlants (store: BulkStore, to: string | undefined): Promise<number> {
   let count = 0
   const text = async function * () {
@@ -19,7 +20,9 @@ async function exportPlants (store: BulkStore, to: string | undefined): Promise<
       yield page.map((row) => lineOf(row) + '\n').join('')
     }
   }
-  await pipeline(text, to === undefined ? process.stdout : createWriteStream(to), { end: to !== undefined })
+  const partial = `${to}.partial`
+  await pipeline(text, to === undefined ? process.stdout : createWriteStream(partial), { end: to !== undefined })
+  if (to !== undefined) await rename(partial, to)
   process.stderr.write(`exported ${count} plants\n`)
   return 0
 }
