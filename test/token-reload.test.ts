@@ -34,7 +34,8 @@ describe('reloadTokens', () => {
     writeFileSync(file, `ci:ci-token-1-0123456789\nbilling:sha256:${sha256('billing-secret-1')}\n`)
     reloadTokens(options)
     expect(reloads).toEqual([true])
-    expect(['old-token-0123456789', 'ci-token-1-0123456789', 'billing-secret-1'].map((token) => tokens.identify(token)?.name)).toEqual([undefined, 'ci', 'billing'])
+    expect(['old-token-0123456789', 'ci-token-1-0123456789', 'billing-secret-1'].map((token) => tokens.identify(token)?.name))
+      .toEqual([undefined, 'ci', 'billing'])
   })
 
   it('refuses a file with one bad line whole, keeps the previous tokens, tells of the refusal, and logs the line number, never a token', () => {

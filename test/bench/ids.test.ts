@@ -64,12 +64,13 @@ describe('the bench\'s requests: --ids small|snowflake|mixed', () => {
   }
 
   for (const ids of ['small', 'snowflake', 'mixed']) {
-    it.skipIf(!wrk && process.env.REQUIRE_WRK !== '1')(`bench/ids.lua (wrk) sends ${ids} ids, each new, each body with a tag${wrk ? '' : ' (skipped: wrk is not installed)'}`, async () => {
-      const { server, url, bodies } = await recorder()
-      open = server
-      expect(await runLoad(['wrk', '-t1', '-c4', '-d1s', '-s', `${BENCH}ids.lua`, url], ids)).toBe(0)
-      expectMix(ids, idsOf(bodies))
-    }, 20000)
+    it.skipIf(!wrk && process.env.REQUIRE_WRK !== '1')(
+      `bench/ids.lua (wrk) sends ${ids} ids, each new, each body with a tag${wrk ? '' : ' (skipped: wrk is not installed)'}`, async () => {
+        const { server, url, bodies } = await recorder()
+        open = server
+        expect(await runLoad(['wrk', '-t1', '-c4', '-d1s', '-s', `${BENCH}ids.lua`, url], ids)).toBe(0)
+        expectMix(ids, idsOf(bodies))
+      }, 20000)
   }
 
   it('npm run bench and bench:instructions refuse an unknown --ids with status 2 and name the choices', () => {

@@ -17,8 +17,10 @@ describe('bench/run.js', () => {
     const dir = mkdtempSync(join(tmpdir(), 'bench-test-'))
     try {
       const out = join(dir, 'bench.md')
-      const result = spawnSync(process.execPath, [RUN, '--targets', 'baseline-fastify,peer,memory', '--tool', 'autocannon', '--rounds', '1', '--duration', '1', '--warmup', '0', '--starts', '1', '--ids', 'snowflake', '--out', out],
-        { encoding: 'utf8', timeout: 50000 })
+      const result = spawnSync(process.execPath, [
+        RUN, '--targets', 'baseline-fastify,peer,memory', '--tool', 'autocannon', '--rounds', '1', '--duration', '1',
+        '--warmup', '0', '--starts', '1', '--ids', 'snowflake', '--out', out
+      ], { encoding: 'utf8', timeout: 50000 })
       expect(result.status, result.stderr + result.stdout).toBe(0)
       for (const line of [
         /^(PASS|FAIL) {2}service req\/s vs peer: [\d.]+× \(target ≥ 1\.0×\)$/m,

@@ -125,7 +125,8 @@ describe('plant-store-client: which failures it retries', () => {
     const { client } = await clientOf((n, _request, response) => response.writeHead(502, 'Bad Gateway', { 'content-type': 'text/html' }).end(bodies[n]))
     for (const body of bodies) {
       const error = await failure(client.create({ id: 1, name: 'x' }))
-      expect({ status: error.status, error: error.error, message: error.message, kind: error.kind }, body).toEqual({ status: 502, error: undefined, message: '502 Bad Gateway', kind: 'unexpected' })
+      expect({ status: error.status, error: error.error, message: error.message, kind: error.kind }, body)
+        .toEqual({ status: 502, error: undefined, message: '502 Bad Gateway', kind: 'unexpected' })
     }
   })
 
@@ -139,7 +140,8 @@ describe('plant-store-client: which failures it retries', () => {
     const { client, received } = await clientOf((n, _request, response) => reply(200, bodies[n])(response))
     for (const body of bodies) {
       const error = await failure(client.create({ id: 1, name: 'x' }))
-      expect({ status: error.status, kind: error.kind, message: error.message }, body).toEqual({ status: 200, kind: 'unexpected', message: 'the reply to a 200 is not a Plant' })
+      expect({ status: error.status, kind: error.kind, message: error.message }, body)
+        .toEqual({ status: 200, kind: 'unexpected', message: 'the reply to a 200 is not a Plant' })
     }
     expect(received).toHaveLength(bodies.length)
   })
@@ -200,7 +202,8 @@ describe('plant-store-client: when it retries', () => {
   })
 
   it('gives up at once on a Retry-After beyond maxRetryAfterMs, rather than coming back early, and tells when to come back', async () => {
-    const { client, received } = await clientOf((_n, _request, response) => reply(429, { error: 429, message: 'retry in 42 s' }, { 'retry-after': '42' })(response),
+    const { client, received } = await clientOf(
+      (_n, _request, response) => reply(429, { error: 429, message: 'retry in 42 s' }, { 'retry-after': '42' })(response),
       { retry: { maxRetryAfterMs: 10000, deadlineMs: 100000 } })
     const error = await failure(client.create({ id: 1, name: 'x' }))
     expect({ kind: error.kind, status: error.status, attempts: error.attempts, retryAfterMs: error.retryAfterMs, message: error.message })

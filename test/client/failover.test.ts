@@ -13,7 +13,9 @@ import { byBody, recordingFetch, statusCounts } from './recorder.js'
 const bin = findPostgresBinaries()
 const noServer = process.env.TEST_DATABASE_URL === undefined
   ? 'TEST_DATABASE_URL is not set'
-  : bin === undefined ? 'the PostgreSQL server binaries (initdb, pg_ctl, pg_basebackup) are not installed (apt-get install postgresql, or set PG_BIN)' : undefined
+  : bin === undefined
+    ? 'the PostgreSQL server binaries (initdb, pg_ctl, pg_basebackup) are not installed (apt-get install postgresql, or set PG_BIN)'
+    : undefined
 
 if (process.env.REQUIRE_POSTGRES === '1' && noServer !== undefined) {
   describe('plant-store-client through a PostgreSQL failover', () => {
@@ -24,7 +26,8 @@ if (process.env.REQUIRE_POSTGRES === '1' && noServer !== undefined) {
 }
 if (noServer !== undefined) console.warn(`plant-store-client failover tests skipped: ${noServer} (CI sets REQUIRE_POSTGRES=1)`)
 
-const OUTCOME_UNKNOWN = 'the plant store did not confirm the write: the outcome is unknown; retrying the identical request is safe, it answers 200 if the plant was stored'
+const OUTCOME_UNKNOWN =
+  'the plant store did not confirm the write: the outcome is unknown; retrying the identical request is safe, it answers 200 if the plant was stored'
 const STATEMENT_TIMEOUT_MS = 1000
 const CLIENTS = 8
 
@@ -71,21 +74,27 @@ async function throughDisruption (server: ServerProcess, pair: StandbyPair, surv
   return unknown.length
 }
 
-describe.skipIf(noServer !== undefined)(noServer !== undefined ? `plant-store-client failover tests skipped: ${noServer}` : 'plant-store-client through a PostgreSQL failover', () => {
-  it('the primary crashed and the standby promoted (a multi-host URL): every create resolves, every acknowledged plant is stored, "outcome unknown" ends in 200', { timeout: 90000 }, async () => {
-    const pair = await startStandbyPair(bin as string)
-    onTestFinished(() => pair.destroy())
-    const url = `postgres://postgres@127.0.0.1:${pair.standby.port},127.0.0.1:${pair.primary.port}/postgres?target_session_attrs=read-write`
-    const server = await startServer({ DATABASE_URL: url, DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS) })
-    await throughDisruption(server, pair, () => pair.standby, async () => {
-      await pair.primary.stop('immediate')
-      // The HA manager's reaction time: the service answers 503 meanwhile, and the clients retry.
-      await new Promise((resolve) => setTimeout(resolve, 1000))
-      await pair.standby.promote()
+describe.skipIf(noServer !== undefined)(noServer !== undefined
+  ? `plant-store-client failover tests skipped: ${noServer}`
+  : 'plant-store-client through a PostgreSQL failover', () => {
+  it(
+    'the primary crashed and the standby promoted (a multi-host URL): every create resolves, every acknowledged plant is stored, "outcome unknown" ends in 200',
+    { timeout: 90000 }, async () => {
+      const pair = await startStandbyPair(bin as string)
+      onTestFinished(() => pair.destroy())
+      const url = `postgres://postgres@127.0.0.1:${pair.standby.port},127.0.0.1:${pair.primary.port}/postgres?target_session_attrs=read-write`
+      const server = await startServer({ DATABASE_URL: url, DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS) })
+      await throughDisruption(server, pair, () => pair.standby, async () => {
+        await pair.primary.stop('immediate')
+        // The HA manager's reaction time: the service answers 503 meanwhile, and the clients retry.
+        await new Promise((resolve) => setTimeout(resolve, 1000))
+        await pair.standby.promote()
+      })
     })
-  })
 
-  it('the synchronous standby gone for 4 s: commits waiting for it end "outcome unknown", and their replays end in 200, never 409', { timeout: 90000 }, async () => {
+  it('the synchronous standby gone for 4 s: commits waiting for it end "outcome unknown", and their replays end in 200, never 409', {
+    timeout: 90000
+  }, async () => {
     const pair = await startStandbyPair(bin as string)
     onTestFinished(() => pair.destroy())
     const server = await startServer({ DATABASE_URL: pair.primary.url, DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS) })

@@ -9,7 +9,9 @@ import { recordingFetch, statusCounts } from './recorder.js'
 // (MAX_EVENT_LOOP_DELAY_MS) under more clients than it serves.
 
 describe('plant-store-client against an overloaded service', () => {
-  it('overload: with MAX_EVENT_LOOP_DELAY_MS=5 and 100 clients for 20 s, every create resolves or ends unavailable within its deadline; none is a conflict', { timeout: 120000 }, async () => {
+  it('overload: with MAX_EVENT_LOOP_DELAY_MS=5 and 100 clients for 20 s, every create resolves or ends unavailable within its deadline; none is a conflict', {
+    timeout: 120000
+  }, async () => {
     const server = await startServer({ MAX_EVENT_LOOP_DELAY_MS: '5' })
     const DEADLINE_MS = 5000
     const { fetch, exchanges } = recordingFetch()

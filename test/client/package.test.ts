@@ -32,7 +32,9 @@ describe('the plant-store-client package', () => {
     ])
   })
 
-  it('runs the example of docs/api.md from the tarball against the built service, and type-checks it against the packed types', { timeout: 60000 }, async () => {
+  it('runs the example of docs/api.md from the tarball against the built service, and type-checks it against the packed types', {
+    timeout: 60000
+  }, async () => {
     const app = join(dir, 'app')
     const installed = join(app, 'node_modules', 'plant-store-client')
     mkdirSync(installed, { recursive: true })

@@ -46,7 +46,8 @@ const REFUSED: Array<[line: string | Buffer, message: string]> = [
   ['{"id":8}', 'body/name is required'],
   ['{"id":9,"name":"nul \\u0000"}', 'body/name must not contain U+0000 or unpaired surrogates'],
   ['{"id":10,"name":', 'body is not valid JSON'],
-  [Buffer.from([0x7b, 0x22, 0x69, 0x64, 0x22, 0x3a, 0x31, 0x31, 0x2c, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]), 'body is not valid UTF-8'],
+  [Buffer.from([0x7b, 0x22, 0x69, 0x64, 0x22, 0x3a, 0x31, 0x31, 0x2c, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]),
+    'body is not valid UTF-8'],
   [`{"id":12,"name":"${'x'.repeat(20000)}"}`, 'body must not be larger than 16384 bytes']
 ]
 
@@ -226,7 +227,9 @@ describe.skipIf(noPostgres !== undefined)('plant-store commands between SQLite a
 
 describe('plant-store export while the service creates plants', () => {
   for (const kind of ['SQLite', 'PostgreSQL']) {
-    it.skipIf(kind === 'PostgreSQL' && noPostgres !== undefined)(`${kind}: one snapshot, every create wholly in it or wholly absent`, { timeout: 120000 }, async () => {
+    it.skipIf(kind === 'PostgreSQL' && noPostgres !== undefined)(`${kind}: one snapshot, every create wholly in it or wholly absent`, {
+      timeout: 120000
+    }, async () => {
       const store = kind === 'SQLite' ? sqliteStore() : await postgresStore()
       // Pages enough to fill the pipe: the plants below sit between the two writers' ids.
       const fill = writeTo('middle.jsonl', jsonLines(Array.from({ length: 200000 }, (_, n) => ({ id: BigInt(n + 1), name: 'fill' }))))

@@ -49,18 +49,20 @@ describe('loadConfig', () => {
     expect(loadConfig({ API_TOKENS: TOKEN, MAX_HEAP_USED_BYTES: String(200 * MiB) }, in96MiB).overload?.maxHeapUsedBytes).toBe(200 * MiB)
   })
 
-  it('holds log lines for a slow reader up to 1/32 of a memory limit (4 MiB at most, 64 KiB at least, 4 MiB without a limit); LOG_BUFFER_MAX_BYTES overrides it', () => {
-    const limited = (bytes: number) => ({ memoryLimit: () => bytes })
-    expect(loadConfig({ API_TOKENS: TOKEN }, limited(96 * MiB)).logBufferMaxBytes).toBe(3 * MiB)
-    expect(loadConfig({ API_TOKENS: TOKEN }, limited(100 * MiB + 31)).logBufferMaxBytes).toBe(Math.floor((100 * MiB + 31) / 32))
-    expect(loadConfig({ API_TOKENS: TOKEN }, limited(128 * MiB)).logBufferMaxBytes).toBe(4 * MiB)
-    expect(loadConfig({ API_TOKENS: TOKEN }, limited(129 * MiB)).logBufferMaxBytes).toBe(4 * MiB)
-    expect(loadConfig({ API_TOKENS: TOKEN }, limited(MiB)).logBufferMaxBytes).toBe(64 * 1024)
-    expect(loadConfig({ API_TOKENS: TOKEN }, limited(4 * MiB)).logBufferMaxBytes).toBe(128 * 1024)
-    expect(loadConfig({ API_TOKENS: TOKEN }, noLimit).logBufferMaxBytes).toBe(4 * MiB)
-    expect(loadConfig({ API_TOKENS: TOKEN, LOG_BUFFER_MAX_BYTES: String(MiB) }, limited(96 * MiB)).logBufferMaxBytes).toBe(MiB)
-    expect(() => loadConfig({ API_TOKENS: TOKEN, LOG_BUFFER_MAX_BYTES: '1000' }, noLimit)).toThrow(/LOG_BUFFER_MAX_BYTES/)
-  })
+  it(
+    'holds log lines for a slow reader up to 1/32 of a memory limit (4 MiB at most, 64 KiB at least, 4 MiB without a limit); LOG_BUFFER_MAX_BYTES overrides it',
+    () => {
+      const limited = (bytes: number) => ({ memoryLimit: () => bytes })
+      expect(loadConfig({ API_TOKENS: TOKEN }, limited(96 * MiB)).logBufferMaxBytes).toBe(3 * MiB)
+      expect(loadConfig({ API_TOKENS: TOKEN }, limited(100 * MiB + 31)).logBufferMaxBytes).toBe(Math.floor((100 * MiB + 31) / 32))
+      expect(loadConfig({ API_TOKENS: TOKEN }, limited(128 * MiB)).logBufferMaxBytes).toBe(4 * MiB)
+      expect(loadConfig({ API_TOKENS: TOKEN }, limited(129 * MiB)).logBufferMaxBytes).toBe(4 * MiB)
+      expect(loadConfig({ API_TOKENS: TOKEN }, limited(MiB)).logBufferMaxBytes).toBe(64 * 1024)
+      expect(loadConfig({ API_TOKENS: TOKEN }, limited(4 * MiB)).logBufferMaxBytes).toBe(128 * 1024)
+      expect(loadConfig({ API_TOKENS: TOKEN }, noLimit).logBufferMaxBytes).toBe(4 * MiB)
+      expect(loadConfig({ API_TOKENS: TOKEN, LOG_BUFFER_MAX_BYTES: String(MiB) }, limited(96 * MiB)).logBufferMaxBytes).toBe(MiB)
+      expect(() => loadConfig({ API_TOKENS: TOKEN, LOG_BUFFER_MAX_BYTES: '1000' }, noLimit)).toThrow(/LOG_BUFFER_MAX_BYTES/)
+    })
 
   it('uses the documented defaults (outside a container: no memory limit), with no key for what is unset', () => {
     expect(loadConfig({ API_TOKENS: TOKEN }, noLimit)).toStrictEqual({
@@ -150,7 +152,11 @@ describe('loadConfig', () => {
   }
 
   it('serves no metrics and exports no traces unless asked (METRICS_PORT, OTEL_EXPORTER_OTLP_ENDPOINT); empty counts as unset', () => {
-    for (const env of [{ API_TOKENS: TOKEN }, { API_TOKENS: TOKEN, METRICS_PORT: '', METRICS_HOST: '0.0.0.0', OTEL_EXPORTER_OTLP_ENDPOINT: ' ' }, { API_TOKENS: TOKEN, METRICS_PORT: '  ', OTEL_EXPORTER_OTLP_ENDPOINT: '' }]) {
+    for (const env of [
+      { API_TOKENS: TOKEN },
+      { API_TOKENS: TOKEN, METRICS_PORT: '', METRICS_HOST: '0.0.0.0', OTEL_EXPORTER_OTLP_ENDPOINT: ' ' },
+      { API_TOKENS: TOKEN, METRICS_PORT: '  ', OTEL_EXPORTER_OTLP_ENDPOINT: '' }
+    ]) {
       const config = loadConfig(env)
       expect(config).not.toHaveProperty('metrics')
       expect(config).not.toHaveProperty('otlpEndpoint')
@@ -245,21 +251,29 @@ describe('token entries: named, hashed and plain', () => {
     ['an empty name', `\n:${SECRET}`, 'API_TOKENS_FILE line 2: a client name is 1 to 64 characters'],
     ['a name of 65 characters', `${'n'.repeat(65)}:${SECRET}`, 'API_TOKENS_FILE line 1: a client name is 1 to 64 characters'],
     ['a name without a token', `a:${A}\n\n\nbilling:`, 'API_TOKENS_FILE line 4: no token after the client name'],
-    ['a token with characters a bearer token cannot carry', `billing:${SECRET} x`, 'API_TOKENS_FILE line 1: the token has characters a bearer token cannot carry (allowed: A-Z a-z 0-9 - . _ ~ + / and trailing =)'],
+    ['a token with characters a bearer token cannot carry', `billing:${SECRET} x`,
+      'API_TOKENS_FILE line 1: the token has characters a bearer token cannot carry (allowed: A-Z a-z 0-9 - . _ ~ + / and trailing =)'],
     ['a second colon in a plain token', `billing:${SECRET}:x`, 'API_TOKENS_FILE line 1: the token has characters a bearer token cannot carry'],
     ['a hashed entry without a name', `a:${A}\nsha256:${sha256(SECRET)}`, 'API_TOKENS_FILE line 2: a hashed entry needs a client name in front'],
-    ['a hashed entry with 63 hex digits', `billing:sha256:${sha256(SECRET).slice(1)}`, 'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
-    ['a token that holds sha256: after other characters', `billing:xsha256:${sha256(SECRET)}`, 'API_TOKENS_FILE line 1: the token has characters a bearer token cannot carry'],
-    ['a hashed entry with a character before its 64 hex digits', `billing:sha256:x${sha256(SECRET)}`, 'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
-    ['a hashed entry with a non-hex digit', `billing:sha256:${sha256(SECRET).slice(1)}g`, 'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
+    ['a hashed entry with 63 hex digits', `billing:sha256:${sha256(SECRET).slice(1)}`,
+      'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
+    ['a token that holds sha256: after other characters', `billing:xsha256:${sha256(SECRET)}`,
+      'API_TOKENS_FILE line 1: the token has characters a bearer token cannot carry'],
+    ['a hashed entry with a character before its 64 hex digits', `billing:sha256:x${sha256(SECRET)}`,
+      'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
+    ['a hashed entry with a non-hex digit', `billing:sha256:${sha256(SECRET).slice(1)}g`,
+      'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
     ['sha256sum\'s output pasted whole', `billing:sha256:${sha256(SECRET)}  -`, 'API_TOKENS_FILE line 1: sha256: must be followed by exactly 64 hex digits'],
     ['a duplicate name', `billing:${SECRET}\nshop:${A}\nbilling:${B}`, 'API_TOKENS_FILE line 3: duplicate client name (first on line 1); names are unique'],
     ['a duplicate name, once hashed', `billing:${A}\nbilling:sha256:${sha256(SECRET)}`, 'API_TOKENS_FILE line 2: duplicate client name (first on line 1)'],
-    ['one token under two names', `billing:${SECRET}\nshop:${SECRET}`, 'API_TOKENS_FILE line 2: the same token as line 1, under another client name or none; a token belongs to one client'],
+    ['one token under two names', `billing:${SECRET}\nshop:${SECRET}`,
+      'API_TOKENS_FILE line 2: the same token as line 1, under another client name or none; a token belongs to one client'],
     ['one token named and unnamed', `${SECRET}\nbilling:${SECRET}`, 'API_TOKENS_FILE line 2: the same token as line 1, under another client name or none'],
     ['one token unnamed after named', `billing:${SECRET}\n${SECRET}`, 'API_TOKENS_FILE line 2: the same token as line 1, under another client name or none'],
-    ['one token plain and hashed under two names', `billing:sha256:${sha256(SECRET)}\nshop:${SECRET}`, 'API_TOKENS_FILE line 2: the same token as line 1, under another client name or none'],
-    ['a token of 15 characters', `ci:${A}\n\n${A.slice(1)}`, 'API_TOKENS_FILE line 3: the token is shorter than 16 characters; use a random one, e.g. `openssl rand -hex 32`'],
+    ['one token plain and hashed under two names', `billing:sha256:${sha256(SECRET)}\nshop:${SECRET}`,
+      'API_TOKENS_FILE line 2: the same token as line 1, under another client name or none'],
+    ['a token of 15 characters', `ci:${A}\n\n${A.slice(1)}`,
+      'API_TOKENS_FILE line 3: the token is shorter than 16 characters; use a random one, e.g. `openssl rand -hex 32`'],
     ['a named token of one character', 'ci:a', 'API_TOKENS_FILE line 1: the token is shorter than 16 characters'],
     ['only blank lines', '\n \n', 'API_TOKENS_FILE: at least one bearer token is required']
   ]
@@ -340,11 +354,14 @@ describe('whole-number settings', () => {
 
   it('lists every bad variable in one line, in the table\'s order', () => {
     expect(() => loadConfig({ API_TOKENS: TOKEN, MAX_HEADER_BYTES: '1', PORT: 'x', LOG_LEVEL: 'loud', HOST: '' }))
-      .toThrow(new ConfigError('PORT: Expected number, LOG_LEVEL: Expected string to match \'^(fatal|error|warn|info|debug|trace|silent)$\', MAX_HEADER_BYTES: Expected number to be greater or equal to 1024'))
+      .toThrow(new ConfigError('PORT: Expected number, LOG_LEVEL: Expected string to match \'^(fatal|error|warn|info|debug|trace|silent)$\', ' +
+        'MAX_HEADER_BYTES: Expected number to be greater or equal to 1024'))
   })
 
   it('reads each log level', () => {
-    for (const level of ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']) expect(loadConfig({ API_TOKENS: TOKEN, LOG_LEVEL: level }).logLevel).toBe(level)
+    for (const level of [
+      'fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
+    ]) expect(loadConfig({ API_TOKENS: TOKEN, LOG_LEVEL: level }).logLevel).toBe(level)
   })
 
   it('ignores variables it does not know, and a variable present but undefined', () => {
@@ -361,7 +378,8 @@ describe('settings read together', () => {
   })
 
   it('allows HEADERS_TIMEOUT_MS equal to REQUEST_TIMEOUT_MS, not above it', () => {
-    expect(loadConfig({ API_TOKENS: TOKEN, HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '5000' }).http).toMatchObject({ headersTimeoutMs: 5000, requestTimeoutMs: 5000 })
+    expect(loadConfig({ API_TOKENS: TOKEN, HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '5000' }).http)
+      .toMatchObject({ headersTimeoutMs: 5000, requestTimeoutMs: 5000 })
     expect(() => loadConfig({ API_TOKENS: TOKEN, HEADERS_TIMEOUT_MS: '5001', REQUEST_TIMEOUT_MS: '5000' }))
       .toThrow(new ConfigError('HEADERS_TIMEOUT_MS must not be larger than REQUEST_TIMEOUT_MS'))
   })

@@ -5,7 +5,10 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { docBlock } from '../docs/blocks.js'
-import { baseImageUnavailable, docker, dockerResult, dockerUnavailable, GiveUp, machineBaseImageProbe, publishedUrl, uniqueName, waitFor, containerState } from './docker.js'
+import {
+  baseImageUnavailable, docker, dockerResult, dockerUnavailable, GiveUp,
+  machineBaseImageProbe, publishedUrl, uniqueName, waitFor, containerState
+} from './docker.js'
 
 // The `docker build` and `docker run` lines of README.md and docs/deployment.md, run as written on a
 // clean checkout of the committed files (HEAD), with the changes a shared engine needs and nothing else:
@@ -21,7 +24,8 @@ const IMAGE = `plant-store-docs:${uniqueName('run').replace(/^run-/, '')}`
 const FILE_TOKEN = 'a-token-from-the-file-0123456789'
 
 if (unavailable !== undefined) {
-  console.warn(`Docs' docker recipes skipped: ${unavailable} (install docker.io and start dockerd; as root, .ci/docker-base.sh builds ${BASE}; CI sets REQUIRE_DOCKER=1)`)
+  console.warn(`Docs' docker recipes skipped: ${unavailable} (install docker.io and start dockerd; ` +
+    `as root, .ci/docker-base.sh builds ${BASE}; CI sets REQUIRE_DOCKER=1)`)
   if (process.env.REQUIRE_DOCKER === '1') {
     it('runs: REQUIRE_DOCKER=1 turns the skip into a failure', () => {
       expect.fail(`REQUIRE_DOCKER=1 but ${unavailable}: the docs' docker recipes would not be run`)
@@ -44,7 +48,9 @@ const bash = (line: string, cwd: string, timeoutMs = 60000): Promise<string> => 
 const quickStart = commands(docBlock('README.md', 'docker-quick-start'))
 const deployment = commands(docBlock('docs/deployment.md', 'docker-run'))
 
-describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the docs\' docker recipes' : `the docs' docker recipes (skipped: ${unavailable})`, () => {
+describe.skipIf(unavailable !== undefined)(unavailable === undefined
+  ? 'the docs\' docker recipes'
+  : `the docs' docker recipes (skipped: ${unavailable})`, () => {
   const containers = new Set<string>()
   const volumes = new Set<string>()
   let checkout: string | undefined

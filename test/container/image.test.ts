@@ -286,7 +286,8 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
   })
 
   it('with --memory 96m and MAX_PLANTS=1000000 (more than one plant per 8 KiB of the limit) exits 1 with one line naming both', async () => {
-    const result = await dockerResult(['run', '--rm', '--memory', '96m', '--memory-swap', '96m', '--env', `API_TOKENS=${E2E_TOKEN}`, '--env', 'MAX_PLANTS=1000000', IMAGE])
+    const result = await dockerResult(['run', '--rm', '--memory', '96m', '--memory-swap', '96m',
+      '--env', `API_TOKENS=${E2E_TOKEN}`, '--env', 'MAX_PLANTS=1000000', IMAGE])
     expect(result).toEqual({
       code: 1,
       stdout: '',
@@ -294,7 +295,9 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
     })
   })
 
-  it('rotates tokens as docs/production.md does (the directory mounted, the file renamed over, SIGHUP): the new token accepted, then the old one refused', { timeout: 60000 }, async () => {
+  it('rotates tokens as docs/production.md does (the directory mounted, the file renamed over, SIGHUP): the new token accepted, then the old one refused', {
+    timeout: 60000
+  }, async () => {
     const name = uniqueName('plant-store-test')
     containers.add(name)
     const [token, newToken] = ['rotation-old-token-0123456789', 'rotation-new-token-0123456789']
@@ -311,13 +314,16 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'the Dock
       })
     })
     try {
-      await sh(recipe(docBlock('docs/production.md', 'docker-tokens-directory'), [['--name plants', `--name ${name}`], ['-p 3000:3000', '-p 127.0.0.1::3000'], [' plant-store\n', ` ${IMAGE}\n`]]))
+      await sh(recipe(docBlock('docs/production.md', 'docker-tokens-directory'),
+        [['--name plants', `--name ${name}`], ['-p 3000:3000', '-p 127.0.0.1::3000'], [' plant-store\n', ` ${IMAGE}\n`]]))
       const api = await publishedUrl(name, 3000)
       await waitFor('the container ready', async () => (await fetch(`${api}/readyz`)).status === 200 ? true : undefined, 20000)
       const statuses = async () => Promise.all([token, newToken].map(async (bearer, i) => (await post(api, `{"id":${i + 1},"name":"Fern"}`, bearer)).status))
       expect(await statuses()).toEqual([200, 401])
       const reloaded = (count: number) => waitFor(`"tokens reloaded" with ${count}`, async () =>
-        (await docker(['logs', name])).split('\n').some((line) => line.includes('"msg":"tokens reloaded"') && line.includes(`"tokens":${count}`)) ? true : undefined, 10000)
+        (await docker(['logs', name])).split('\n').some((line) => line.includes('"msg":"tokens reloaded"') && line.includes(`"tokens":${count}`))
+          ? true
+          : undefined, 10000)
 
       await sh(recipe(docBlock('docs/production.md', 'rotate-tokens-docker'), [['HUP plants', `HUP ${name}`]]))
       await reloaded(2)

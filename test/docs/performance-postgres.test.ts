@@ -21,7 +21,9 @@ if (skip !== undefined && process.env.REQUIRE_POSTGRES === '1') {
   it('runs: REQUIRE_POSTGRES=1 turns the skip into a failure', () => { expect.fail(`REQUIRE_POSTGRES=1 but ${skip}`) })
 }
 
-describe.skipIf(skip !== undefined)(skip !== undefined ? `docs/performance.md's PostgreSQL settings skipped: ${skip}` : 'docs/performance.md: PostgreSQL at tens of millions of plants', () => {
+describe.skipIf(skip !== undefined)(skip !== undefined
+  ? `docs/performance.md's PostgreSQL settings skipped: ${skip}`
+  : 'docs/performance.md: PostgreSQL at tens of millions of plants', () => {
   // Made in beforeAll: collecting a skipped suite leaves nothing behind.
   let dir = ''
   let data = ''
@@ -31,8 +33,9 @@ describe.skipIf(skip !== undefined)(skip !== undefined ? `docs/performance.md's 
     await run(join(bin ?? '', name), args, { ...(user ?? {}), env: { PATH: process.env.PATH, LC_ALL: 'C' }, timeout: 60000 })
   }
   const psql = (sql: string): { status: number | null, stdout: string, stderr: string } => {
-    const result = spawnSync('psql', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', 'postgres', '-X', '-q', '-At', '-v', 'ON_ERROR_STOP=1', '-f', '-'],
-      { input: sql, encoding: 'utf8', timeout: 30000 })
+    const result = spawnSync('psql', [
+      '-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', 'postgres', '-X', '-q', '-At', '-v', 'ON_ERROR_STOP=1', '-f', '-'
+    ], { input: sql, encoding: 'utf8', timeout: 30000 })
     return { status: result.status, stdout: result.stdout.trim(), stderr: result.stderr }
   }
 

@@ -39,7 +39,9 @@ function urlFor (url: string, database: string, user?: string): string {
   return target.href
 }
 
-describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'docs/production.md: a PostgreSQL role for the service' : `docs/production.md's PostgreSQL role skipped: ${unavailable}`, () => {
+describe.skipIf(unavailable !== undefined)(unavailable === undefined
+  ? 'docs/production.md: a PostgreSQL role for the service'
+  : `docs/production.md's PostgreSQL role skipped: ${unavailable}`, () => {
   // Roles belong to the whole server, which others share: this run's role and database have names of their own.
   const suffix = randomBytes(4).toString('hex')
   const role = `plant_store_${suffix}`
@@ -64,10 +66,17 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined ? 'docs/pro
   })
 
   it('makes a role that is no superuser, with a connection limit above a rollout of deploy/kubernetes', () => {
-    const [superuser, createRole, createDb, limit] = psql(asAdmin(), `SELECT rolsuper, rolcreaterole, rolcreatedb, rolconnlimit FROM pg_roles WHERE rolname = '${role}';`).stdout.split('|')
+    const [superuser, createRole, createDb, limit] = psql(
+      asAdmin(),
+      `SELECT rolsuper, rolcreaterole, rolcreatedb, rolconnlimit FROM pg_roles WHERE rolname = '${role}';`
+    ).stdout.split('|')
     expect([superuser, createRole, createDb]).toEqual(['f', 'f', 'f'])
     const deployment = parse(readFileSync(fileURLToPath(new URL('../../deploy/kubernetes/deployment.yaml', import.meta.url)), 'utf8')) as {
-      spec: { replicas: number, strategy: { rollingUpdate: { maxSurge: number } }, template: { spec: { containers: { env?: { name: string, value?: string }[] }[] } } }
+      spec: {
+        replicas: number,
+        strategy: { rollingUpdate: { maxSurge: number } },
+        template: { spec: { containers: { env?: { name: string, value?: string }[] }[] } }
+      }
     }
     const poolSetting = deployment.spec.template.spec.containers[0]?.env?.find((variable) => variable.name === 'DATABASE_POOL_MAX')?.value
     const poolMax = Number(poolSetting ?? Env.properties.DATABASE_POOL_MAX.default)

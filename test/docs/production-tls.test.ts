@@ -29,12 +29,15 @@ const postTls = (port: number, ca: string, body: string, token?: string): Promis
   const headers = { 'content-type': 'application/json', ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) }
   const req = request({ host: '127.0.0.1', servername: 'localhost', port, ca, method: 'POST', path: '/plants', headers }, (res) => {
     let text = ''
-    res.setEncoding('utf8').on('data', (chunk: string) => { text += chunk }).on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }))
+    res.setEncoding('utf8').on('data', (chunk: string) => { text += chunk })
+      .on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }))
   })
   req.on('error', reject).end(body)
 })
 
-describe.skipIf(missing !== undefined)(missing !== undefined ? `docs/production.md's TLS recipe skipped: ${missing}` : 'docs/production.md: TLS in front of the service (HAProxy)', () => {
+describe.skipIf(missing !== undefined)(missing !== undefined
+  ? `docs/production.md's TLS recipe skipped: ${missing}`
+  : 'docs/production.md: TLS in front of the service (HAProxy)', () => {
   let dir = ''
   let ca = ''
 

@@ -37,7 +37,9 @@ describe('rolling back on SQLite (built server)', () => {
     const path = await sqliteWithLaterStep('incompatible.db', 2)
     const { code, stderr } = await runServerToExit({ DATABASE_URL: `sqlite:${path}` })
     expect(code).toBe(1)
-    expect(stderr).toBe(`plant-store: cannot start: SQLite database ${path}: schema version 2 needs a release that knows version 2 or later; this one knows 1\n`)
+    expect(stderr).toBe(
+      `plant-store: cannot start: SQLite database ${path}: schema version 2 needs a release that knows version 2 or later; this one knows 1\n`
+    )
   })
 })
 

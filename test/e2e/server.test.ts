@@ -37,7 +37,8 @@ describe('the built server as a process', () => {
     const body = '{"id":1,"name":"fern"}'
     const socket = connect(server.port, '127.0.0.1')
     await new Promise((resolve) => socket.once('connect', resolve))
-    socket.write(`POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${E2E_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`)
+    socket.write(`POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${E2E_TOKEN}\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`)
     let reply = ''
     socket.setEncoding('utf8').on('data', (chunk: string) => { reply += chunk })
     await new Promise((resolve) => setTimeout(resolve, 100))

@@ -81,7 +81,15 @@ function createPlants (port: number, connections: number, firstId: number): { st
   let stopping = false
   const one = () => new Promise<void>((resolve) => {
     const body = JSON.stringify({ id: id++, name: 'fern' })
-    const req = request({ port, host: '127.0.0.1', method: 'POST', path: '/plants', agent, timeout: 30000, headers: { authorization: `Bearer ${E2E_TOKEN}`, 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
+    const req = request({
+      port,
+      host: '127.0.0.1',
+      method: 'POST',
+      path: '/plants',
+      agent,
+      timeout: 30000,
+      headers: { authorization: `Bearer ${E2E_TOKEN}`, 'content-type': 'application/json', 'content-length': body.length }
+    }, (res) => {
       res.resume().on('end', () => {
         const status = res.statusCode ?? 0
         answers.total++
@@ -110,10 +118,15 @@ function createPlants (port: number, connections: number, firstId: number): { st
 }
 
 /** wrk -t1 -c16 for `seconds`, every request a new plant (bench/ids.lua); its summary line. */
-function wrkNewPlants (port: number, seconds: number): Promise<{ requests: number, connectErrors: number, readErrors: number, writeErrors: number, timeouts: number }> {
+function wrkNewPlants (port: number, seconds: number): Promise<{
+  requests: number, connectErrors: number, readErrors: number, writeErrors: number, timeouts: number
+}> {
   return new Promise((resolve, reject) => {
     execFile('wrk', ['-t1', '-c16', `-d${seconds}s`, '-s', IDS_LUA, `http://127.0.0.1:${port}/plants`],
-      { env: { ...process.env, BENCH_TOKEN: E2E_TOKEN, BENCH_IDS: 'ascending', BENCH_ID_BASE: '1' }, timeout: (seconds + 30) * 1000 }, (error, stdout, stderr) => {
+      {
+        env: { ...process.env, BENCH_TOKEN: E2E_TOKEN, BENCH_IDS: 'ascending', BENCH_ID_BASE: '1' },
+        timeout: (seconds + 30) * 1000
+      }, (error, stdout, stderr) => {
         const line = /^BENCH_RESULT (.*)$/m.exec(stdout)?.[1]
         if (error !== null || line === undefined) reject(new Error(`wrk failed: ${error?.message ?? 'no summary'}\n${stdout}${stderr}`))
         else resolve(JSON.parse(line) as { requests: number, connectErrors: number, readErrors: number, writeErrors: number, timeouts: number })
@@ -157,6 +170,7 @@ async function measuredRun (bytesPerSecond: number) {
 const accessLines = (text: string) => text.split('\n').filter((line) => line.includes('"msg":"request"') && line.includes('"route":"/plants"')).length
 
 describe('a log reader that falls behind or stops', () => {
+  // eslint-disable-next-line @stylistic/max-len -- a test name stays whole, and this one is longer than a line
   it.skipIf(!wrk && !requireWrk)('with stdout drained at 64 KB/s under 15 s of new plants (wrk -t1 -c16): answers every request, grows in peak RSS (sampled every 250 ms) at most 32 MB more than a run whose stdout drains at full speed, and drops, counts and reports the lines it cannot write', async () => {
     if (!wrk) expect.fail('REQUIRE_WRK=1 but wrk is not installed: the slow log reader would not be measured')
     // The control first, then the slow reader, one at a time: each has the machine to itself.
@@ -164,10 +178,12 @@ describe('a log reader that falls behind or stops', () => {
     control.server.child.kill('SIGKILL')
     const slow = await measuredRun(64 * 1000)
     const { server, sink } = slow
-    console.info(`slow log reader: RSS +${(slow.rssGrowth / 1e6).toFixed(1)} MB (${slow.load.requests} requests) against +${(control.rssGrowth / 1e6).toFixed(1)} MB (${control.load.requests}) at full speed`)
+    console.info(`slow log reader: RSS +${(slow.rssGrowth / 1e6).toFixed(1)} MB (${slow.load.requests} requests) against ` +
+      `+${(control.rssGrowth / 1e6).toFixed(1)} MB (${control.load.requests}) at full speed`)
 
     for (const { load } of [control, slow]) {
-      expect({ connect: load.connectErrors, read: load.readErrors, write: load.writeErrors, timeouts: load.timeouts }).toEqual({ connect: 0, read: 0, write: 0, timeouts: 0 })
+      expect({ connect: load.connectErrors, read: load.readErrors, write: load.writeErrors, timeouts: load.timeouts })
+        .toEqual({ connect: 0, read: 0, write: 0, timeouts: 0 })
     }
     const replies = await plantReplies(server.metricsPort)
     expect([...replies.keys()].filter((status) => !['200', '503', '507'].includes(status))).toEqual([])

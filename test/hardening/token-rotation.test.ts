@@ -80,7 +80,9 @@ describe('token rotation with API_TOKENS_FILE (built server)', () => {
     from = server.stdout.length
     rmSync(file)
     server.child.kill('SIGHUP')
-    await until(() => messages(server, from).some((m) => m.msg.startsWith('tokens not reloaded') && m.reason?.includes('ENOENT') === true), 10000, 'refusal logged')
+    await until(
+      () => messages(server, from).some((m) => m.msg.startsWith('tokens not reloaded') && m.reason?.includes('ENOENT') === true),
+      10000, 'refusal logged')
     expect(await post(port, 'new-token-0123456789', ++id)).toBe(200)
 
     // No log line carries a token.

@@ -77,7 +77,8 @@ describe('GET /openapi.json', () => {
     for (const status of ['409', '413', '417', '500', '507']) expect(headersOf('/plants', 'post', status), status).toEqual(['x-request-id'])
     // Node's parser refuses these before any hook runs: no request id.
     for (const status of ['408', '431']) expect(headersOf('/plants', 'post', status), status).toEqual([])
-    expect(paths['/plants'].post.responses['401'].headers['www-authenticate']).toMatchObject({ schema: { type: 'string' }, description: expect.stringContaining('Bearer realm="plants"') })
+    expect(paths['/plants'].post.responses['401'].headers['www-authenticate'])
+      .toMatchObject({ schema: { type: 'string' }, description: expect.stringContaining('Bearer realm="plants"') })
     expect(paths['/plants'].post.responses['429'].headers['retry-after'].schema.type).toBe('integer')
   })
 

@@ -62,10 +62,14 @@ describe('npm start builds only when dist/ is not built from the current sources
 })
 
 describe('scripts/start.mjs (what `npm start` runs)', () => {
-  it('builds a stale copy of the project, then starts without building when nothing changed, and SIGTERM still shuts it down gracefully', { timeout: 120000 }, async () => {
+  it('builds a stale copy of the project, then starts without building when nothing changed, and SIGTERM still shuts it down gracefully', {
+    timeout: 120000
+  }, async () => {
     const project = mkdtempSync(join(tmpdir(), 'plants-start-'))
     try {
-      for (const file of ['src', 'scripts', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json']) cpSync(join(root, file), join(project, file), { recursive: true })
+      for (const file of [
+        'src', 'scripts', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'
+      ]) cpSync(join(root, file), join(project, file), { recursive: true })
       // The installed packages, shared rather than copied.
       symlinkSync(join(root, 'node_modules'), join(project, 'node_modules'))
       const env = { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', API_TOKENS: TOKEN }
