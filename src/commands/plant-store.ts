@@ -5,11 +5,26 @@ import { rename } from 'node:fs/promises'
 import { pipeline } from 'node:stream/promises'
 import { parseArgs } from 'node:util'
 import { readEnv } from '../config/env.js'
+import { createRepository } from '../storage.js'
 import { replay } from './replay.js'
-import { lineOf, openStore, type BulkStore } from './store.js'
+import { lineOf, type BulkStore } from './store.js'
 
 const USAGE = 'usage: plant-store export [--to FILE] | import [--from FILE] | backup FILE | verify --from FILE, ' +
   'on the store DATABASE_URL names'
+
+/** The store DATABASE_URL names; `write` first brings its schema up to date, as the service does. */
+async function openStore (url: string, write: boolean): Promise<BulkStore> {
+  if (url === 'memory:') {
+    throw new Error('DATABASE_URL is memory:, a store inside the service\'s process; use sqlite:<path> or postgres://…')
+  }
+  if (write) {
+    const repository = await createRepository({ databaseUrl: url, maxPlants: 1 })
+    await repository.ready().finally(() => repository.close())
+  }
+  if (url.startsWith('sqlite:')) return (await import('./sqlite-bulk.js')).openSqlite(url.slice(7), write)
+  if (/^postgres(?:ql)?:\/\//.test(url)) return (await import('./postgres-bulk.js')).openPostgres(url)
+  throw new Error('DATABASE_URL: use sqlite:<path> or postgres://…')
+}
 
 /** Every plant, one JSON line each, from one snapshot, streamed; a file gets its name only once complete. */
 async function exportPlants (store: BulkStore, to: string | undefined): Promise<number> {

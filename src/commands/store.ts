@@ -1,7 +1,6 @@
 import { hash } from 'node:crypto'
 import { closeSync, fsyncSync, openSync } from 'node:fs'
 import type { PlantId } from '../schemas.js'
-import { createRepository } from '../storage.js'
 
 /** A plant as the commands move it: the id exact (as the store or the parser gives it), no tag as null. */
 export interface Row { id: PlantId | string, name: string, tag: string | null }
@@ -15,20 +14,6 @@ export interface BulkStore {
   find (ids: string[]): Promise<Row[]>
   /** Makes what insert() stored durable; may be called again. */
   close (): Promise<void>
-}
-
-/** The store DATABASE_URL names; `write` first brings its schema up to date, as the service does. */
-export async function openStore (url: string, write: boolean): Promise<BulkStore> {
-  if (url === 'memory:') {
-    throw new Error('DATABASE_URL is memory:, a store inside the service\'s process; use sqlite:<path> or postgres://…')
-  }
-  if (write) {
-    const repository = await createRepository({ databaseUrl: url, maxPlants: 1 })
-    await repository.ready().finally(() => repository.close())
-  }
-  if (url.startsWith('sqlite:')) return (await import('./sqlite-bulk.js')).openSqlite(url.slice(7), write)
-  if (/^postgres(?:ql)?:\/\//.test(url)) return (await import('./postgres-bulk.js')).openPostgres(url)
-  throw new Error('DATABASE_URL: use sqlite:<path> or postgres://…')
 }
 
 /** A plant's line in an export (without its newline). */
