@@ -61,10 +61,12 @@ BEGIN
     INSERT INTO plant_store_migrations (version, runs_on) VALUES (2, oldest);
   END IF;
 END $$`
-// The readiness probe reads and writes nothing: the server takes this role's inserts (not read-only, INSERT granted),
-// and one row of plants is read, so that a lock that stops reads (ACCESS EXCLUSIVE) fails it as it stops creates.
+// The readiness probe writes no row and takes no lock a CREATE INDEX waits on: the server takes this role's inserts
+// (not read-only, INSERT granted), one row of plants is read (an ACCESS EXCLUSIVE lock fails it as it stops creates),
+// and a logical-decoding message (WAL, no row) is committed, which waits for a synchronous standby as a create does.
 const PROBE = 'SELECT NOT current_setting(\'transaction_read_only\')::bool AND has_table_privilege(\'plants\', ' +
-  '\'INSERT\') AS writable, EXISTS (SELECT FROM plants) AS readable'
+  '\'INSERT\') AS writable, EXISTS (SELECT FROM plants) AS readable, ' +
+  'pg_logical_emit_message(true, \'plant-store\', \'ready\') AS committed'
 const probe = ({ rows }: pg.QueryResult<{ writable: boolean }>): void => {
   if (rows[0]?.writable !== true) throw new StoreUnavailableError({ cause: new Error('the server takes no writes') })
 }
