@@ -67,9 +67,9 @@ export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
     port: values.PORT,
     host: values.HOST,
     logLevel: values.LOG_LEVEL,
-    // A 32nd of a memory limit, between a pipe's own buffer and 4 MiB: held lines cost the heap 2-4 times their size.
+    // A 32nd of a memory limit, between a pipe's own buffer and 2 MiB: held lines cost the heap 2-4 times their size.
     logBufferMaxBytes: values.LOG_BUFFER_MAX_BYTES ??
-      Math.min(4 * 1024 * 1024, Math.max(64 * 1024, Math.floor(limit / 32))),
+      Math.min(2 * 1024 * 1024, Math.max(64 * 1024, Math.floor(limit / 32))),
     // Never empty: the service never runs open.
     tokens: values.API_TOKENS_FILE === undefined
       ? parseTokens(values.API_TOKENS ?? '', 'API_TOKENS')

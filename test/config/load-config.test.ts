@@ -50,17 +50,17 @@ describe('loadConfig', () => {
   })
 
   it(
-    'holds log lines for a slow reader up to 1/32 of a memory limit (4 MiB at most, 64 KiB at least, 4 MiB without a limit); LOG_BUFFER_MAX_BYTES overrides it',
+    'holds log lines for a slow reader up to 1/32 of a memory limit (2 MiB at most, 64 KiB at least, 2 MiB without a limit); LOG_BUFFER_MAX_BYTES overrides it',
     () => {
       const limited = (bytes: number) => ({ memoryLimit: () => bytes })
-      expect(loadConfig({ API_TOKENS: TOKEN }, limited(96 * MiB)).logBufferMaxBytes).toBe(3 * MiB)
-      expect(loadConfig({ API_TOKENS: TOKEN }, limited(100 * MiB + 31)).logBufferMaxBytes).toBe(Math.floor((100 * MiB + 31) / 32))
-      expect(loadConfig({ API_TOKENS: TOKEN }, limited(128 * MiB)).logBufferMaxBytes).toBe(4 * MiB)
-      expect(loadConfig({ API_TOKENS: TOKEN }, limited(129 * MiB)).logBufferMaxBytes).toBe(4 * MiB)
+      expect(loadConfig({ API_TOKENS: TOKEN }, limited(48 * MiB)).logBufferMaxBytes).toBe(1.5 * MiB)
+      expect(loadConfig({ API_TOKENS: TOKEN }, limited(50 * MiB + 31)).logBufferMaxBytes).toBe(Math.floor((50 * MiB + 31) / 32))
+      expect(loadConfig({ API_TOKENS: TOKEN }, limited(64 * MiB)).logBufferMaxBytes).toBe(2 * MiB)
+      expect(loadConfig({ API_TOKENS: TOKEN }, limited(96 * MiB)).logBufferMaxBytes).toBe(2 * MiB)
       expect(loadConfig({ API_TOKENS: TOKEN }, limited(MiB)).logBufferMaxBytes).toBe(64 * 1024)
       expect(loadConfig({ API_TOKENS: TOKEN }, limited(4 * MiB)).logBufferMaxBytes).toBe(128 * 1024)
-      expect(loadConfig({ API_TOKENS: TOKEN }, noLimit).logBufferMaxBytes).toBe(4 * MiB)
-      expect(loadConfig({ API_TOKENS: TOKEN, LOG_BUFFER_MAX_BYTES: String(MiB) }, limited(96 * MiB)).logBufferMaxBytes).toBe(MiB)
+      expect(loadConfig({ API_TOKENS: TOKEN }, noLimit).logBufferMaxBytes).toBe(2 * MiB)
+      expect(loadConfig({ API_TOKENS: TOKEN, LOG_BUFFER_MAX_BYTES: String(4 * MiB) }, limited(96 * MiB)).logBufferMaxBytes).toBe(4 * MiB)
       expect(() => loadConfig({ API_TOKENS: TOKEN, LOG_BUFFER_MAX_BYTES: '1000' }, noLimit)).toThrow(/LOG_BUFFER_MAX_BYTES/)
     })
 
@@ -69,7 +69,7 @@ describe('loadConfig', () => {
       port: 3000,
       host: '127.0.0.1',
       logLevel: 'info',
-      logBufferMaxBytes: 4 * MiB,
+      logBufferMaxBytes: 2 * MiB,
       tokens: [{ token: TOKEN }],
       databaseUrl: 'memory:',
       databasePoolMax: 10,
@@ -310,7 +310,7 @@ const wholeSettings: [name: string, min: number, max: number | undefined, fallba
   ['MAX_PLANTS', 1, 16000000, 1000000, (c) => c.maxPlants],
   ['SHUTDOWN_TIMEOUT_MS', 100, 600000, 8000, (c) => c.shutdownTimeoutMs],
   ['SHUTDOWN_DELAY_MS', 0, 600000, 0, (c) => c.shutdownDelayMs],
-  ['LOG_BUFFER_MAX_BYTES', 65536, 1073741824, 4 * 1024 * 1024, (c) => c.logBufferMaxBytes],
+  ['LOG_BUFFER_MAX_BYTES', 65536, 1073741824, 2 * 1024 * 1024, (c) => c.logBufferMaxBytes],
   ['HEADERS_TIMEOUT_MS', 100, 600000, 10000, (c) => c.http.headersTimeoutMs],
   ['REQUEST_TIMEOUT_MS', 100, 600000, 15000, (c) => c.http.requestTimeoutMs],
   ['CONNECTION_TIMEOUT_MS', 100, 600000, 30000, (c) => c.http.connectionTimeoutMs],
