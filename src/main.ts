@@ -11,29 +11,26 @@ import { watchTokens } from './token-reload.js'
 async function main (): Promise<void> {
   const config = loadConfig(process.env)
   // Counted only when served: without METRICS_PORT prom-client (about 70 ms of start-up) is not loaded.
-  const metrics = config.metrics === undefined
-    ? undefined
-    : (await import('./observability/metrics.js')).createMetrics()
+  const metrics = config.metrics && (await import('./observability/metrics.js')).createMetrics()
 
-  // JSON lines on stdout (pino's default), never waited for: a slow reader holds back at most LOG_BUFFER_MAX_BYTES, the
-  // lines beyond are dropped and counted. At exit (before pino's own exit flush) what the reader takes
-  // is written, and what a full pipe refuses is lost rather than the exit.
+  // JSON lines on stdout, never waited for: a slow reader holds back at most LOG_BUFFER_MAX_BYTES, the lines beyond
+  // are dropped and counted. At exit what the reader takes is written, and what a full pipe refuses is lost.
   let exiting = false
-  // Added before pino.destination() adds pino's own exit flush, so that this one runs first.
-  process.once('exit', () => {
-    exiting = true
-    try {
-      destination.flushSync()
-    } catch {
-      destination.destroy()
-    }
-  })
   const destination = pino.destination({
     sync: false,
     // Lines are written as they come; with 0, flush() would not wait for the lines held.
     minLength: 1,
     maxLength: config.logBufferMaxBytes,
     retryEAGAIN: () => !exiting
+  })
+  // Prepended: pino's own exit flush, which throws on a full pipe, then finds the destination flushed or destroyed.
+  process.prependOnceListener('exit', () => {
+    exiting = true
+    try {
+      destination.flushSync()
+    } catch {
+      destination.destroy()
+    }
   })
   const logger = pino({ level: config.logLevel }, destination)
   let dropped = 0

@@ -1,16 +1,11 @@
+import type { Config } from './config/load-config.js'
 import { ConfigError } from './lib/config-error.js'
 import type { FailureLogger } from './lib/failure-log.js'
 import type { PlantRepository } from './plants/plant-repository.js'
 
-export interface StorageOptions {
-  databaseUrl: string
-  maxPlants: number
-  /** PostgreSQL: connections of this process (default 10) and statement timeout (default 5000 ms). */
-  databasePoolMax?: number
-  databaseStatementTimeoutMs?: number
-  /** Where the store logs what it does by itself (a failover's new host); failures: app.ts's wrapper. */
-  log?: FailureLogger
-}
+/** The store's settings (the pool's for PostgreSQL only), and where it logs what it does by itself (a failover). */
+export type StorageOptions = Pick<Config, 'databaseUrl' | 'maxPlants'> &
+  Partial<Pick<Config, 'databasePoolMax' | 'databaseStatementTimeoutMs'>> & { log?: FailureLogger }
 
 /** The one place that picks a store, importing its driver only when chosen (better-sqlite3 is native). */
 export async function createRepository (options: StorageOptions): Promise<PlantRepository> {
