@@ -44,8 +44,8 @@ describe('reloadTokens', () => {
     reloadTokens(options)
     expect(reloads).toEqual([false])
     expect(tokens.identify('ci-token-1-0123456789')?.name).toBe('ci')
-    expect(tokens.identify('ci-token-2-0123456789') !== undefined).toBe(false)
-    expect(tokens.identify('shop-token-1-0123456789') !== undefined).toBe(false)
+    expect(tokens.identify('ci-token-2-0123456789')).toBeUndefined()
+    expect(tokens.identify('shop-token-1-0123456789')).toBeUndefined()
     expect(lines).toHaveLength(1)
     expect(JSON.parse(lines[0] ?? '')).toMatchObject({
       level: 40,
@@ -60,7 +60,7 @@ describe('reloadTokens', () => {
     writeFileSync(file, 'ci:ci-token-2-0123456789\nci:ci-token-3-0123456789\n')
     reloadTokens(options)
     expect(reloads).toEqual([false])
-    expect(tokens.identify('ci-token-1-0123456789') !== undefined).toBe(true)
+    expect(tokens.identify('ci-token-1-0123456789')?.name).toBe('ci')
     expect(JSON.parse(lines[0] ?? '')).toMatchObject({ reason: 'API_TOKENS_FILE line 2: duplicate client name (first on line 1); names are unique' })
   })
 

@@ -28,8 +28,10 @@ describe('loadConfig', () => {
     const in96MiB = { memoryLimit: () => 96 * MiB }
     expect(() => loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '1000000' }, in96MiB))
       .toThrow(new ConfigError('MAX_PLANTS (1000000) is more than the memory limit (96 MiB) holds: at most 12288, one plant per 8 KiB of it'))
-    expect(() => loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '12289' }, in96MiB)).toThrow(/^MAX_PLANTS \(12289\) is more than the memory limit \(96 MiB\) holds: at most 12288,/)
-    expect(() => loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '5000000' }, { memoryLimit: () => 8192 * MiB })).toThrow(/\(8192 MiB\) holds: at most 1048576,/)
+    expect(() => loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '12289' }, in96MiB))
+      .toThrow(/^MAX_PLANTS \(12289\) is more than the memory limit \(96 MiB\) holds: at most 12288,/)
+    expect(() => loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '5000000' }, { memoryLimit: () => 8192 * MiB }))
+      .toThrow(/\(8192 MiB\) holds: at most 1048576,/)
   })
 
   it('sheds load (503) at 85 % of a container\'s memory limit in resident anonymous memory by default; MAX_RSS_ANON_BYTES overrides it, 0 turns it off', () => {
@@ -112,7 +114,10 @@ describe('loadConfig', () => {
     expect(loadConfig({ API_TOKENS: TOKEN, SHUTDOWN_DELAY_MS: '5000' }).shutdownDelayMs).toBe(5000)
   })
 
-  const refusals: [string, NodeJS.ProcessEnv, RegExp][] = [
+  /** The whole refusal of the CORS origin at `position`. */
+  const corsRefusal = (position: number, origin: string) => new ConfigError(`CORS_ORIGINS: origin ${position} (${origin}) ` +
+    'is not http(s)://host[:port] as a browser sends it (lower-case host, no path, no default port), nor * alone for any origin')
+  const refusals: [string, NodeJS.ProcessEnv, RegExp | ConfigError][] = [
     ['no token at all', {}, /^API_TOKENS: at least one bearer token is required \(API_TOKENS or API_TOKENS_FILE\); the service never runs open$/],
     ['only blank tokens', { API_TOKENS: ' , ' }, /^API_TOKENS: at least one bearer token/],
     ['a token with a space', { API_TOKENS: 'a b' }, /^API_TOKENS entry 1: the token has characters/],
@@ -126,24 +131,30 @@ describe('loadConfig', () => {
     ['a MAX_PLANTS of 0', { API_TOKENS: TOKEN, MAX_PLANTS: '0' }, /^MAX_PLANTS: Expected number to be greater or equal to 1$/],
     ['a DATABASE_POOL_MAX of 0', { API_TOKENS: TOKEN, DATABASE_POOL_MAX: '0' }, /^DATABASE_POOL_MAX: Expected number to be greater or equal to 1$/],
     ['a DATABASE_POOL_MAX that is not a number', { API_TOKENS: TOKEN, DATABASE_POOL_MAX: 'ten' }, /^DATABASE_POOL_MAX: Expected number$/],
-    ['a DATABASE_STATEMENT_TIMEOUT_MS below 100', { API_TOKENS: TOKEN, DATABASE_STATEMENT_TIMEOUT_MS: '0' }, /^DATABASE_STATEMENT_TIMEOUT_MS: Expected number to be greater or equal to 100$/],
+    ['a DATABASE_STATEMENT_TIMEOUT_MS below 100', { API_TOKENS: TOKEN, DATABASE_STATEMENT_TIMEOUT_MS: '0' },
+      /^DATABASE_STATEMENT_TIMEOUT_MS: Expected number to be greater or equal to 100$/],
     ['a negative SHUTDOWN_DELAY_MS', { API_TOKENS: TOKEN, SHUTDOWN_DELAY_MS: '-1' }, /^SHUTDOWN_DELAY_MS: Expected number to be greater or equal to 0$/],
-    ['a SHUTDOWN_DELAY_MS above 10 minutes', { API_TOKENS: TOKEN, SHUTDOWN_DELAY_MS: '600001' }, /^SHUTDOWN_DELAY_MS: Expected number to be less or equal to 600000$/],
-    ['a DATABASE_STATEMENT_TIMEOUT_MS above 10 minutes', { API_TOKENS: TOKEN, DATABASE_STATEMENT_TIMEOUT_MS: '600001' }, /^DATABASE_STATEMENT_TIMEOUT_MS: Expected number to be less or equal to 600000$/],
-    ['a CORS origin with a path', { API_TOKENS: TOKEN, CORS_ORIGINS: 'https://a.example/app' }, /^CORS_ORIGINS: origin 1 \(https:\/\/a\.example\/app\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['a CORS origin with a trailing slash', { API_TOKENS: TOKEN, CORS_ORIGINS: 'https://a.example, https://b.example/' }, /^CORS_ORIGINS: origin 2 \(https:\/\/b\.example\/\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['a CORS origin with capitals or a default port', { API_TOKENS: TOKEN, CORS_ORIGINS: 'https://A.example:443' }, /^CORS_ORIGINS: origin 1 \(https:\/\/A\.example:443\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['a CORS origin without a scheme', { API_TOKENS: TOKEN, CORS_ORIGINS: 'a.example' }, /^CORS_ORIGINS: origin 1 \(a\.example\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['a CORS origin of another scheme', { API_TOKENS: TOKEN, CORS_ORIGINS: 'ws://a.example' }, /^CORS_ORIGINS: origin 1 \(ws:\/\/a\.example\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['a CORS origin of a scheme that ends in https', { API_TOKENS: TOKEN, CORS_ORIGINS: 'xhttps://a.example' }, /^CORS_ORIGINS: origin 1 \(xhttps:\/\/a\.example\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['a CORS origin pattern', { API_TOKENS: TOKEN, CORS_ORIGINS: 'https://*.example' }, /^CORS_ORIGINS: origin 1 \(https:\/\/\*\.example\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['a CORS origin pattern after its first letter', { API_TOKENS: TOKEN, CORS_ORIGINS: 'https://app*.example' }, /^CORS_ORIGINS: origin 1 \(https:\/\/app\*\.example\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
-    ['* beside other CORS origins', { API_TOKENS: TOKEN, CORS_ORIGINS: '*, https://a.example' }, /^CORS_ORIGINS: origin 1 \(\*\) is not http\(s\):\/\/host\[:port\] as a browser sends it \(lower-case host, no path, no default port\), nor \* alone for any origin$/],
+    ['a SHUTDOWN_DELAY_MS above 10 minutes', { API_TOKENS: TOKEN, SHUTDOWN_DELAY_MS: '600001' },
+      /^SHUTDOWN_DELAY_MS: Expected number to be less or equal to 600000$/],
+    ['a DATABASE_STATEMENT_TIMEOUT_MS above 10 minutes', { API_TOKENS: TOKEN, DATABASE_STATEMENT_TIMEOUT_MS: '600001' },
+      /^DATABASE_STATEMENT_TIMEOUT_MS: Expected number to be less or equal to 600000$/],
+    ['a CORS origin with a path', { API_TOKENS: TOKEN, CORS_ORIGINS: 'https://a.example/app' }, corsRefusal(1, 'https://a.example/app')],
+    ['a CORS origin with a trailing slash', { API_TOKENS: TOKEN, CORS_ORIGINS: 'https://a.example, https://b.example/' }, corsRefusal(2, 'https://b.example/')],
+    ['a CORS origin with capitals or a default port', { API_TOKENS: TOKEN, CORS_ORIGINS: 'https://A.example:443' }, corsRefusal(1, 'https://A.example:443')],
+    ['a CORS origin without a scheme', { API_TOKENS: TOKEN, CORS_ORIGINS: 'a.example' }, corsRefusal(1, 'a.example')],
+    ['a CORS origin of another scheme', { API_TOKENS: TOKEN, CORS_ORIGINS: 'ws://a.example' }, corsRefusal(1, 'ws://a.example')],
+    ['a CORS origin of a scheme that ends in https', { API_TOKENS: TOKEN, CORS_ORIGINS: 'xhttps://a.example' }, corsRefusal(1, 'xhttps://a.example')],
+    ['a CORS origin pattern', { API_TOKENS: TOKEN, CORS_ORIGINS: 'https://*.example' }, corsRefusal(1, 'https://*.example')],
+    ['a CORS origin pattern after its first letter', { API_TOKENS: TOKEN, CORS_ORIGINS: 'https://app*.example' }, corsRefusal(1, 'https://app*.example')],
+    ['* beside other CORS origins', { API_TOKENS: TOKEN, CORS_ORIGINS: '*, https://a.example' }, corsRefusal(1, '*')],
     ['a METRICS_PORT that is not a number', { API_TOKENS: TOKEN, METRICS_PORT: 'x' }, /^METRICS_PORT: Expected number$/],
     ['a METRICS_PORT out of range', { API_TOKENS: TOKEN, METRICS_PORT: '65536' }, /^METRICS_PORT: Expected number to be less or equal to 65535$/],
-    ['a METRICS_PORT equal to PORT', { API_TOKENS: TOKEN, PORT: '8080', METRICS_PORT: '8080' }, /^METRICS_PORT must differ from PORT: metrics are never served on the API port$/],
-    ['an OTLP endpoint that is not a URL', { API_TOKENS: TOKEN, OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, /^OTEL_EXPORTER_OTLP_ENDPOINT: Expected string to match '\^https\?:\/\/\[\^\/\]'$/],
-    ['an OTLP endpoint over gRPC', { API_TOKENS: TOKEN, OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://collector:4317' }, /^OTEL_EXPORTER_OTLP_ENDPOINT: Expected string to match/]
+    ['a METRICS_PORT equal to PORT', { API_TOKENS: TOKEN, PORT: '8080', METRICS_PORT: '8080' },
+      /^METRICS_PORT must differ from PORT: metrics are never served on the API port$/],
+    ['an OTLP endpoint that is not a URL', { API_TOKENS: TOKEN, OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' },
+      /^OTEL_EXPORTER_OTLP_ENDPOINT: Expected string to match '\^https\?:\/\/\[\^\/\]'$/],
+    ['an OTLP endpoint over gRPC', { API_TOKENS: TOKEN, OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://collector:4317' },
+      /^OTEL_EXPORTER_OTLP_ENDPOINT: Expected string to match/]
   ]
   for (const [what, env, message] of refusals) {
     it(`refuses ${what} with a line naming the variable`, () => {
@@ -385,7 +396,8 @@ describe('settings read together', () => {
   })
 
   it('takes REDIS_URL only as redis:// or rediss://, and only with a rate limit', () => {
-    expect(loadConfig({ API_TOKENS: TOKEN, RATE_LIMIT_PER_MINUTE: '5', REDIS_URL: 'rediss://r:6380' }).rateLimit).toEqual({ perMinute: 5, redisUrl: 'rediss://r:6380' })
+    expect(loadConfig({ API_TOKENS: TOKEN, RATE_LIMIT_PER_MINUTE: '5', REDIS_URL: 'rediss://r:6380' }).rateLimit)
+      .toEqual({ perMinute: 5, redisUrl: 'rediss://r:6380' })
     expect(loadConfig({ API_TOKENS: TOKEN, RATE_LIMIT_PER_MINUTE: '5' }).rateLimit).toStrictEqual({ perMinute: 5 })
     expect(loadConfig({ API_TOKENS: TOKEN, REDIS_URL: 'redis://r' })).not.toHaveProperty('rateLimit')
     for (const url of ['x-redis://r', 'redis:/r', 'REDIS://r']) {
