@@ -48,8 +48,7 @@ async function main (): Promise<void> {
   if (config.tokensFile === undefined) {
     process.on('SIGHUP', () => app.log.info('SIGHUP: nothing to reload, the tokens come from API_TOKENS'))
   } else {
-    const stopWatching = watchTokens({ file: config.tokensFile, tokens, log: app.log, onReload: metrics?.tokenReload })
-    app.addHook('onClose', async () => stopWatching())
+    watchTokens({ file: config.tokensFile, tokens, log: app.log, onReload: metrics?.tokenReload })
   }
   if (metrics !== undefined && config.metrics !== undefined) {
     const { listenMetrics } = await import('./observability/metrics-listener.js')

@@ -1,4 +1,4 @@
-import { unwatchFile, watchFile } from 'node:fs'
+import { watchFile } from 'node:fs'
 import type { FastifyBaseLogger } from 'fastify'
 import { readTokensFile } from './config/load-config.js'
 import type { TokenSet } from './plugins/auth.js'
@@ -28,14 +28,9 @@ export function reloadTokens ({ file, tokens, log, onReload }: TokenReloadOption
 }
 
 /** Reloads on SIGHUP and when the file changes, polled by path (fs.watchFile) so that the symlink swap of a mounted
- * Kubernetes secret is seen too. Returns a function that stops both. */
-export function watchTokens (options: TokenReloadOptions): () => void {
+ * Kubernetes secret is seen too. For the life of the process: neither keeps it alive. */
+export function watchTokens (options: TokenReloadOptions): void {
   const reload = (): void => { reloadTokens(options) }
   process.on('SIGHUP', reload)
-  // Not persistent: the watcher must not keep the process alive after close.
   watchFile(options.file, { interval: 2000, persistent: false }, reload)
-  return () => {
-    process.removeListener('SIGHUP', reload)
-    unwatchFile(options.file, reload)
-  }
 }
