@@ -46,11 +46,9 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
     throw new Error(`SQLite database ${reason}`, { cause: error })
   }
 
-  const insertRow = db.prepare<[bigint, string, string | null]>(
-    'INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING')
+  const insertRow = db.prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING')
   // 1n for the same plant (`IS`: both without a tag too), 0n for another.
-  const sameRow = db.prepare<[string, string | null, bigint], bigint>(
-    'SELECT name = ? AND tag IS ? FROM plants WHERE id = ?').pluck()
+  const sameRow = db.prepare('SELECT name = ? AND tag IS ? FROM plants WHERE id = ?').pluck()
   // BEGIN IMMEDIATE; rolled back when anything throws (SQLite may have rolled back already, e.g. on SQLITE_FULL).
   const insertAll = db.transaction((batch: Entry[]) => batch.map(({ item: { id, plant } }): InsertOutcome => {
     if (insertRow.run(id, plant.name, plant.tag ?? null).changes === 1) return 'created'
