@@ -43,7 +43,6 @@ export function createFailureLog ({ log, subject, counted, effect, intervalMs = 
       const key = `${during}\0${kind}`
       const state = outage.kinds.get(key) ?? { pending: 0, loggedAt: -Infinity }
       state.pending++
-      outage.kinds.set(key, state)
       if (now - state.loggedAt < intervalMs) return
       const cause = summarizeCause(error)
       log.warn({ subject, failure: kind, during, [counted]: state.pending, ...(cause && { cause }) },
