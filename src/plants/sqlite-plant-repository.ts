@@ -88,9 +88,9 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
   }
 }
 
-// Versioned steps, never edited once released, under BEGIN IMMEDIATE: one process at a time migrates. Each step
-// records the oldest release version that may run on the schema after it: a step that a release not knowing it
-// still runs on (a table or an index added) keeps the floor before it, any other raises it to its own version.
+// Versioned steps, never edited once released, under BEGIN IMMEDIATE: one process at a time migrates. runsOn is
+// the oldest release version that may run on the schema after the step: a step older releases can ignore (a table
+// or an index added) keeps the floor before it; any other raises it to its own version.
 // STRICT keeps a REAL or TEXT out of the int64 id.
 const STEPS = [{
   runsOn: 1,
