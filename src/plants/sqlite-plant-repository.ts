@@ -34,8 +34,6 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
     db.pragma('synchronous = FULL')
     if (maxPageCount !== undefined) db.pragma(`max_page_count = ${maxPageCount}`)
     migrate(db)
-    // Integers come back as bigints: a JS number would round ids beyond 2^53.
-    db.defaultSafeIntegers(true)
     // From now on a locked file fails at once and flush() waits between attempts: SQLite's own wait is a busy loop.
     db.pragma('busy_timeout = 0')
   } catch (error) {
@@ -47,12 +45,12 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
   }
 
   const insertRow = db.prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING')
-  // 1n for the same plant (`IS`: both without a tag too), 0n for another.
+  // 1 for the same plant (`IS`: both without a tag too), 0 for another. Ids are bound as bigints, never read back.
   const sameRow = db.prepare('SELECT name = ? AND tag IS ? FROM plants WHERE id = ?').pluck()
   // BEGIN IMMEDIATE; rolled back when anything throws (SQLite may have rolled back already, e.g. on SQLITE_FULL).
   const insertAll = db.transaction((batch: Entry[]) => batch.map(({ item: { id, plant } }): InsertOutcome => {
     if (insertRow.run(id, plant.name, plant.tag ?? null).changes === 1) return 'created'
-    return sameRow.get(plant.name, plant.tag ?? null, id) === 1n ? 'same' : 'conflict'
+    return sameRow.get(plant.name, plant.tag ?? null, id) === 1 ? 'same' : 'conflict'
   })).immediate
 
   /** One transaction per batch, in arrival order; while another process holds the lock, retried to busyTimeoutMs. */
