@@ -1,8 +1,5 @@
 /** The two levels a failure log writes at (a pino logger has them). */
-export interface FailureLogger {
-  warn (fields: object, message: string): void
-  info (fields: object, message: string): void
-}
+export type FailureLogger = Record<'warn' | 'info', (fields: object, message: string) => void>
 
 export interface FailureLogOptions {
   log: FailureLogger
@@ -25,46 +22,38 @@ export function summarizeCause (error: unknown): { code?: string, message: strin
   if (current == null) return undefined
   // Node's connect() to a name with several addresses fails with an AggregateError and no message.
   const first: unknown = current instanceof AggregateError && current.message === '' ? current.errors[0] : current
-  const message = (first instanceof Error ? first.message : String(first)).replace(/\n[\s\S]*/, '')
+  const line = (first instanceof Error ? first.message : String(first)).replace(/\n[\s\S]*/, '')
+  const summary = { message: line.length > 200 ? `${line.slice(0, 200)}…` : line }
   const code = current.code ?? (first as Chain)?.code
-  return {
-    ...(typeof code === 'string' || typeof code === 'number' ? { code: String(code) } : {}),
-    message: message.length > 200 ? `${message.slice(0, 200)}…` : message
-  }
+  return typeof code === 'string' || typeof code === 'number' ? { code: String(code), ...summary } : summary
 }
 
 /** A dependency's failures without flooding the log: per kind at most one line per interval, with the count since
  * the last line and the cause; one line when it works again, with the outage's total. */
 export function createFailureLog ({ log, subject, counted, effect, intervalMs = 1000 }: FailureLogOptions) {
-  // Per kind of failure (where and what): the failures not logged yet, and when its last line was written.
-  const kinds = new Map<string, { pending: number, loggedAt: number }>()
-  let failingSince: number | undefined
-  let total = 0
+  // Since the first failure: their count and, per kind (where and what), those not logged yet and its last line's time.
+  let outage: { since: number, failures: number, kinds: Map<string, { pending: number, loggedAt: number }> } | undefined
 
   return {
     /** Counts one failure of this kind (`during`: where, e.g. "insert", "readyz"). */
     failed (kind: string, during: string, error: unknown) {
       const now = Date.now()
-      failingSince ??= now
-      total++
+      outage ??= { since: now, failures: 0, kinds: new Map() }
+      outage.failures++
       const key = `${during}\0${kind}`
-      const state = kinds.get(key) ?? { pending: 0, loggedAt: -Infinity }
-      kinds.set(key, state)
+      const state = outage.kinds.get(key) ?? { pending: 0, loggedAt: -Infinity }
       state.pending++
       if (now - state.loggedAt < intervalMs) return
       const cause = summarizeCause(error)
       log.warn({ subject, failure: kind, during, [counted]: state.pending, ...(cause && { cause }) },
         `${subject} failing (${kind}, ${during})${effect === undefined ? '' : `: ${effect}`}`)
-      state.pending = 0
-      state.loggedAt = now
+      outage.kinds.set(key, { pending: 0, loggedAt: now })
     },
     /** It works again: one line with the outage's length and total, then quiet until the next failure. */
     recovered () {
-      if (failingSince === undefined) return
-      log.info({ subject, failedMs: Date.now() - failingSince, [counted]: total }, `${subject} back`)
-      kinds.clear()
-      failingSince = undefined
-      total = 0
+      if (outage === undefined) return
+      log.info({ subject, failedMs: Date.now() - outage.since, [counted]: outage.failures }, `${subject} back`)
+      outage = undefined
     }
   }
 }

@@ -29,13 +29,10 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
   try {
     mkdirSync(dirname(path), { recursive: true })
     db = new Database(path, { timeout: busyTimeoutMs })
-    const mode = db.pragma('journal_mode = WAL', { simple: true })
-    if (mode !== 'wal') throw new Error(`the file cannot use write-ahead logging (journal_mode is ${String(mode)})`)
+    db.pragma('journal_mode = WAL')
     // better-sqlite3's default in WAL (NORMAL) may lose a commit on power failure: FULL makes "200" mean "on disk".
     db.pragma('synchronous = FULL')
     if (maxPageCount !== undefined) db.pragma(`max_page_count = ${maxPageCount}`)
-    // Integers come back as bigints: a JS number would round ids beyond 2^53.
-    db.defaultSafeIntegers(true)
     migrate(db)
     // From now on a locked file fails at once and flush() waits between attempts: SQLite's own wait is a busy loop.
     db.pragma('busy_timeout = 0')
@@ -47,61 +44,54 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
     throw new Error(`SQLite database ${reason}`, { cause: error })
   }
 
-  const insertRow = db.prepare<[bigint, string, string | null]>(
-    'INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING')
-  // 1n for the same plant (`IS`: both without a tag too), 0n for another.
-  const sameRow = db.prepare<[string, string | null, bigint], bigint>(
-    'SELECT name = ? AND tag IS ? FROM plants WHERE id = ?').pluck()
+  const insertRow = db.prepare('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING')
+  // 1 for the same plant (`IS`: both without a tag too), 0 for another. Ids are bound as bigints, never read back.
+  const sameRow = db.prepare('SELECT name = ? AND tag IS ? FROM plants WHERE id = ?').pluck()
   // BEGIN IMMEDIATE; rolled back when anything throws (SQLite may have rolled back already, e.g. on SQLITE_FULL).
   const insertAll = db.transaction((batch: Entry[]) => batch.map(({ item: { id, plant } }): InsertOutcome => {
     if (insertRow.run(id, plant.name, plant.tag ?? null).changes === 1) return 'created'
-    return sameRow.get(plant.name, plant.tag ?? null, id) === 1n ? 'same' : 'conflict'
+    return sameRow.get(plant.name, plant.tag ?? null, id) === 1 ? 'same' : 'conflict'
   })).immediate
 
   /** One transaction per batch, in arrival order; while another process holds the lock, retried to busyTimeoutMs. */
   async function flush (batch: Entry[]): Promise<void> {
     const giveUpAt = (batch[0] as Entry).queuedAt + busyTimeoutMs
-    for (let waitMs = 1; ; waitMs = Math.min(waitMs * 2, 50)) {
+    for (;;) {
       try {
         insertAll(batch).forEach((outcome, index) => { (batch[index] as Entry).resolve(outcome) })
         return
       } catch (error) {
-        const code = error instanceof Database.SqliteError ? error.code : undefined
-        if (code?.startsWith('SQLITE_BUSY') === true && performance.now() + waitMs < giveUpAt) {
-          await sleep(waitMs)
-          continue
+        const code = error instanceof Database.SqliteError ? error.code : ''
+        if (!code.startsWith('SQLITE_BUSY') || performance.now() >= giveUpAt) {
+          // SQLITE_FULL is a full disk (507); every other failure of the file is a 503 the client may retry.
+          const failure = new (code === 'SQLITE_FULL' ? StoreFullError : StoreUnavailableError)({ cause: error })
+          for (const pending of batch) pending.reject(failure)
+          return
         }
-        // SQLITE_FULL is a full disk (507); every other failure of the file is a 503 the client may retry.
-        const StoreError = code === 'SQLITE_FULL' ? StoreFullError : StoreUnavailableError
-        const failure = new StoreError({ cause: error })
-        for (const pending of batch) pending.reject(failure)
-        return
+        await sleep(5)
       }
     }
   }
   // One batch at a time (better-sqlite3 commits synchronously), of at most 1000 inserts: one commit's time is bounded.
   const batches = createGroupCommit({ commit: flush, maxBatch: 1000 })
-  let closed = false
 
   return {
     insert: (id: PlantId, plant: Plant) => batches.add({ id: BigInt(id), plant }),
-    ready: async () => { if (closed) throw new StoreUnavailableError() },
+    ready: async () => { if (!db.open) throw new StoreUnavailableError() },
     observe: batches.observe,
     async close () {
-      if (closed) return
-      closed = true
       await batches.close()
       db.close()
     }
   }
 }
 
-// Versioned steps, never edited once released, under BEGIN IMMEDIATE: one process at a time migrates. A step is
-// compatible when a release that does not know it still runs on its schema (a table or an index added); each row
-// records the oldest release version that may run on the schema after it (rows from before the column: their own).
+// Versioned steps, never edited once released, under BEGIN IMMEDIATE: one process at a time migrates. runsOn is
+// the oldest release version that may run on the schema after the step: a step older releases can ignore (a table
+// or an index added) keeps the floor before it; any other raises it to its own version.
 // STRICT keeps a REAL or TEXT out of the int64 id.
 const STEPS = [{
-  compatible: false,
+  runsOn: 1,
   sql: `CREATE TABLE plants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, tag TEXT,
     created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))) STRICT`
 }]
@@ -111,19 +101,16 @@ const migrate = (db: Database.Database): void => db.transaction(() => {
     '(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL, runs_on INTEGER) STRICT')
   const columns = db.prepare("SELECT name FROM pragma_table_info('plant_store_migrations')").pluck().all()
   if (!columns.includes('runs_on')) db.exec('ALTER TABLE plant_store_migrations ADD COLUMN runs_on INTEGER')
-  // It only rises with the version, so the schema's is the highest.
-  const [version = 0, oldest = 0] = (db.prepare('SELECT coalesce(max(version), 0), ' +
-    'coalesce(max(coalesce(runs_on, version)), 0) FROM plant_store_migrations').raw().get() as bigint[]).map(Number)
+  // The floor only rises with the version, so the schema's is the highest (a row without one: its own version).
+  const [version, oldest] = db.prepare('SELECT coalesce(max(version), 0), ' +
+    'coalesce(max(coalesce(runs_on, version)), 0) FROM plant_store_migrations').raw().get() as [number, number]
   if (oldest > STEPS.length) {
     throw new Error(`schema version ${version} needs a release that knows version ${oldest} or later; ` +
       `this one knows ${STEPS.length}`)
   }
-  let runsOn = oldest
-  for (const [index, { compatible, sql }] of STEPS.entries()) {
-    if (index < version) continue
+  STEPS.slice(version).forEach(({ runsOn, sql }, index) => {
     db.exec(sql)
-    if (!compatible) runsOn = index + 1
     db.prepare('INSERT INTO plant_store_migrations (version, applied_at, runs_on) VALUES (?, ?, ?)')
-      .run(index + 1, new Date().toISOString(), runsOn)
-  }
+      .run(version + index + 1, new Date().toISOString(), runsOn)
+  })
 }).immediate()

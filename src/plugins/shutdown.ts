@@ -1,5 +1,4 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { stopAccepting } from '../lib/stop-accepting.js'
 
@@ -17,7 +16,7 @@ declare module 'fastify' {
  * while requests are still served. Then open connections get a grace of 500 ms with Connection: close, so
  * that no request already on its way meets a reset.
  */
-export const shutdown = fp(async function shutdown (app: FastifyInstance, { delayMs }: { delayMs: number }) {
+export const shutdown = fp<{ delayMs: number }>(async function shutdown (app, { delayMs }) {
   let closing = false
   app.decorate('closing', { getter: () => closing })
   app.decorate('shutDown', async (signal: string | undefined, err?: Error) => {
@@ -32,8 +31,7 @@ export const shutdown = fp(async function shutdown (app: FastifyInstance, { dela
   })
   app.addHook('preClose', async () => {
     closing = true
-    // The grace ends early once every connection has ended; its timer never holds the process.
-    if (!app.server.listening) return
+    // Ends early once every connection has ended, at once when not listening; the timer never holds the process.
     await Promise.race([stopAccepting(app.server), sleep(500, undefined, { ref: false })])
   })
   // Callback style: an async hook costs a promise per request.

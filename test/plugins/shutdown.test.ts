@@ -21,6 +21,13 @@ describe('the shutdown plugin', () => {
     expect(messages(logLines).map((line) => [line.msg, line.level])).toEqual([['closing after an unexpected error', 50]])
   })
 
+  it('closes an app that never listened (inject only) without waiting for the 500 ms grace', async () => {
+    const app = await buildTestApp()
+    const started = performance.now()
+    await app.close()
+    expect(performance.now() - started).toBeLessThan(450)
+  })
+
   it('skips SHUTDOWN_DELAY_MS for a signal other than SIGTERM', async () => {
     const logLines: string[] = []
     const app = await buildTestApp({ logLines, config: { shutdownDelayMs: 60000 } })
