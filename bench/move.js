@@ -2,8 +2,9 @@
 // N plants (19-digit ids spread over int64, half with a tag) are made in a SQLite store with the sqlite3
 // shell, then: `plant-store export` to a file; `plant-store export | plant-store import` into an empty
 // PostgreSQL database (end to end, each side timed and its peak RSS read by /usr/bin/time); beside it,
-// `psql \copy` of the same rows (CSV) into the same table of another empty database; `plant-store import`
-// of the file into an empty SQLite store, beside the sqlite3 shell's `.import` of the same rows.
+// `plant-store import` of the exported file into another, beside `psql \copy` of the same rows (CSV) into the
+// same table of a third (file against file: the ratio); `plant-store import` of the file into an empty SQLite
+// store, beside the sqlite3 shell's `.import` of the same rows.
 // Result: bench/results/move.md (machine, date, command).
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -54,13 +55,19 @@ try {
   databases.push(target)
   const piped = timed(`T(export) "${BIN}" export 2>/dev/null | DATABASE_URL="${target.url}" T(import) "${BIN}" import`,
     { DATABASE_URL: 'sqlite:source.db' })
+  // The import's rate against \copy's from the same kind of input, a file, with no export sharing the two cores.
+  console.log('import of the file into PostgreSQL, beside psql \\copy')
+  const fileInto = await freshDatabase('file')
+  databases.push(fileInto)
+  const filed = timed(`T(import) "${BIN}" import --from plants.jsonl`, { DATABASE_URL: fileInto.url })
   const copyInto = await freshDatabase('copy')
   databases.push(copyInto)
   sh(`"${BIN}" import --from /dev/null >/dev/null`, { DATABASE_URL: copyInto.url })
   const copy = timed(`T(copy) psql -q "${copyInto.url}" -c "\\copy plants (id, name, tag) FROM 'rows.csv' CSV"`)
   const end = Math.max(piped.export.seconds, piped.import.seconds)
   row('`plant-store export` (SQLite) piped into…', piped.export, `end to end ${fmt(end, 1)} s`)
-  row('…`plant-store import` (PostgreSQL, empty)', piped.import, `**${fmt(copy.copy.seconds / piped.import.seconds, 2)}× \\copy**`)
+  row('…`plant-store import` (PostgreSQL, empty)', piped.import, `${fmt(copy.copy.seconds / piped.import.seconds, 2)}× \\copy`)
+  row('`plant-store import` of the file (PostgreSQL, empty)', filed.import, `**${fmt(copy.copy.seconds / filed.import.seconds, 2)}× \\copy**`)
   row('`psql \\copy` of the same rows (CSV) into the same table', copy.copy)
 
   console.log('import into SQLite')
