@@ -69,7 +69,8 @@ export async function replay (store: BulkStore, from: string | undefined, limit:
       report(line, (error as Error).message)
     }
   }
-  // Lines end at \n (a \r before it is dropped), cut from the input's chunks without a copy.
+  // Lines end at \n (a \r before it is dropped), cut from the input's chunks without a copy; of a line longer than
+  // BODY_LIMIT, only enough is kept to refuse it, so that memory stays flat.
   let [rest, line] = [Buffer.alloc(0), 0]
   for await (const chunk of from === undefined ? process.stdin : createReadStream(from)) {
     t.bytes += chunk.length
@@ -79,7 +80,7 @@ export async function replay (store: BulkStore, from: string | undefined, limit:
       check(data.subarray(start, end), ++line)
       if (batch.length === 10000) await flush()
     }
-    rest = data.subarray(start)
+    rest = data.subarray(start, start + limit + 2)
   }
   check(rest, ++line)
   await flush()
