@@ -69,8 +69,7 @@ export async function replay (store: BulkStore, from: string | undefined, limit:
       report(line, (error as Error).message)
     }
   }
-  // Lines end at \n (a \r before it is dropped), cut from the input's chunks without a copy; of a line longer than
-  // BODY_LIMIT, only enough is kept to refuse it, so that memory stays flat.
+  // Lines end at \n (a \r before it is dropped); of a line past BODY_LIMIT, only enough to refuse it is kept.
   let [rest, line] = [Buffer.alloc(0), 0]
   for await (const chunk of from === undefined ? process.stdin : createReadStream(from)) {
     t.bytes += chunk.length

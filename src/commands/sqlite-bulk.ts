@@ -60,7 +60,6 @@ export function backupSqlite (path: string, file: string): number {
   return 0
 }
 
-/** Makes a file's or a folder's contents durable. */
 function fsync (name: string): void {
   const fd = openSync(name, 'r')
   fsyncSync(fd)
