@@ -1,5 +1,5 @@
-#!/usr/bin/env -S node --max-semi-space-size=2
-// V8's young generation grows to 32 MiB semi-spaces under an import's garbage: 2 MiB keeps RSS well under 150 MB.
+#!/usr/bin/env -S node --max-semi-space-size=4
+// V8's young generation grows to 32 MiB semi-spaces under an import's garbage: 4 MiB keeps RSS well under 150 MB.
 import { createWriteStream } from 'node:fs'
 import { rename } from 'node:fs/promises'
 import { pipeline } from 'node:stream/promises'
