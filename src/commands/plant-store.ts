@@ -1,5 +1,5 @@
-#!/usr/bin/env -S node --max-semi-space-size=2
-// V8's young generation grows to 32 MiB semi-spaces under an import's garbage: 2 MiB keeps RSS well under 150 MB.
+#!/usr/bin/env -S node --max-semi-space-size=4
+// V8's young generation grows to 32 MiB semi-spaces under an import's garbage: 4 MiB keeps RSS well under 150 MB.
 import { createWriteStream } from 'node:fs'
 import { rename } from 'node:fs/promises'
 import { pipeline } from 'node:stream/promises'
@@ -29,7 +29,7 @@ async function openStore (url: string, write: boolean): Promise<BulkStore> {
 /** Every plant, one JSON line each, from one snapshot, streamed; a file gets its name only once complete. */
 async function exportPlants (store: BulkStore, to: string | undefined): Promise<number> {
   let count = 0
-  const text = async function * () {
+  async function * text () {
     for await (const page of store.plants()) {
       count += page.length
       yield page.map((row) => lineOf(row) + '\n').join('')
@@ -45,16 +45,17 @@ async function exportPlants (store: BulkStore, to: string | undefined): Promise<
 /** The exit status: 0 done; 1 a line refused, a conflict or a difference; 2 the command could not run. */
 async function main ([command = '', ...args]: string[]): Promise<number> {
   const options = { to: { type: 'string' }, from: { type: 'string' } } as const
-  const { values: { to, from }, positionals: [file, ...extra] } = parseArgs({ args, allowPositionals: true, options })
+  const { values, positionals, tokens } = parseArgs({ args, options, allowPositionals: true, tokens: true })
+  const form = [command, ...tokens.map((token) => token.kind === 'option' ? `--${token.name}` : 'FILE')].join(' ')
+  if (!/^(?:export(?: --to)?|import(?: --from)?|verify --from|backup FILE)$/.test(form)) throw new Error(USAGE)
   const { DATABASE_URL: url, BODY_LIMIT: limit } = readEnv(process.env)
-  const forms: Record<string, unknown> = { export: !from && !file, import: !to && !file, verify: !to && from && !file }
-  if (extra.length > 0 || !(forms[command] ?? (command === 'backup' && !to && !from && file))) throw new Error(USAGE)
   if (command === 'backup') {
     if (!url.startsWith('sqlite:')) throw new Error('backup copies a SQLite store; for PostgreSQL, use pg_dump')
-    return (await import('./sqlite-bulk.js')).backupSqlite(url.slice('sqlite:'.length), file as string)
+    return (await import('./sqlite-bulk.js')).backupSqlite(url.slice('sqlite:'.length), positionals[0] as string)
   }
-  const store = await openStore(url, command === 'import')
-  const run = command === 'export' ? exportPlants(store, to) : replay(store, from, limit, command === 'import')
+  const write = command === 'import'
+  const store = await openStore(url, write)
+  const run = command === 'export' ? exportPlants(store, values.to) : replay(store, values.from, limit, write)
   return await run.finally(() => store.close())
 }
 

@@ -1,5 +1,4 @@
 import { createReadStream, statSync } from 'node:fs'
-import { createInterface } from 'node:readline'
 import { PlantConflictError } from '../errors.js'
 import { parseBody } from '../plugins/json-body.js'
 import { NewPlant } from '../schemas.js'
@@ -7,7 +6,6 @@ import { validatorCompiler } from '../validation.js'
 import { digest, lineOf, type BulkStore, type Row } from './store.js'
 
 type Line = Row & { line: number }
-interface Checked { value: NewPlant, error: Error }
 const validate = validatorCompiler({ schema: NewPlant, method: 'POST', url: '/plants', httpPart: 'body' })
 
 /**
@@ -27,29 +25,6 @@ export async function replay (store: BulkStore, from: string | undefined, limit:
   let shown = 0
   const report = (line: number, message: string): void => {
     if (write || shown++ < 10) (write ? process.stderr : process.stdout).write(`line ${line}: ${message}\n`)
-  }
-  // The valid lines in batches, each read as POST /plants reads a body (BODY_LIMIT, strict UTF-8, exact int64
-  // ids, the same validation); a refused line is reported with the API's message. Latin-1 keeps a line's bytes.
-  async function * batches (input: NodeJS.ReadableStream) {
-    const batch: Line[] = []
-    let line = 0
-    for await (const text of createInterface({ input: input.setEncoding('latin1'), crlfDelay: Infinity })) {
-      line++
-      t.bytes += text.length + 1
-      if (text === '') continue
-      t.read++
-      try {
-        if (text.length > limit) throw new Error(`body must not be larger than ${limit} bytes`)
-        const { value, error } = validate(parseBody(Buffer.from(text, 'latin1'), undefined, limit)) as Partial<Checked>
-        if (value === undefined) throw error
-        batch.push({ line, id: value.id, name: value.name, tag: value.tag ?? null })
-      } catch (error) {
-        t.refused++
-        report(line, (error as Error).message)
-      }
-      if (batch.length === 10000) yield batch.splice(0)
-    }
-    yield batch
   }
   async function compare (rows: Line[]): Promise<void> {
     const added = write ? await store.insert(rows) : 0
@@ -71,13 +46,43 @@ export async function replay (store: BulkStore, from: string | undefined, limit:
       }
     }
   }
-  // One batch in the store while the next is read and validated.
-  let previous = Promise.resolve()
-  for await (const batch of batches(from === undefined ? process.stdin : createReadStream(from))) {
+  // One batch in the store while the next is read and checked.
+  let [batch, previous] = [[] as Line[], Promise.resolve()]
+  async function flush (): Promise<void> {
     await previous
-    previous = compare(batch)
+    previous = compare(batch.splice(0))
     previous.catch(() => {})
   }
+  // A line read as POST /plants reads a body (BODY_LIMIT, strict UTF-8, exact int64 ids, the same validation); a
+  // refused line is reported with the API's message.
+  function check (text: Buffer, line: number): void {
+    const body = text.at(-1) === 13 ? text.subarray(0, -1) : text
+    if (body.length === 0) return
+    t.read++
+    try {
+      if (body.length > limit) throw new Error(`body must not be larger than ${limit} bytes`)
+      const { value, error } = validate(parseBody(body, undefined, limit)) as { value?: NewPlant, error?: Error }
+      if (value === undefined) throw error
+      batch.push({ line, id: value.id, name: value.name, tag: value.tag ?? null })
+    } catch (error) {
+      t.refused++
+      report(line, (error as Error).message)
+    }
+  }
+  // Lines end at \n (a \r before it is dropped); of a line past BODY_LIMIT, only enough to refuse it is kept.
+  let [rest, line] = [Buffer.alloc(0), 0]
+  for await (const chunk of from === undefined ? process.stdin : createReadStream(from)) {
+    t.bytes += chunk.length
+    const data = Buffer.concat([rest, chunk])
+    let start = 0
+    for (let end; (end = data.indexOf(10, start)) !== -1; start = end + 1) {
+      check(data.subarray(start, end), ++line)
+      if (batch.length === 10000) await flush()
+    }
+    rest = data.subarray(start, start + limit + 2)
+  }
+  check(rest, ++line)
+  await flush()
   await previous
   if (progress) process.stderr.write('\n')
   if (write) {

@@ -1,5 +1,4 @@
 import { hash } from 'node:crypto'
-import { closeSync, fsyncSync, openSync } from 'node:fs'
 import type { PlantId } from '../schemas.js'
 
 /** A plant as the commands move it: the id exact (as the store or the parser gives it), no tag as null. */
@@ -22,10 +21,3 @@ export const lineOf = ({ id, name, tag }: Row): string =>
 
 /** A plant's share of a checksum: summed over plants, it does not depend on their order. */
 export const digest = (row: Row): bigint => hash('sha256', lineOf(row), 'buffer').readBigUInt64BE(0)
-
-/** Makes a file's or a folder's contents durable. */
-export function fsync (name: string): void {
-  const fd = openSync(name, 'r')
-  fsyncSync(fd)
-  closeSync(fd)
-}

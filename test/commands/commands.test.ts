@@ -104,17 +104,25 @@ describe('plant-store commands', () => {
     expect((await plantStore(['export'], env)).stdout).toBe(jsonLines([stored]))
   })
 
+  it('import refuses a line far past BODY_LIMIT within 150 MB, and goes on with the next line', async () => {
+    const huge = `{"id":1,"name":"${'x'.repeat(64 * 1024 * 1024)}"}\n{"id":2,"name":"after"}\n`
+    const ran = await plantStore(['import', '--from', writeTo('huge.jsonl', huge)], { DATABASE_URL: sqliteStore() })
+    expect(ran.stderr).toBe('line 1: body must not be larger than 16384 bytes\n')
+    expect(ran.stdout).toBe('read 2, stored 1, present 0, conflicts 0, refused 1\n')
+    expect(ran.peakRssKb / 1024, 'peak RSS MB').toBeLessThanOrEqual(150)
+  })
+
   it('import shows no progress off a terminal, and plants, plants per second and time left on one', { timeout: 120000 }, async () => {
-    // Ids of 19 digits take the parser's exact path: a run of some seconds, for progress each second.
-    const input = writeTo('many.jsonl', jsonLines(Array.from({ length: 400000 }, (_, n) =>
-      ({ id: BigInt(n) * 10000000000000n + 1000000000000000000n, name: `plant ${n}` }))))
+    // Ids of 19 digits take the parser's exact path: a million make a run of some seconds, for progress each second.
+    const input = writeTo('many.jsonl', jsonLines(Array.from({ length: 1000000 }, (_, n) =>
+      ({ id: BigInt(n) * 5000000000000n + 1000000000000000000n, name: `plant ${n}` }))))
     const off = await plantStore(['import', '--from', input], { DATABASE_URL: sqliteStore() })
     expect(off.stderr).toBe('')
-    expect(off.stdout).toBe('read 400000, stored 400000, present 0, conflicts 0, refused 0\n')
+    expect(off.stdout).toBe('read 1000000, stored 1000000, present 0, conflicts 0, refused 0\n')
     // script(1) gives the command a terminal; its output is the terminal's.
     const onTty = await plantStoreOnTerminal(['import', '--from', input], sqliteStore())
     expect(onTty).toMatch(/\r\d+ plants, \d+\/s, \d+ s left/)
-    expect(onTty).toContain('read 400000, stored 400000, present 0, conflicts 0, refused 0')
+    expect(onTty).toContain('read 1000000, stored 1000000, present 0, conflicts 0, refused 0')
   })
 
   it('an import killed (kill -9) at a random moment and run again ends with the checksum of an uninterrupted one (SQLite)', async () => {
