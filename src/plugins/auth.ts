@@ -47,10 +47,7 @@ export function createTokenSet (entries: readonly (TokenEntry | string)[]) {
       if (client !== undefined) accepted.set(token, client)
       return client
     },
-    replace (next: readonly (TokenEntry | string)[]): void {
-      clients = clientsOf(next)
-      accepted = new Map()
-    }
+    replace (next: readonly (TokenEntry | string)[]): void { [clients, accepted] = [clientsOf(next), new Map()] }
   }
 }
 
