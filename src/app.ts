@@ -68,7 +68,7 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
   await app.register(shutdown, { delayMs: config.shutdownDelayMs ?? 0 })
   app.addHook('onClose', async () => { await repository.close() })
   await app.register(overload, { limits: config.overload ?? defaultOverloadLimits() })
-  await app.register(jsonBody)
+  await app.register(jsonBody, { bodyLimit: config.bodyLimit })
   await app.register(openapi)
   await app.register(healthRoutes, { repository })
   await app.register(async function authenticatedRoutes (scope) {

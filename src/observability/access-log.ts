@@ -19,17 +19,15 @@ export class AccessLog extends LogController {
     // Fastify starts no clock for a request it could not route (a bad URL).
     const seconds = (reply.elapsedTime || 0) / 1000
     this.#metrics?.requestDone(method, route, reply.statusCode, seconds)
-    const line = {
-      reqId: request.id,
+    const line = Object.assign({
       method,
       route,
       client: request.client?.name,
       status: reply.statusCode,
-      ms: Math.round(seconds * 100000) / 100,
-      ...parseTraceparent(request.headers.traceparent)
-    }
-    // The app's logger, not the request's child: the id is written here once.
-    if (error) request.server.log.error({ ...line, err: error }, 'request failed')
-    else request.server.log.info(line, 'request')
+      ms: Math.round(seconds * 100000) / 100
+    }, parseTraceparent(request.headers.traceparent))
+    // The request's child logger writes its id.
+    if (error) request.log.error({ ...line, err: error }, 'request failed')
+    else request.log.info(line, 'request')
   }
 }

@@ -27,8 +27,8 @@ export function tokenRateLimitKey (token: string): string {
 }
 
 /**
- * The accepted tokens by their SHA-256: a presented token's digest, which an attacker cannot steer towards a
- * known one, is looked up, so the lookup's time tells nothing about the tokens. `replace` is the rotation.
+ * The accepted tokens by their SHA-256, which an attacker cannot steer towards a known one; a token once accepted
+ * is then found as itself (V8's string hash is seeded: not steerable either). `replace` is the rotation.
  */
 export function createTokenSet (entries: readonly (TokenEntry | string)[]) {
   const clientsOf = (list: readonly (TokenEntry | string)[]) => new Map(list.map((given): [string, Client] => {
@@ -40,9 +40,14 @@ export function createTokenSet (entries: readonly (TokenEntry | string)[]) {
       : { name: entry.name, rateLimitKey: `client:${entry.name}` }]
   }))
   let clients = clientsOf(entries)
+  let accepted = new Map<string, Client>()
   return {
-    identify: (token: string): Client | undefined => clients.get(hash('sha256', token)),
-    replace (next: readonly (TokenEntry | string)[]): void { clients = clientsOf(next) }
+    identify (token: string): Client | undefined {
+      const client = accepted.get(token) ?? clients.get(hash('sha256', token))
+      if (client !== undefined) accepted.set(token, client)
+      return client
+    },
+    replace (next: readonly (TokenEntry | string)[]): void { [clients, accepted] = [clientsOf(next), new Map()] }
   }
 }
 

@@ -1,6 +1,5 @@
 import { isUtf8 } from 'node:buffer'
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib'
-import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import secureJson from 'secure-json-parse'
 import { DecodedBodyTooLargeError, InvalidBodyError, UnsupportedEncodingError } from '../errors.js'
@@ -82,11 +81,11 @@ export function parseBody (body: Buffer, coding: string | undefined, limit: numb
   }
 }
 
-export const jsonBody = fp(async function jsonBody (app: FastifyInstance) {
+export const jsonBody = fp<{ bodyLimit: number }>(async function jsonBody (app, { bodyLimit }) {
   // JSON only: Fastify's text/plain parser goes too, so any other type is a 415.
   app.removeAllContentTypeParsers()
-  // Fastify hands what the parser throws to `done` itself.
+  // Fastify hands what the parser throws to `done` itself. No route changes bodyLimit (BODY_LIMIT), the decoding cap.
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    done(null, parseBody(body as Buffer, request.headers['content-encoding'], request.routeOptions.bodyLimit))
+    done(null, parseBody(body as Buffer, request.headers['content-encoding'], bodyLimit))
   })
 }, { name: 'json-body' })

@@ -50,6 +50,13 @@ describe('createTokenSet', () => {
     set.replace(['new-1', 'new-2'])
     expect([(set.identify('old') !== undefined), (set.identify('new-1') !== undefined), (set.identify('new-2') !== undefined)]).toEqual([false, true, true])
   })
+
+  it('forgets at a rotation the tokens it accepted before: refused once removed, renamed when renamed', () => {
+    const set = createTokenSet(['kept', { name: 'before', token: 'renamed' }, 'dropped'])
+    expect([set.identify('kept'), set.identify('renamed')?.name, set.identify('dropped')?.name]).toEqual([expect.anything(), 'before', expect.anything()])
+    set.replace(['kept', { name: 'after', token: 'renamed' }])
+    expect([set.identify('kept') !== undefined, set.identify('renamed')?.name, set.identify('dropped')]).toEqual([true, 'after', undefined])
+  })
 })
 
 describe('createTokenSet with client names and hashed entries', () => {
