@@ -1,5 +1,4 @@
 import { hash } from 'node:crypto'
-import type pg from 'pg'
 import { StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../errors.js'
 import type { Plant, PlantId } from '../schemas.js'
 import { createGroupCommit, type Pending } from './group-commit.js'
@@ -16,13 +15,16 @@ export interface PostgresPlantRepositoryOptions {
   hostSelected?: (host: string) => void
 }
 
-type Entry = Pending<{ key: string, id: bigint, plant: Plant }, InsertOutcome>
+type Entry = Pending<{ id: string, plant: Plant }, InsertOutcome>
 
 /** Named by its text's digest: two releases behind one pooler never run each other's statement. */
 const named = (text: string) => ({ name: `plant-store-${hash('sha256', text).slice(0, 16)}`, text })
-// One array parameter per column; ids travel as text both ways, never a JS number, whatever int8 parser is set.
-const INSERT_BATCH = named('INSERT INTO plants (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], ' +
-  '$3::text[]) ON CONFLICT (id) DO NOTHING RETURNING id::text AS id')
+// One array parameter per column; ids travel as text both ways, never a JS number, whatever int8 parser is set. In id
+// order, so that concurrent batches (other replicas) take row locks in one order: no deadlock. Of two rows with one id,
+// the first inserted is the first that came.
+const INSERT_BATCH = named('INSERT INTO plants (id, name, tag) SELECT id, name, tag FROM unnest($1::int8[], ' +
+  '$2::text[], $3::text[]) WITH ORDINALITY AS batch (id, name, tag, arrival) ORDER BY id, arrival ' +
+  'ON CONFLICT (id) DO NOTHING RETURNING id::text AS id')
 const SELECT_STORED = named('SELECT id::text AS id, name, tag FROM plants WHERE id = ANY ($1::int8[])')
 // Versioned steps (a released one is never edited) under a lock the replicas share, released by the commit, so
 // it works through transaction pooling. An up-to-date schema writes nothing: a replica on a read-only server
@@ -67,9 +69,6 @@ END $$`
 const PROBE = 'SELECT NOT current_setting(\'transaction_read_only\')::bool AND has_table_privilege(\'plants\', ' +
   '\'INSERT\') AS writable, EXISTS (SELECT FROM plants) AS readable, ' +
   'pg_logical_emit_message(true, \'plant-store\', \'ready\') AS committed'
-const probe = ({ rows }: pg.QueryResult<{ writable: boolean }>): void => {
-  if (rows[0]?.writable !== true) throw new StoreUnavailableError({ cause: new Error('the server takes no writes') })
-}
 
 /** A write that succeeded this recently means ready, unprobed; also the least time between two probes. */
 const FRESH_MS = 1000
@@ -93,13 +92,13 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   const inFlight = new Set<{ since: number }>()
   let last: { ok: boolean, at: number, error?: unknown } | undefined
   let failingSince: number | undefined
-  let probing: Promise<void> | undefined
+  let probing: Promise<boolean> | undefined
   let probeStarted = -Infinity
   const oldest = (): number | undefined => inFlight.values().next().value?.since
 
   function connect (): void {
     const timeoutAt = performance.now() + statementTimeout
-    migration = session.query(MIGRATE, timeoutAt).then(() => { migrated = true }, (error: unknown) => {
+    migration = session.query({ text: MIGRATE }, timeoutAt).then(() => { migrated = true }, (error: unknown) => {
       // The driver's own error, the cause ready() reports (not the session's name for it).
       lastError = error instanceof Error ? error.cause : error
       if (closed) return
@@ -144,44 +143,37 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     maxInFlight: Math.min(4, max)
   })
 
-  const enqueue = (id: PlantId, plant: Plant): Promise<InsertOutcome> =>
-    batches.add({ key: String(id), id: BigInt(id), plant })
+  const enqueue = (id: PlantId, plant: Plant): Promise<InsertOutcome> => batches.add({ id: String(id), plant })
 
   /** Inserts a batch as if its inserts ran one after another in arrival order. Never rejects. */
   async function run (batch: Entry[]): Promise<void> {
     const timeoutAt = (batch[0] as Entry).queuedAt + statementTimeout
-    // The first insert of an id is the one that can create it; later ones compare with what is stored.
-    const firstByKey = new Map<string, Entry>()
-    for (const pending of batch) if (!firstByKey.has(pending.item.key)) firstByKey.set(pending.item.key, pending)
-    // In id order, so concurrent batches (other replicas) take row locks in one order: no deadlock.
-    const rows = [...firstByKey.values()].map(({ item }) => item).sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
-    const insert = {
-      ...INSERT_BATCH,
-      values: [rows.map((row) => row.key), rows.map((row) => row.plant.name), rows.map((row) => row.plant.tag)]
-    }
-    const created = await recordOutcome(() => session.query<{ id: string }>(insert, timeoutAt))
-      .then((result) => new Set(result.rows.map((row) => row.id)), (error: unknown) => {
-        for (const pending of batch) pending.reject(error)
+    const values = [batch.map(({ item }) => item.id), batch.map(({ item }) => item.plant.name),
+      batch.map(({ item }) => item.plant.tag)]
+    const created = await recordOutcome(() => session.query<{ id: string }>({ ...INSERT_BATCH, values }, timeoutAt))
+      .then(({ rows }) => new Set(rows.map((row) => row.id)), (error: unknown) => {
+        for (const entry of batch) entry.reject(error)
       })
     if (created === undefined) return
 
     const stored = new Map<string, Plant>()
-    for (const key of created) stored.set(key, (firstByKey.get(key) as Entry).item.plant)
-    const existingKeys = [...firstByKey.keys()].filter((key) => !created.has(key))
+    const existing = batch.filter(({ item }) => !created.has(item.id)).map(({ item }) => item.id)
     // A statement of its own: its snapshot sees the rows that made ON CONFLICT skip these ids. If it fails, they
     // are stored (their insert found them): only whether as this plant is not known.
-    const select = { ...SELECT_STORED, values: [existingKeys] }
-    const failure = existingKeys.length === 0
+    const failure = existing.length === 0
       ? undefined
-      : await session.query<{ id: string, name: string, tag: string | null }>(select, timeoutAt).then(
+      : await session.query<{ id: string, name: string, tag: string | null }>({ ...SELECT_STORED, values: [existing] },
+        timeoutAt).then(
         ({ rows }) => { for (const { id, name, tag } of rows) stored.set(id, tag === null ? { name } : { name, tag }) },
         (error: unknown) => new StoreOutcomeUnknownError({ cause: error instanceof Error ? error.cause : error }))
-    for (const pending of batch) {
-      const { key, plant } = pending.item
-      const found = stored.get(key)
-      if (created.has(key) && firstByKey.get(key) === pending) pending.resolve('created')
-      else if (found !== undefined) pending.resolve(samePlant(found, plant) ? 'same' : 'conflict')
-      else pending.reject(failure ?? new StoreUnavailableError({ cause: new Error(`plant ${key} not found`) }))
+    for (const { item: { id, plant }, resolve, reject } of batch) {
+      const found = stored.get(id)
+      // The first insert of an id created it; the later ones compare with it.
+      if (created.delete(id)) {
+        stored.set(id, plant)
+        resolve('created')
+      } else if (found !== undefined) resolve(samePlant(found, plant) ? 'same' : 'conflict')
+      else reject(failure ?? new StoreUnavailableError({ cause: new Error(`plant ${id} not found`) }))
     }
   }
 
@@ -196,17 +188,19 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       if (now - (oldest() ?? now) >= statementTimeout) throw notReadyError(now)
       // The last outcome stands for FRESH_MS after a success, and after the start of a probe that has answered.
       const probeAnswered = probing === undefined && now - probeStarted < FRESH_MS
-      if (probeAnswered || (last?.ok === true && now - last.at < FRESH_MS)) {
-        if (last?.ok === true) return
-        throw notReadyError(now)
+      if (!probeAnswered && !(last?.ok === true && now - last.at < FRESH_MS)) {
+        if (probing === undefined) {
+          probeStarted = now
+          probing = recordOutcome(async () => {
+            const { rows } = await session.query<{ writable: boolean }>({ text: PROBE }, now + statementTimeout)
+            const cause = new Error('the server takes no writes')
+            if (rows[0]?.writable !== true) throw new StoreUnavailableError({ cause })
+          }).then(() => true, () => true).finally(() => { probing = undefined })
+        }
+        const answered = await awaitAtMost(probing, (oldest() ?? now) + statementTimeout - now)
+        if (answered === undefined) throw notReadyError(performance.now())
       }
-      if (probing === undefined) {
-        probeStarted = now
-        probing = recordOutcome(() => session.query<{ writable: boolean }>(PROBE, now + statementTimeout).then(probe))
-          .then(noop, noop).finally(() => { probing = undefined })
-      }
-      const done = await awaitAtMost(probing.then(() => true), (oldest() ?? now) + statementTimeout - now)
-      if (done === undefined || last?.ok !== true) throw notReadyError(performance.now())
+      if (last?.ok !== true) throw notReadyError(performance.now())
     },
     stats: session.stats,
     observe: batches.observe,

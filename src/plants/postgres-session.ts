@@ -22,9 +22,14 @@ const nothingStored = (error: unknown): boolean => error instanceof pg.DatabaseE
   ? serverRefused(error) || NEVER_SENT.test(error.message)
   : error instanceof Error && / is not queryable$/.test(error.message)
 
-const neverSent = new WeakSet<object>()
+const unsentErrors = new WeakSet<object>()
 /** A failure before anything was sent: no connection could be had (the server is down, the pool is full). */
-export const notConnected = (error: unknown): boolean => error instanceof Error && neverSent.has(error)
+export const notConnected = (error: unknown): boolean => error instanceof Error && unsentErrors.has(error)
+function unsent (cause: unknown): Error {
+  const error = new StoreUnavailableError({ cause })
+  unsentErrors.add(error)
+  return error
+}
 
 interface Host { label: string, url: string }
 
@@ -65,44 +70,22 @@ export function parsePostgresUrl (url: string): { hosts: Host[], attrs: string }
   return { hosts, attrs }
 }
 
-/** A pool per host, the one that takes writes selected on demand; the others are ended as they are left. */
-function createHostPool (url: string, max: number, connectTimeoutMs: number, selected: (label: string) => void) {
+/**
+ * The pool of the first host, in the URL's order, that answers and suits target_session_attrs; chosen again after
+ * leave(). One host that any server will do for is never chosen again: its pool stays for the process.
+ */
+function createHostPool (url: string, config: pg.PoolConfig, chosen: (label: string) => void) {
   const { hosts, attrs } = parsePostgresUrl(url)
-  // One host that any server will do for is never selected again: its pool stays for the process.
-  const singleHost = hosts.length === 1 && attrs === 'any'
-  // What every pooler passes: no startup parameter but application_name, no session state. No query_timeout:
-  // the session cancels a statement, keeping its connection.
   // Without an error listener, an idle client's error (a restart, a failover) would end the process.
-  const config = { max, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, application_name: 'plant-store' }
   const open = (host: Host): pg.Pool => new pg.Pool({ ...config, connectionString: host.url }).on('error', noop)
-  let current = singleHost ? open(hosts[0] as Host) : undefined
-  let selecting: Promise<pg.Pool> | undefined
-  let ended = false
-  const ending = new Set<Promise<void>>()
+  const onlyChoice = hosts.length === 1 && attrs === 'any'
   const check = attrs === 'read-write'
     ? 'SELECT NOT current_setting(\'transaction_read_only\')::bool AS ok'
-    : 'SELECT NOT pg_is_in_recovery() AS ok'
-
-  async function select (): Promise<pg.Pool> {
-    const reasons: string[] = []
-    for (const host of hosts) {
-      const pool = open(host)
-      try {
-        if (attrs === 'any' || (await pool.query<{ ok: boolean }>(check)).rows[0]?.ok === true) {
-          if (!ended) {
-            selected(host.label)
-            return (current = pool)
-          }
-        } else reasons.push(`${host.label} is ${attrs === 'read-write' ? 'read-only' : 'a standby'}`)
-      } catch (error) {
-        const cause = summarizeCause(error)
-        reasons.push(`${host.label}: ${cause?.code === undefined ? '' : `${cause.code} `}${cause?.message ?? 'failed'}`)
-      }
-      endInBackground(pool)
-      if (ended) break
-    }
-    throw new Error(`no host takes writes (target_session_attrs=${attrs}): ${reasons.join('; ') || 'closed'}`)
-  }
+    : attrs === 'primary' ? 'SELECT NOT pg_is_in_recovery() AS ok' : 'SELECT true AS ok'
+  let current = onlyChoice ? open(hosts[0] as Host) : undefined
+  let choosing: Promise<pg.Pool> | undefined
+  let ended = false
+  const ending = new Set<Promise<void>>()
 
   function endInBackground (pool: pg.Pool): void {
     // Not awaited: its statements in flight finish first, and a black-holed host never holds anything up.
@@ -110,102 +93,104 @@ function createHostPool (url: string, max: number, connectTimeoutMs: number, sel
     ending.add(done)
   }
 
+  async function choose (): Promise<pg.Pool> {
+    const reasons: string[] = []
+    for (const host of hosts) {
+      if (ended) break
+      const pool = open(host)
+      try {
+        const { rows } = await pool.query<{ ok: boolean }>(check)
+        if (rows[0]?.ok !== true) reasons.push(`${host.label} is ${attrs === 'primary' ? 'a standby' : 'read-only'}`)
+        else if (!ended) {
+          chosen(host.label)
+          return (current = pool)
+        }
+      } catch (error) {
+        const cause = summarizeCause(error)
+        reasons.push(`${host.label}: ${cause?.code === undefined ? '' : `${cause.code} `}${cause?.message ?? 'failed'}`)
+      }
+      endInBackground(pool)
+    }
+    throw new Error(`no host takes writes (target_session_attrs=${attrs}): ${reasons.join('; ') || 'closed'}`)
+  }
+
   return {
     current: () => current,
-    get: (): Promise<pg.Pool> => current === undefined
-      ? (selecting ??= select().finally(() => { selecting = undefined }))
-      : Promise.resolve(current),
-    /** The pool's host may be gone or read-only: the next statement selects a host again. */
+    get: (): Promise<pg.Pool> => current !== undefined
+      ? Promise.resolve(current)
+      : (choosing ??= choose().finally(() => { choosing = undefined })),
+    /** The pool's host may be gone or read-only: the next statement chooses a host again. */
     leave (pool: pg.Pool): void {
-      if (singleHost || pool !== current) return
+      if (onlyChoice || pool !== current) return
       current = undefined
       endInBackground(pool)
     },
     async end () {
       ended = true
-      await selecting?.catch(noop)
+      await choosing?.catch(noop)
       await Promise.all([current?.end(), ...ending])
     }
   }
 }
 
 /**
- * Connections whose statement was given up on: each stays out of the pool, re-cancelled every second, until the
- * server answers, QUARANTINE_MS pass or the store closes, so there are never more backends than the pool.
- */
-function createQuarantine () {
-  const closers = new Map<Promise<void>, () => void>()
-  return {
-    add (client: pg.PoolClient, work: Promise<unknown>): void {
-      let open = true
-      // Released with an error, the client is closed by the pool, and a statement still pending fails.
-      const close = (): void => {
-        if (open) client.release(true)
-        open = false
-      }
-      const recancel = setInterval(() => { void cancel(client, QUARANTINE_MS) }, 1000)
-      void awaitAtMost(work, QUARANTINE_MS).then(close)
-      const done = work.then(() => {
-        clearInterval(recancel)
-        client.removeListener('error', noop)
-        closers.delete(done)
-      })
-      closers.set(done, close)
-    },
-    async closeAll () {
-      for (const close of closers.values()) close()
-      await Promise.all(closers.keys())
-    }
-  }
-}
-
-/**
  * The store's statements on the host that takes writes, each answered within CANCEL_ANSWER_MS of its timeout
- * however the server stalls: a statement still running then gets the protocol's cancel (see createQuarantine).
+ * however the server stalls: a statement still running then gets the protocol's cancel. A connection whose
+ * statement was given up on stays out of the pool, re-cancelled every second, until the server answers,
+ * QUARANTINE_MS pass or the store closes, so there are never more backends than the pool.
  */
-export function createSession (url: string, max: number, connectTimeoutMs: number, selected: (label: string) => void) {
-  const hosts = createHostPool(url, max, connectTimeoutMs, selected)
-  const quarantine = createQuarantine()
+export function createSession (url: string, max: number, connectTimeoutMs: number, chosen: (label: string) => void) {
+  // What every pooler passes: no startup parameter but application_name, no session state.
+  const config = { max, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, application_name: 'plant-store' }
+  const hosts = createHostPool(url, config, chosen)
+  const quarantined = new Set<() => void>()
   // Named statements are parsed once per connection, until a pooler shows that it does not keep them.
   let prepared = true
 
-  /** A connection by the statement's timeout, else StoreUnavailableError (nothing sent), also when queued too long. */
-  async function acquire (timeoutAt: number): Promise<{ pool: pg.Pool, client: pg.PoolClient }> {
-    const budget = timeoutAt - performance.now()
-    const connecting = (async () => {
-      if (budget <= 0) throw new Error('timed out queued behind statements the database has not answered')
-      const pool = await hosts.get()
-      return { pool, client: await pool.connect().catch((error: unknown) => { hosts.leave(pool); throw error }) }
-    })()
-    try {
-      const connected = await awaitAtMost(connecting, budget)
-      if (connected !== undefined) return connected
-      throw new Error(`timed out after ${Math.round(budget)} ms waiting for a connection to the database`)
-    } catch (error) {
-      // A connection that comes too late goes back unused.
-      connecting.then(({ client }) => { client.release() }, noop)
-      const failure = new StoreUnavailableError({ cause: error })
-      neverSent.add(failure)
-      throw failure
+  function quarantine (client: pg.PoolClient, work: Promise<unknown>): void {
+    const recancel = setInterval(() => { void cancel(client, QUARANTINE_MS) }, 1000)
+    const close = (): void => {
+      if (!quarantined.delete(close)) return
+      clearInterval(recancel)
+      // Released with an error, the client is closed by the pool, and a statement still pending fails.
+      client.release(true)
     }
+    quarantined.add(close)
+    void awaitAtMost(work, QUARANTINE_MS).then(close)
+  }
+
+  /** A connection by the statement's timeout, else StoreUnavailableError (nothing sent), also when queued too long. */
+  async function connect (timeoutAt: number): Promise<{ pool: pg.Pool, client: pg.PoolClient }> {
+    if (timeoutAt <= performance.now()) throw unsent(new Error('timed out queued behind statements not yet answered'))
+    const connecting = hosts.get().then(async (pool) => {
+      return { pool, client: await pool.connect().catch((error: unknown) => { hosts.leave(pool); throw error }) }
+    })
+    const connected = await awaitAtMost(connecting, timeoutAt - performance.now()).catch((error: unknown) => {
+      throw unsent(error)
+    })
+    if (connected !== undefined) return connected
+    // A connection that comes too late goes back unused.
+    connecting.then(({ client }) => { client.release() }, noop)
+    throw unsent(new Error('timed out waiting for a connection to the database'))
   }
 
   /**
    * `statement` as one message: one implicit transaction, one round trip through any pooler. After a cancel, a
    * success is no acknowledgement: a commit whose wait for the standby was cancelled is kept on the primary alone.
    */
-  async function query<Row extends pg.QueryResultRow> (statement: string | pg.QueryConfig, timeoutAt: number):
+  async function query<Row extends pg.QueryResultRow> (statement: pg.QueryConfig, timeoutAt: number):
   Promise<pg.QueryResult<Row>> {
-    const { pool, client } = await acquire(timeoutAt)
+    const { pool, client } = await connect(timeoutAt)
     // A checked-out client reports a lost connection as an event too; the query's rejection carries it.
     client.on('error', noop)
-    const sent = typeof statement === 'string' || prepared ? statement : { ...statement, name: undefined }
-    const work = client.query<Row>(sent).then((result) => ({ result }), (error: unknown) => ({ error }))
+    const sent = prepared ? statement : { ...statement, name: undefined }
+    const work = client.query<Row>(sent)
+      .then((result) => ({ result }), (error: unknown) => ({ error }))
     let answer = await awaitAtMost(work, timeoutAt - performance.now())
     const cancelled = answer === undefined ? cancel(client, QUARANTINE_MS) : undefined
     answer ??= await awaitAtMost(work, timeoutAt + CANCEL_ANSWER_MS - performance.now())
     if (answer === undefined) {
-      quarantine.add(client, work)
+      quarantine(client, work)
       hosts.leave(pool)
       throw new StoreOutcomeUnknownError({
         cause: new Error('timed out: the database answered neither the statement nor its cancel by the deadline')
@@ -216,33 +201,33 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
     const code = failure instanceof pg.DatabaseError ? failure.code : undefined
     // Back to the pool after a clean refusal; closed after anything else or a read-only server (25006).
     const drop = 'error' in answer && (!serverRefused(failure) || code === '25006')
-    void Promise.resolve(cancelled).then(() => {
-      client.release(drop)
-      if (drop) hosts.leave(pool)
-    })
+    // Closed after a cancel too: the cancel, sent on its own connection, could reach this connection's next statement.
+    client.release(drop || cancelled !== undefined)
+    if (drop) hosts.leave(pool)
     if ('result' in answer && cancelled === undefined) return answer.result
     // A pooler in transaction mode (PgBouncer before 1.21) hands a named statement to a server that has not
     // parsed it, or has already: refused before it ran, it runs again unnamed, as does every later one.
-    if (typeof sent !== 'string' && sent.name !== undefined && (code === '26000' || code === '42P05')) {
+    if (sent.name !== undefined && (code === '26000' || code === '42P05')) {
       prepared = false
       return await query(statement, timeoutAt)
     }
-    const refused = nothingStored(failure)
-    const StoreError = !refused ? StoreOutcomeUnknownError : code === '53100' ? StoreFullError : StoreUnavailableError
+    const StoreError = !nothingStored(failure)
+      ? StoreOutcomeUnknownError
+      : code === '53100' ? StoreFullError : StoreUnavailableError
     throw new StoreError({ cause: failure ?? new Error('answered after a cancel') })
   }
 
   return {
     query,
-    stats: () => {
-      const pool = hosts.current()
-      return {
-        poolConnections: pool?.totalCount ?? 0,
-        poolIdleConnections: pool?.idleCount ?? 0,
-        poolWaitingRequests: pool?.waitingCount ?? 0
-      }
-    },
-    end: async () => { await Promise.all([quarantine.closeAll(), hosts.end()]) }
+    stats: () => ({
+      poolConnections: hosts.current()?.totalCount ?? 0,
+      poolIdleConnections: hosts.current()?.idleCount ?? 0,
+      poolWaitingRequests: hosts.current()?.waitingCount ?? 0
+    }),
+    async end () {
+      for (const close of quarantined) close()
+      await hosts.end()
+    }
   }
 }
 
