@@ -3,7 +3,7 @@ import { StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } f
 import type { Plant, PlantId } from '../schemas.js'
 import { createGroupCommit, type Pending } from './group-commit.js'
 import { samePlant, type InsertOutcome, type PlantRepository } from './plant-repository.js'
-import { awaitAtMost, createSession, noop, notConnected } from './postgres-session.js'
+import { awaitAtMost, createSession, noop, unavailable } from './postgres-session.js'
 
 export interface PostgresPlantRepositoryOptions {
   /** To the server or a pooler; several hosts, sslmode and sslrootcert as libpq reads them (docs/storage.md). */
@@ -87,26 +87,24 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   let lastError: unknown
   let migration: Promise<void>
   let retryTimer: NodeJS.Timeout | undefined
-  let retryDelay = 250
   // Writes (batches, probes) in flight, in the order they started: the first is the oldest.
   const inFlight = new Set<{ since: number }>()
-  let last: { ok: boolean, at: number, error?: unknown } | undefined
-  let failingSince: number | undefined
+  let lastSuccessAt = -Infinity
+  // Since when writes fail, and the last error; undefined from a success on.
+  let failing: { since: number, error: unknown } | undefined
   let probing: Promise<boolean> | undefined
   let probeStarted = -Infinity
   const oldest = (): number | undefined => inFlight.values().next().value?.since
 
-  function connect (): void {
+  function migrate (): void {
     const timeoutAt = performance.now() + statementTimeout
     migration = session.query({ text: MIGRATE }, timeoutAt).then(() => { migrated = true }, (error: unknown) => {
       // The driver's own error, the cause ready() reports (not the session's name for it).
       lastError = error instanceof Error ? error.cause : error
-      if (closed) return
-      retryTimer = setTimeout(connect, retryDelay * (0.5 + Math.random()))
-      retryDelay = Math.min(retryDelay * 2, 10000)
+      if (!closed) retryTimer = setTimeout(migrate, 500 + Math.random() * 1000)
     })
   }
-  connect()
+  migrate()
 
   /** Waits for a schema attempt in progress (an insert at most `ms`); rejects while the database is not reached. */
   async function whenMigrated (ms = Infinity): Promise<void> {
@@ -120,21 +118,18 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     const entry = { since: performance.now() }
     inFlight.add(entry)
     return write().then((value) => {
-      last = { ok: true, at: performance.now() }
-      failingSince = undefined
+      lastSuccessAt = performance.now()
+      failing = undefined
       return value
     }, (error: unknown) => {
-      last = { ok: false, at: performance.now(), error }
-      failingSince ??= entry.since
+      failing = { since: failing?.since ?? entry.since, error }
       throw error
     }).finally(() => inFlight.delete(entry))
   }
 
-  /** No connection at all: the store's own error. Otherwise: writes fail, and for how long. */
-  function notReadyError (now: number): unknown {
-    if (last?.ok === false && notConnected(last.error) && inFlight.size === 0) return last.error
-    return new WritesFailingError(String(Math.round(now - (failingSince ?? oldest() ?? now))))
-  }
+  /** Writes fail, and for how long. */
+  const notReadyError = (now: number): Error =>
+    new WritesFailingError(String(Math.round(now - (failing?.since ?? oldest() ?? now))), { cause: failing?.error })
 
   const batches = createGroupCommit({
     commit: run,
@@ -173,7 +168,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
         stored.set(id, plant)
         resolve('created')
       } else if (found !== undefined) resolve(samePlant(found, plant) ? 'same' : 'conflict')
-      else reject(failure ?? new StoreUnavailableError({ cause: new Error(`plant ${id} not found`) }))
+      else reject(failure ?? unavailable(`plant ${id} not found`))
     }
   }
 
@@ -188,19 +183,18 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       if (now - (oldest() ?? now) >= statementTimeout) throw notReadyError(now)
       // The last outcome stands for FRESH_MS after a success, and after the start of a probe that has answered.
       const probeAnswered = probing === undefined && now - probeStarted < FRESH_MS
-      if (!probeAnswered && !(last?.ok === true && now - last.at < FRESH_MS)) {
+      if (!probeAnswered && (failing !== undefined || now - lastSuccessAt >= FRESH_MS)) {
         if (probing === undefined) {
           probeStarted = now
           probing = recordOutcome(async () => {
             const { rows } = await session.query<{ writable: boolean }>({ text: PROBE }, now + statementTimeout)
-            const cause = new Error('the server takes no writes')
-            if (rows[0]?.writable !== true) throw new StoreUnavailableError({ cause })
+            if (rows[0]?.writable !== true) throw unavailable('the server takes no writes')
           }).then(() => true, () => true).finally(() => { probing = undefined })
         }
         const answered = await awaitAtMost(probing, (oldest() ?? now) + statementTimeout - now)
         if (answered === undefined) throw notReadyError(performance.now())
       }
-      if (last?.ok !== true) throw notReadyError(performance.now())
+      if (failing !== undefined) throw notReadyError(performance.now())
     },
     stats: session.stats,
     observe: batches.observe,
@@ -208,9 +202,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       if (closed) return
       closed = true
       clearTimeout(retryTimer)
-      await migration
-      await batches.close()
-      await probing
+      await Promise.all([migration, batches.close(), probing])
       await session.end()
     }
   }

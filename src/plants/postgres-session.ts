@@ -22,14 +22,8 @@ const nothingStored = (error: unknown): boolean => error instanceof pg.DatabaseE
   ? serverRefused(error) || NEVER_SENT.test(error.message)
   : error instanceof Error && / is not queryable$/.test(error.message)
 
-const unsentErrors = new WeakSet<object>()
-/** A failure before anything was sent: no connection could be had (the server is down, the pool is full). */
-export const notConnected = (error: unknown): boolean => error instanceof Error && unsentErrors.has(error)
-function unsent (cause: unknown): Error {
-  const error = new StoreUnavailableError({ cause })
-  unsentErrors.add(error)
-  return error
-}
+/** StoreUnavailableError: nothing was stored, for this reason. */
+export const unavailable = (reason: string): Error => new StoreUnavailableError({ cause: new Error(reason) })
 
 interface Host { label: string, url: string }
 
@@ -71,45 +65,38 @@ export function parsePostgresUrl (url: string): { hosts: Host[], attrs: string }
 }
 
 /**
- * The pool of the first host, in the URL's order, that answers and suits target_session_attrs; chosen again after
- * leave(). One host that any server will do for is never chosen again: its pool stays for the process.
+ * A pool per host, and the first, in the URL's order, that answers and suits target_session_attrs; chosen again after
+ * leave(). One host that any server will do for is never chosen again. A pool left keeps its statements in flight,
+ * and its idle connections close by the pool's idle timeout.
  */
 function createHostPool (url: string, config: pg.PoolConfig, chosen: (label: string) => void) {
   const { hosts, attrs } = parsePostgresUrl(url)
   // Without an error listener, an idle client's error (a restart, a failover) would end the process.
-  const open = (host: Host): pg.Pool => new pg.Pool({ ...config, connectionString: host.url }).on('error', noop)
+  const pools = hosts.map(({ label, url }) =>
+    ({ label, pool: new pg.Pool({ ...config, connectionString: url }).on('error', noop) }))
   const onlyChoice = hosts.length === 1 && attrs === 'any'
   const check = attrs === 'read-write'
     ? 'SELECT NOT current_setting(\'transaction_read_only\')::bool AS ok'
     : attrs === 'primary' ? 'SELECT NOT pg_is_in_recovery() AS ok' : 'SELECT true AS ok'
-  let current = onlyChoice ? open(hosts[0] as Host) : undefined
+  let current = onlyChoice ? pools[0]?.pool : undefined
   let choosing: Promise<pg.Pool> | undefined
   let ended = false
-  const ending = new Set<Promise<void>>()
-
-  function endInBackground (pool: pg.Pool): void {
-    // Not awaited: its statements in flight finish first, and a black-holed host never holds anything up.
-    const done = pool.end().catch(noop).finally(() => ending.delete(done))
-    ending.add(done)
-  }
 
   async function choose (): Promise<pg.Pool> {
     const reasons: string[] = []
-    for (const host of hosts) {
+    for (const { label, pool } of pools) {
       if (ended) break
-      const pool = open(host)
       try {
         const { rows } = await pool.query<{ ok: boolean }>(check)
-        if (rows[0]?.ok !== true) reasons.push(`${host.label} is ${attrs === 'primary' ? 'a standby' : 'read-only'}`)
+        if (rows[0]?.ok !== true) reasons.push(`${label} is ${attrs === 'primary' ? 'a standby' : 'read-only'}`)
         else if (!ended) {
-          chosen(host.label)
+          chosen(label)
           return (current = pool)
         }
       } catch (error) {
         const cause = summarizeCause(error)
-        reasons.push(`${host.label}: ${cause?.code === undefined ? '' : `${cause.code} `}${cause?.message ?? 'failed'}`)
+        reasons.push(`${label}: ${cause?.code === undefined ? '' : `${cause.code} `}${cause?.message ?? 'failed'}`)
       }
-      endInBackground(pool)
     }
     throw new Error(`no host takes writes (target_session_attrs=${attrs}): ${reasons.join('; ') || 'closed'}`)
   }
@@ -121,14 +108,12 @@ function createHostPool (url: string, config: pg.PoolConfig, chosen: (label: str
       : (choosing ??= choose().finally(() => { choosing = undefined })),
     /** The pool's host may be gone or read-only: the next statement chooses a host again. */
     leave (pool: pg.Pool): void {
-      if (onlyChoice || pool !== current) return
-      current = undefined
-      endInBackground(pool)
+      if (!onlyChoice && pool === current) current = undefined
     },
     async end () {
       ended = true
       await choosing?.catch(noop)
-      await Promise.all([current?.end(), ...ending])
+      await Promise.all(pools.map(({ pool }) => pool.end()))
     }
   }
 }
@@ -143,35 +128,34 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
   // What every pooler passes: no startup parameter but application_name, no session state.
   const config = { max, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, application_name: 'plant-store' }
   const hosts = createHostPool(url, config, chosen)
-  const quarantined = new Set<() => void>()
+  const quarantined = new Set<pg.PoolClient>()
   // Named statements are parsed once per connection, until a pooler shows that it does not keep them.
   let prepared = true
+  // Released with an error, the client is closed by the pool, and a statement still pending fails.
+  const release = (client: pg.PoolClient): void => { if (quarantined.delete(client)) client.release(true) }
 
   function quarantine (client: pg.PoolClient, work: Promise<unknown>): void {
+    quarantined.add(client)
     const recancel = setInterval(() => { void cancel(client, QUARANTINE_MS) }, 1000)
-    const close = (): void => {
-      if (!quarantined.delete(close)) return
+    void awaitAtMost(work, QUARANTINE_MS).then(() => {
       clearInterval(recancel)
-      // Released with an error, the client is closed by the pool, and a statement still pending fails.
-      client.release(true)
-    }
-    quarantined.add(close)
-    void awaitAtMost(work, QUARANTINE_MS).then(close)
+      release(client)
+    })
   }
 
   /** A connection by the statement's timeout, else StoreUnavailableError (nothing sent), also when queued too long. */
   async function connect (timeoutAt: number): Promise<{ pool: pg.Pool, client: pg.PoolClient }> {
-    if (timeoutAt <= performance.now()) throw unsent(new Error('timed out queued behind statements not yet answered'))
+    if (timeoutAt <= performance.now()) throw unavailable('timed out queued behind statements not yet answered')
     const connecting = hosts.get().then(async (pool) => {
       return { pool, client: await pool.connect().catch((error: unknown) => { hosts.leave(pool); throw error }) }
     })
     const connected = await awaitAtMost(connecting, timeoutAt - performance.now()).catch((error: unknown) => {
-      throw unsent(error)
+      throw new StoreUnavailableError({ cause: error })
     })
     if (connected !== undefined) return connected
     // A connection that comes too late goes back unused.
     connecting.then(({ client }) => { client.release() }, noop)
-    throw unsent(new Error('timed out waiting for a connection to the database'))
+    throw unavailable('timed out waiting for a connection to the database')
   }
 
   /**
@@ -184,10 +168,10 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
     // A checked-out client reports a lost connection as an event too; the query's rejection carries it.
     client.on('error', noop)
     const sent = prepared ? statement : { ...statement, name: undefined }
-    const work = client.query<Row>(sent)
-      .then((result) => ({ result }), (error: unknown) => ({ error }))
+    const work = client.query<Row>(sent).then((result) => ({ result }), (error: unknown) => ({ error }))
     let answer = await awaitAtMost(work, timeoutAt - performance.now())
-    const cancelled = answer === undefined ? cancel(client, QUARANTINE_MS) : undefined
+    const cancelled = answer === undefined
+    if (cancelled) void cancel(client, QUARANTINE_MS)
     answer ??= await awaitAtMost(work, timeoutAt + CANCEL_ANSWER_MS - performance.now())
     if (answer === undefined) {
       quarantine(client, work)
@@ -199,21 +183,20 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
     client.removeListener('error', noop)
     const failure = 'error' in answer ? answer.error : undefined
     const code = failure instanceof pg.DatabaseError ? failure.code : undefined
-    // Back to the pool after a clean refusal; closed after anything else or a read-only server (25006).
-    const drop = 'error' in answer && (!serverRefused(failure) || code === '25006')
-    // Closed after a cancel too: the cancel, sent on its own connection, could reach this connection's next statement.
-    client.release(drop || cancelled !== undefined)
+    // Back to the pool after a clean refusal; closed after anything else, a read-only server (25006) or a cancel (sent
+    // on a connection of its own, it could reach this one's next statement).
+    const drop = failure !== undefined && (!serverRefused(failure) || code === '25006')
+    client.release(drop || cancelled)
     if (drop) hosts.leave(pool)
-    if ('result' in answer && cancelled === undefined) return answer.result
+    if ('result' in answer && !cancelled) return answer.result
     // A pooler in transaction mode (PgBouncer before 1.21) hands a named statement to a server that has not
     // parsed it, or has already: refused before it ran, it runs again unnamed, as does every later one.
     if (sent.name !== undefined && (code === '26000' || code === '42P05')) {
       prepared = false
       return await query(statement, timeoutAt)
     }
-    const StoreError = !nothingStored(failure)
-      ? StoreOutcomeUnknownError
-      : code === '53100' ? StoreFullError : StoreUnavailableError
+    const refused = nothingStored(failure)
+    const StoreError = !refused ? StoreOutcomeUnknownError : code === '53100' ? StoreFullError : StoreUnavailableError
     throw new StoreError({ cause: failure ?? new Error('answered after a cancel') })
   }
 
@@ -225,7 +208,7 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
       poolWaitingRequests: hosts.current()?.waitingCount ?? 0
     }),
     async end () {
-      for (const close of quarantined) close()
+      for (const client of quarantined) release(client)
       await hosts.end()
     }
   }
