@@ -45,8 +45,7 @@ BEGIN
     AND attname = 'runs_on') THEN
     ALTER TABLE plant_store_migrations ADD COLUMN runs_on int;
   END IF;
-  SELECT coalesce(max(version), 0), coalesce(max(coalesce(runs_on, version)), 0) INTO v, oldest
-    FROM plant_store_migrations;
+  SELECT coalesce(max(version), 0), max(coalesce(runs_on, version)) INTO v, oldest FROM plant_store_migrations;
   IF oldest > 2 THEN
     RAISE 'schema version % needs a release that knows version % or later; this one knows 2', v, oldest;
   END IF;
@@ -70,7 +69,7 @@ const PROBE = 'SELECT NOT current_setting(\'transaction_read_only\')::bool AND h
   '\'INSERT\') AS writable, EXISTS (SELECT FROM plants) AS readable, ' +
   'pg_logical_emit_message(true, \'plant-store\', \'ready\') AS committed'
 
-/** A write that succeeded this recently means ready, unprobed; also the least time between two probes. */
+/** How long the last outcome of a write or a probe stands for readiness: at most one probe this often. */
 const FRESH_MS = 1000
 
 /**
@@ -84,33 +83,27 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
 
   let migrated = false
   let closed = false
-  let lastError: unknown
-  let migration: Promise<void>
-  let retryTimer: NodeJS.Timeout | undefined
+  let migration: Promise<void> | undefined
   // Writes (batches, probes) in flight, in the order they started: the first is the oldest.
   const inFlight = new Set<{ since: number }>()
-  let lastSuccessAt = -Infinity
+  let lastOutcomeAt = -Infinity
   // Since when writes fail, and the last error; undefined from a success on.
   let failing: { since: number, error: unknown } | undefined
   let probing: Promise<boolean> | undefined
-  let probeStarted = -Infinity
   const oldest = (): number | undefined => inFlight.values().next().value?.since
 
-  function migrate (): void {
-    const timeoutAt = performance.now() + statementTimeout
-    migration = session.query({ text: MIGRATE }, timeoutAt).then(() => { migrated = true }, (error: unknown) => {
-      // The driver's own error, the cause ready() reports (not the session's name for it).
-      lastError = error instanceof Error ? error.cause : error
-      if (!closed) retryTimer = setTimeout(migrate, 500 + Math.random() * 1000)
-    })
-  }
-  migrate()
-
-  /** Waits for a schema attempt in progress (an insert at most `ms`); rejects while the database is not reached. */
+  /** The schema brought up to date, on demand until once done; an insert waits `ms` at most for an attempt. */
   async function whenMigrated (ms = Infinity): Promise<void> {
     if (closed) throw new StoreUnavailableError()
+    migration ??= session.query({ text: MIGRATE }, performance.now() + statementTimeout).then(() => {
+      migrated = true
+    }, (error: unknown) => {
+      migration = undefined
+      // The driver's own error, the cause ready() reports (not the session's name for it).
+      throw new StoreUnavailableError({ cause: error instanceof Error ? error.cause : error })
+    })
     if (!migrated) await awaitAtMost(migration, ms)
-    if (!migrated) throw new StoreUnavailableError({ cause: lastError })
+    if (!migrated) throw unavailable('the schema is not in place yet')
   }
 
   /** Runs a write or a probe: in flight while it runs, then its outcome is the last one. */
@@ -118,25 +111,23 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     const entry = { since: performance.now() }
     inFlight.add(entry)
     return write().then((value) => {
-      lastSuccessAt = performance.now()
       failing = undefined
       return value
     }, (error: unknown) => {
       failing = { since: failing?.since ?? entry.since, error }
       throw error
-    }).finally(() => inFlight.delete(entry))
+    }).finally(() => {
+      inFlight.delete(entry)
+      lastOutcomeAt = performance.now()
+    })
   }
 
   /** Writes fail, and for how long. */
   const notReadyError = (now: number): Error =>
     new WritesFailingError(String(Math.round(now - (failing?.since ?? oldest() ?? now))), { cause: failing?.error })
 
-  const batches = createGroupCommit({
-    commit: run,
-    // Bounds one statement's size and time; while batches run, new inserts queue and leave together.
-    maxBatch: 1000,
-    maxInFlight: Math.min(4, max)
-  })
+  // maxBatch bounds one statement's size and time; while batches run, new inserts queue and leave together.
+  const batches = createGroupCommit({ commit: run, maxBatch: 1000, maxInFlight: Math.min(4, max) })
 
   const enqueue = (id: PlantId, plant: Plant): Promise<InsertOutcome> => batches.add({ id: String(id), plant })
 
@@ -181,16 +172,11 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       await whenMigrated()
       const now = performance.now()
       if (now - (oldest() ?? now) >= statementTimeout) throw notReadyError(now)
-      // The last outcome stands for FRESH_MS after a success, and after the start of a probe that has answered.
-      const probeAnswered = probing === undefined && now - probeStarted < FRESH_MS
-      if (!probeAnswered && (failing !== undefined || now - lastSuccessAt >= FRESH_MS)) {
-        if (probing === undefined) {
-          probeStarted = now
-          probing = recordOutcome(async () => {
-            const { rows } = await session.query<{ writable: boolean }>({ text: PROBE }, now + statementTimeout)
-            if (rows[0]?.writable !== true) throw unavailable('the server takes no writes')
-          }).then(() => true, () => true).finally(() => { probing = undefined })
-        }
+      if (now - lastOutcomeAt >= FRESH_MS) {
+        probing ??= recordOutcome(async () => {
+          const { rows } = await session.query<{ writable: boolean }>({ text: PROBE }, now + statementTimeout)
+          if (rows[0]?.writable !== true) throw unavailable('the server takes no writes')
+        }).then(() => true, () => true).finally(() => { probing = undefined })
         const answered = await awaitAtMost(probing, (oldest() ?? now) + statementTimeout - now)
         if (answered === undefined) throw notReadyError(performance.now())
       }
@@ -201,8 +187,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     async close () {
       if (closed) return
       closed = true
-      clearTimeout(retryTimer)
-      await Promise.all([migration, batches.close(), probing])
+      await Promise.all([migration?.catch(noop), batches.close(), probing])
       await session.end()
     }
   }

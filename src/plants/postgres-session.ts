@@ -101,14 +101,18 @@ function createHostPool (url: string, config: pg.PoolConfig, chosen: (label: str
     throw new Error(`no host takes writes (target_session_attrs=${attrs}): ${reasons.join('; ') || 'closed'}`)
   }
 
+  /** The pool's host may be gone or read-only: the next statement chooses a host again. */
+  function leave (pool: pg.Pool): void {
+    if (!onlyChoice && pool === current) current = undefined
+  }
+
   return {
     current: () => current,
-    get: (): Promise<pg.Pool> => current !== undefined
-      ? Promise.resolve(current)
-      : (choosing ??= choose().finally(() => { choosing = undefined })),
-    /** The pool's host may be gone or read-only: the next statement chooses a host again. */
-    leave (pool: pg.Pool): void {
-      if (!onlyChoice && pool === current) current = undefined
+    leave,
+    /** A connection to the chosen host; a host that gives none is left. */
+    async connect (): Promise<{ pool: pg.Pool, client: pg.PoolClient }> {
+      const pool = current ?? await (choosing ??= choose().finally(() => { choosing = undefined }))
+      return { pool, client: await pool.connect().catch((error: unknown) => { leave(pool); throw error }) }
     },
     async end () {
       ended = true
@@ -146,16 +150,12 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
   /** A connection by the statement's timeout, else StoreUnavailableError (nothing sent), also when queued too long. */
   async function connect (timeoutAt: number): Promise<{ pool: pg.Pool, client: pg.PoolClient }> {
     if (timeoutAt <= performance.now()) throw unavailable('timed out queued behind statements not yet answered')
-    const connecting = hosts.get().then(async (pool) => {
-      return { pool, client: await pool.connect().catch((error: unknown) => { hosts.leave(pool); throw error }) }
-    })
-    const connected = await awaitAtMost(connecting, timeoutAt - performance.now()).catch((error: unknown) => {
-      throw new StoreUnavailableError({ cause: error })
-    })
-    if (connected !== undefined) return connected
+    const attempt = hosts.connect()
+    const connected = await awaitAtMost(attempt, timeoutAt - performance.now()).catch((cause: unknown) => ({ cause }))
+    if (connected !== undefined && !('cause' in connected)) return connected
     // A connection that comes too late goes back unused.
-    connecting.then(({ client }) => { client.release() }, noop)
-    throw unavailable('timed out waiting for a connection to the database')
+    attempt.then(({ client }) => { client.release() }, noop)
+    throw new StoreUnavailableError({ cause: connected?.cause ?? new Error('timed out waiting for a connection') })
   }
 
   /**
@@ -176,9 +176,7 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
     if (answer === undefined) {
       quarantine(client, work)
       hosts.leave(pool)
-      throw new StoreOutcomeUnknownError({
-        cause: new Error('timed out: the database answered neither the statement nor its cancel by the deadline')
-      })
+      throw new StoreOutcomeUnknownError({ cause: new Error('no answer to the statement or its cancel in time') })
     }
     client.removeListener('error', noop)
     const failure = 'error' in answer ? answer.error : undefined
