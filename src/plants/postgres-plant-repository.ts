@@ -11,11 +11,12 @@ export interface PostgresPlantRepositoryOptions {
   maxConnections?: number | undefined
   /** DATABASE_STATEMENT_TIMEOUT_MS, default 5000: each insert answered within it + 1 s; also a connect's timeout. */
   statementTimeoutMs?: number | undefined
-  /** Called with `host:port` each time a host is selected (several hosts, or a target_session_attrs). */
+  /** Called with `host:port` each time a host is chosen (several hosts, or a target_session_attrs). */
   hostSelected?: (host: string) => void
 }
 
 type Entry = Pending<{ id: string, plant: Plant }, InsertOutcome>
+interface StoredRow { id: string, name: string, tag: string | null }
 
 /** Named by its text's digest: two releases behind one pooler never run each other's statement. */
 const named = (text: string) => ({ name: `plant-store-${hash('sha256', text).slice(0, 16)}`, text })
@@ -92,8 +93,8 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   let probing: Promise<boolean> | undefined
   const oldest = (): number | undefined => inFlight.values().next().value?.since
 
-  /** The schema brought up to date, on demand until once done; an insert waits `ms` at most for an attempt. */
-  async function whenMigrated (ms = Infinity): Promise<void> {
+  /** The schema brought up to date, on demand until once done, waiting for an attempt the statement timeout at most. */
+  async function whenMigrated (): Promise<void> {
     if (closed) throw new StoreUnavailableError()
     migration ??= session.query({ text: MIGRATE }, performance.now() + statementTimeout).then(() => {
       migrated = true
@@ -102,7 +103,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       // The driver's own error, the cause ready() reports (not the session's name for it).
       throw new StoreUnavailableError({ cause: error instanceof Error ? error.cause : error })
     })
-    if (!migrated) await awaitAtMost(migration, ms)
+    if (!migrated) await awaitAtMost(migration, statementTimeout)
     if (!migrated) throw unavailable('the schema is not in place yet')
   }
 
@@ -129,8 +130,6 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   // maxBatch bounds one statement's size and time; while batches run, new inserts queue and leave together.
   const batches = createGroupCommit({ commit: run, maxBatch: 1000, maxInFlight: Math.min(4, max) })
 
-  const enqueue = (id: PlantId, plant: Plant): Promise<InsertOutcome> => batches.add({ id: String(id), plant })
-
   /** Inserts a batch as if its inserts ran one after another in arrival order. Never rejects. */
   async function run (batch: Entry[]): Promise<void> {
     const timeoutAt = (batch[0] as Entry).queuedAt + statementTimeout
@@ -148,8 +147,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     // are stored (their insert found them): only whether as this plant is not known.
     const failure = existing.length === 0
       ? undefined
-      : await session.query<{ id: string, name: string, tag: string | null }>({ ...SELECT_STORED, values: [existing] },
-        timeoutAt).then(
+      : await session.query<StoredRow>({ ...SELECT_STORED, values: [existing] }, timeoutAt).then(
         ({ rows }) => { for (const { id, name, tag } of rows) stored.set(id, tag === null ? { name } : { name, tag }) },
         (error: unknown) => new StoreOutcomeUnknownError({ cause: error instanceof Error ? error.cause : error }))
     for (const { item: { id, plant }, resolve, reject } of batch) {
@@ -164,9 +162,10 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   }
 
   return {
-    insert (id: PlantId, plant: Plant) {
+    insert (id: PlantId, plant: Plant): Promise<InsertOutcome> {
+      const item = { id: String(id), plant }
       // Queued at once when the schema is in place, so an insert made before close() is in its last batch.
-      return migrated && !closed ? enqueue(id, plant) : whenMigrated(statementTimeout).then(() => enqueue(id, plant))
+      return migrated ? batches.add(item) : whenMigrated().then(() => batches.add(item))
     },
     async ready () {
       await whenMigrated()

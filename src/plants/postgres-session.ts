@@ -66,18 +66,18 @@ export function parsePostgresUrl (url: string): { hosts: Host[], attrs: string }
 
 /**
  * A pool per host, and the first, in the URL's order, that answers and suits target_session_attrs; chosen again after
- * leave(). One host that any server will do for is never chosen again. A pool left keeps its statements in flight,
- * and its idle connections close by the pool's idle timeout.
+ * leave(). One host that any server will do for is the only choice, never checked: its failures are the driver's own.
+ * A pool left keeps its statements in flight, and its idle connections close by the pool's idle timeout.
  */
 function createHostPool (url: string, config: pg.PoolConfig, chosen: (label: string) => void) {
   const { hosts, attrs } = parsePostgresUrl(url)
   // Without an error listener, an idle client's error (a restart, a failover) would end the process.
   const pools = hosts.map(({ label, url }) =>
     ({ label, pool: new pg.Pool({ ...config, connectionString: url }).on('error', noop) }))
-  const onlyChoice = hosts.length === 1 && attrs === 'any'
   const check = attrs === 'read-write'
     ? 'SELECT NOT current_setting(\'transaction_read_only\')::bool AS ok'
     : attrs === 'primary' ? 'SELECT NOT pg_is_in_recovery() AS ok' : 'SELECT true AS ok'
+  const onlyChoice = hosts.length === 1 && attrs === 'any'
   let current = onlyChoice ? pools[0]?.pool : undefined
   let choosing: Promise<pg.Pool> | undefined
   let ended = false
@@ -212,12 +212,10 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
   }
 }
 
-/** `work`'s outcome, or undefined once `ms` have passed before it (never, for Infinity). */
+/** `work`'s outcome, or undefined once `ms` have passed before it. */
 export function awaitAtMost<T> (work: Promise<T>, ms: number): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined
-  const late = new Promise<undefined>((resolve) => {
-    if (ms !== Infinity) timer = setTimeout(resolve, Math.max(0, ms), undefined)
-  })
+  const late = new Promise<undefined>((resolve) => { timer = setTimeout(resolve, Math.max(0, ms), undefined) })
   return Promise.race([work, late]).finally(() => { clearTimeout(timer) })
 }
 
