@@ -15,7 +15,7 @@ export interface PostgresPlantRepositoryOptions {
   hostSelected?: (host: string) => void
 }
 
-type Entry = Pending<{ id: string, plant: Plant }, InsertOutcome>
+type Entry = Pending<Plant & { id: string }, InsertOutcome>
 interface StoredRow { id: string, name: string, tag: string | null }
 
 /** Named by its text's digest: two releases behind one pooler never run each other's statement. */
@@ -66,9 +66,9 @@ END $$`
 // The readiness probe writes no row and takes no lock a CREATE INDEX waits on: the server takes this role's inserts
 // (not read-only, INSERT granted), one row of plants is read (an ACCESS EXCLUSIVE lock fails it as it stops creates),
 // and a logical-decoding message (WAL, no row) is committed, which waits for a synchronous standby as a create does.
-const PROBE = 'SELECT NOT current_setting(\'transaction_read_only\')::bool AND has_table_privilege(\'plants\', ' +
-  '\'INSERT\') AS writable, EXISTS (SELECT FROM plants) AS readable, ' +
-  'pg_logical_emit_message(true, \'plant-store\', \'ready\') AS committed'
+const PROBE = `SELECT NOT current_setting('transaction_read_only')::bool AND has_table_privilege('plants', 'INSERT')
+  AS writable, EXISTS (SELECT FROM plants) AS readable,
+  pg_logical_emit_message(true, 'plant-store', 'ready') AS committed`
 
 /** How long the last outcome of a write or a probe stands for readiness: at most one probe this often. */
 const FRESH_MS = 1000
@@ -93,7 +93,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   let probing: Promise<boolean> | undefined
   const oldest = (): number | undefined => inFlight.values().next().value?.since
 
-  /** The schema brought up to date, on demand until once done, waiting for an attempt the statement timeout at most. */
+  /** The schema brought up to date: an attempt runs on demand, one at a time, until one succeeds. */
   async function whenMigrated (): Promise<void> {
     if (closed) throw new StoreUnavailableError()
     migration ??= session.query({ text: MIGRATE }, performance.now() + statementTimeout).then(() => {
@@ -103,8 +103,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       // The driver's own error, the cause ready() reports (not the session's name for it).
       throw new StoreUnavailableError({ cause: error instanceof Error ? error.cause : error })
     })
-    if (!migrated) await awaitAtMost(migration, statementTimeout)
-    if (!migrated) throw unavailable('the schema is not in place yet')
+    await migration
   }
 
   /** Runs a write or a probe: in flight while it runs, then its outcome is the last one. */
@@ -123,7 +122,6 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     })
   }
 
-  /** Writes fail, and for how long. */
   const notReadyError = (now: number): Error =>
     new WritesFailingError(String(Math.round(now - (failing?.since ?? oldest() ?? now))), { cause: failing?.error })
 
@@ -133,8 +131,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   /** Inserts a batch as if its inserts ran one after another in arrival order. Never rejects. */
   async function run (batch: Entry[]): Promise<void> {
     const timeoutAt = (batch[0] as Entry).queuedAt + statementTimeout
-    const values = [batch.map(({ item }) => item.id), batch.map(({ item }) => item.plant.name),
-      batch.map(({ item }) => item.plant.tag)]
+    const values = (['id', 'name', 'tag'] as const).map((column) => batch.map(({ item }) => item[column]))
     const created = await recordOutcome(() => session.query<{ id: string }>({ ...INSERT_BATCH, values }, timeoutAt))
       .then(({ rows }) => new Set(rows.map((row) => row.id)), (error: unknown) => {
         for (const entry of batch) entry.reject(error)
@@ -150,20 +147,20 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       : await session.query<StoredRow>({ ...SELECT_STORED, values: [existing] }, timeoutAt).then(
         ({ rows }) => { for (const { id, name, tag } of rows) stored.set(id, tag === null ? { name } : { name, tag }) },
         (error: unknown) => new StoreOutcomeUnknownError({ cause: error instanceof Error ? error.cause : error }))
-    for (const { item: { id, plant }, resolve, reject } of batch) {
-      const found = stored.get(id)
+    for (const { item, resolve, reject } of batch) {
+      const found = stored.get(item.id)
       // The first insert of an id created it; the later ones compare with it.
-      if (created.delete(id)) {
-        stored.set(id, plant)
+      if (created.delete(item.id)) {
+        stored.set(item.id, item)
         resolve('created')
-      } else if (found !== undefined) resolve(samePlant(found, plant) ? 'same' : 'conflict')
-      else reject(failure ?? unavailable(`plant ${id} not found`))
+      } else if (found !== undefined) resolve(samePlant(found, item) ? 'same' : 'conflict')
+      else reject(failure ?? unavailable(`plant ${item.id} not found`))
     }
   }
 
   return {
     insert (id: PlantId, plant: Plant): Promise<InsertOutcome> {
-      const item = { id: String(id), plant }
+      const item = { ...plant, id: String(id) }
       // Queued at once when the schema is in place, so an insert made before close() is in its last batch.
       return migrated ? batches.add(item) : whenMigrated().then(() => batches.add(item))
     },

@@ -22,16 +22,13 @@ const nothingStored = (error: unknown): boolean => error instanceof pg.DatabaseE
   ? serverRefused(error) || NEVER_SENT.test(error.message)
   : error instanceof Error && / is not queryable$/.test(error.message)
 
-/** StoreUnavailableError: nothing was stored, for this reason. */
 export const unavailable = (reason: string): Error => new StoreUnavailableError({ cause: new Error(reason) })
-
-interface Host { label: string, url: string }
 
 /**
  * Reads DATABASE_URL as libpq does, with one host or several (`postgres://u@h1:5432,h2/db`), into one URL
  * per host. Errors name DATABASE_URL and a host's position, never a part of the URL (it may hold a password).
  */
-export function parsePostgresUrl (url: string): { hosts: Host[], attrs: string } {
+export function parsePostgresUrl (url: string) {
   const parts = /^(postgres(?:ql)?:\/\/)([^/?#]*@)?([^/?#]*)(.*)$/s.exec(url)
   if (parts === null) throw new ConfigError('DATABASE_URL: not a postgres:// URL')
   const [, scheme = '', userinfo = '', hostList = '', path = ''] = parts
@@ -65,31 +62,30 @@ export function parsePostgresUrl (url: string): { hosts: Host[], attrs: string }
 }
 
 /**
- * A pool per host, and the first, in the URL's order, that answers and suits target_session_attrs; chosen again after
- * leave(). One host that any server will do for is the only choice, never checked: its failures are the driver's own.
- * A pool left keeps its statements in flight, and its idle connections close by the pool's idle timeout.
+ * A pool per host, the first in the URL's order that answers and suits target_session_attrs chosen (again after
+ * leave()); one host that any server will do for is never checked. A pool left keeps its statements in flight.
  */
 function createHostPool (url: string, config: pg.PoolConfig, chosen: (label: string) => void) {
   const { hosts, attrs } = parsePostgresUrl(url)
-  // Without an error listener, an idle client's error (a restart, a failover) would end the process.
-  const pools = hosts.map(({ label, url }) =>
-    ({ label, pool: new pg.Pool({ ...config, connectionString: url }).on('error', noop) }))
+  // Without error listeners, a client's error (a restart, a failover) would end the process; a statement's own
+  // failure comes as its rejection.
+  const open = (url: string): pg.Pool => new pg.Pool({ ...config, connectionString: url }).on('error', noop)
+    .on('connect', (client) => client.on('error', noop))
+  const pools = hosts.map(({ label, url }) => ({ label, pool: open(url) }))
   const check = attrs === 'read-write'
     ? 'SELECT NOT current_setting(\'transaction_read_only\')::bool AS ok'
     : attrs === 'primary' ? 'SELECT NOT pg_is_in_recovery() AS ok' : 'SELECT true AS ok'
   const onlyChoice = hosts.length === 1 && attrs === 'any'
   let current = onlyChoice ? pools[0]?.pool : undefined
   let choosing: Promise<pg.Pool> | undefined
-  let ended = false
 
   async function choose (): Promise<pg.Pool> {
     const reasons: string[] = []
     for (const { label, pool } of pools) {
-      if (ended) break
       try {
         const { rows } = await pool.query<{ ok: boolean }>(check)
         if (rows[0]?.ok !== true) reasons.push(`${label} is ${attrs === 'primary' ? 'a standby' : 'read-only'}`)
-        else if (!ended) {
+        else {
           chosen(label)
           return (current = pool)
         }
@@ -98,7 +94,7 @@ function createHostPool (url: string, config: pg.PoolConfig, chosen: (label: str
         reasons.push(`${label}: ${cause?.code === undefined ? '' : `${cause.code} `}${cause?.message ?? 'failed'}`)
       }
     }
-    throw new Error(`no host takes writes (target_session_attrs=${attrs}): ${reasons.join('; ') || 'closed'}`)
+    throw new Error(`no host takes writes (target_session_attrs=${attrs}): ${reasons.join('; ')}`)
   }
 
   /** The pool's host may be gone or read-only: the next statement chooses a host again. */
@@ -109,16 +105,12 @@ function createHostPool (url: string, config: pg.PoolConfig, chosen: (label: str
   return {
     current: () => current,
     leave,
-    /** A connection to the chosen host; a host that gives none is left. */
     async connect (): Promise<{ pool: pg.Pool, client: pg.PoolClient }> {
       const pool = current ?? await (choosing ??= choose().finally(() => { choosing = undefined }))
       return { pool, client: await pool.connect().catch((error: unknown) => { leave(pool); throw error }) }
     },
-    async end () {
-      ended = true
-      await choosing?.catch(noop)
-      await Promise.all(pools.map(({ pool }) => pool.end()))
-    }
+    /** Ended pools refuse a choice in progress at once. */
+    end: () => Promise.all([choosing?.catch(noop), ...pools.map(({ pool }) => pool.end())])
   }
 }
 
@@ -141,32 +133,25 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
   function quarantine (client: pg.PoolClient, work: Promise<unknown>): void {
     quarantined.add(client)
     const recancel = setInterval(() => { void cancel(client, QUARANTINE_MS) }, 1000)
-    void awaitAtMost(work, QUARANTINE_MS).then(() => {
-      clearInterval(recancel)
-      release(client)
-    })
-  }
-
-  /** A connection by the statement's timeout, else StoreUnavailableError (nothing sent), also when queued too long. */
-  async function connect (timeoutAt: number): Promise<{ pool: pg.Pool, client: pg.PoolClient }> {
-    if (timeoutAt <= performance.now()) throw unavailable('timed out queued behind statements not yet answered')
-    const attempt = hosts.connect()
-    const connected = await awaitAtMost(attempt, timeoutAt - performance.now()).catch((cause: unknown) => ({ cause }))
-    if (connected !== undefined && !('cause' in connected)) return connected
-    // A connection that comes too late goes back unused.
-    attempt.then(({ client }) => { client.release() }, noop)
-    throw new StoreUnavailableError({ cause: connected?.cause ?? new Error('timed out waiting for a connection') })
+    void work.finally(() => { clearInterval(recancel) })
+    void awaitAtMost(work, QUARANTINE_MS).then(() => { release(client) })
   }
 
   /**
-   * `statement` as one message: one implicit transaction, one round trip through any pooler. After a cancel, a
-   * success is no acknowledgement: a commit whose wait for the standby was cancelled is kept on the primary alone.
+   * `statement` as one message: one implicit transaction, one round trip through any pooler. No connection by the
+   * timeout (also when queued too long) is StoreUnavailableError: nothing was sent. After a cancel, a success is no
+   * acknowledgement: a commit whose wait for the standby was cancelled is kept on the primary alone.
    */
   async function query<Row extends pg.QueryResultRow> (statement: pg.QueryConfig, timeoutAt: number):
   Promise<pg.QueryResult<Row>> {
-    const { pool, client } = await connect(timeoutAt)
-    // A checked-out client reports a lost connection as an event too; the query's rejection carries it.
-    client.on('error', noop)
+    if (timeoutAt <= performance.now()) throw unavailable('timed out queued behind statements not yet answered')
+    const attempt = hosts.connect()
+    const connected = await awaitAtMost(attempt, timeoutAt - performance.now()).catch((cause: unknown) => ({ cause }))
+    if (connected === undefined || 'cause' in connected) {
+      attempt.then(({ client }) => { client.release() }, noop)
+      throw new StoreUnavailableError({ cause: connected?.cause ?? new Error('timed out waiting for a connection') })
+    }
+    const { pool, client } = connected
     const sent = prepared ? statement : { ...statement, name: undefined }
     const work = client.query<Row>(sent).then((result) => ({ result }), (error: unknown) => ({ error }))
     let answer = await awaitAtMost(work, timeoutAt - performance.now())
@@ -178,7 +163,6 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
       hosts.leave(pool)
       throw new StoreOutcomeUnknownError({ cause: new Error('no answer to the statement or its cancel in time') })
     }
-    client.removeListener('error', noop)
     const failure = 'error' in answer ? answer.error : undefined
     const code = failure instanceof pg.DatabaseError ? failure.code : undefined
     // Back to the pool after a clean refusal; closed after anything else, a read-only server (25006) or a cancel (sent
