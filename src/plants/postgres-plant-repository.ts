@@ -84,7 +84,10 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
 
   let migrated = false
   let closed = false
-  let migration: Promise<void> | undefined
+  let lastError: unknown
+  let migration: Promise<void>
+  let retryTimer: NodeJS.Timeout | undefined
+  let retryDelay = 250
   // Writes (batches, probes) in flight, in the order they started: the first is the oldest.
   const inFlight = new Set<{ since: number }>()
   let lastOutcomeAt = -Infinity
@@ -93,17 +96,23 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   let probing: Promise<boolean> | undefined
   const oldest = (): number | undefined => inFlight.values().next().value?.since
 
-  /** The schema brought up to date: an attempt runs on demand, one at a time, until one succeeds. */
+  // Backing off while the database is not reached: an insert meanwhile fails at once, not after an attempt's timeout.
+  function migrate (): void {
+    migration = session.query({ text: MIGRATE }, performance.now() + statementTimeout).then(() => { migrated = true },
+      (error: unknown) => {
+        // The driver's own error, the cause ready() reports (not the session's name for it).
+        lastError = error instanceof Error ? error.cause : error
+        if (!closed) retryTimer = setTimeout(migrate, retryDelay * (0.5 + Math.random()))
+        retryDelay = Math.min(retryDelay * 2, 10000)
+      })
+  }
+  migrate()
+
+  /** Waits for a schema attempt in progress (T at most); rejects while the database is not reached. */
   async function whenMigrated (): Promise<void> {
     if (closed) throw new StoreUnavailableError()
-    migration ??= session.query({ text: MIGRATE }, performance.now() + statementTimeout).then(() => {
-      migrated = true
-    }, (error: unknown) => {
-      migration = undefined
-      // The driver's own error, the cause ready() reports (not the session's name for it).
-      throw new StoreUnavailableError({ cause: error instanceof Error ? error.cause : error })
-    })
-    await migration
+    if (!migrated) await awaitAtMost(migration, statementTimeout)
+    if (!migrated) throw new StoreUnavailableError({ cause: lastError })
   }
 
   /** Runs a write or a probe: in flight while it runs, then its outcome is the last one. */
@@ -183,7 +192,8 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     async close () {
       if (closed) return
       closed = true
-      await Promise.all([migration?.catch(noop), batches.close(), probing])
+      clearTimeout(retryTimer)
+      await Promise.all([migration, batches.close(), probing])
       await session.end()
     }
   }

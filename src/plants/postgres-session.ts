@@ -69,7 +69,7 @@ function createHostPool (url: string, config: pg.PoolConfig, chosen: (label: str
   const { hosts, attrs } = parsePostgresUrl(url)
   // Without error listeners, a client's error (a restart, a failover) would end the process; a statement's own
   // failure comes as its rejection.
-  const open = (url: string): pg.Pool => new pg.Pool({ ...config, connectionString: url }).on('error', noop)
+  const open = (connectionString: string): pg.Pool => new pg.Pool({ ...config, connectionString }).on('error', noop)
     .on('connect', (client) => client.on('error', noop))
   const pools = hosts.map(({ label, url }) => ({ label, pool: open(url) }))
   const check = attrs === 'read-write'
