@@ -110,7 +110,6 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
 
   /** Waits for a schema attempt in progress (T at most); rejects while the database is not reached. */
   async function whenMigrated (): Promise<void> {
-    if (closed) throw new StoreUnavailableError()
     if (!migrated) await awaitAtMost(migration, statementTimeout)
     if (!migrated) throw new StoreUnavailableError({ cause: lastError })
   }
