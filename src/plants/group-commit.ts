@@ -26,25 +26,17 @@ export interface GroupCommitOptions<Item, Outcome> {
 export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<Item, Outcome>) {
   const { commit, maxBatch = Infinity, maxInFlight = 1 } = options
   const queue: Array<Pending<Item, Outcome>> = []
-  let scheduled = false
-  let closed = false
   const inFlight = new Set<Promise<void>>()
+  let closed = false
   let observer: StoreObserver | undefined
 
-  function schedule (): void {
-    if (scheduled || queue.length === 0 || inFlight.size >= maxInFlight) return
-    scheduled = true
-    setImmediate(dispatch)
-  }
-
   function dispatch (): void {
-    scheduled = false
     while (queue.length > 0 && inFlight.size < maxInFlight) {
       const batch = queue.splice(0, maxBatch)
       observer?.batch(batch.length)
       const running: Promise<void> = Promise.resolve().then(() => commit(batch)).finally(() => {
         inFlight.delete(running)
-        schedule()
+        setImmediate(dispatch)
       })
       inFlight.add(running)
     }
@@ -54,8 +46,8 @@ export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<It
     add (item: Item): Promise<Outcome> {
       if (closed) return Promise.reject(new StoreUnavailableError())
       return new Promise<Outcome>((resolve, reject) => {
-        queue.push({ item, queuedAt: performance.now(), resolve, reject })
-        schedule()
+        // A queue that was not empty is already due to leave: at the next turn, or when a batch in flight ends.
+        if (queue.push({ item, queuedAt: performance.now(), resolve, reject }) === 1) setImmediate(dispatch)
       })
     },
     observe (next: StoreObserver): void { observer = next },

@@ -9,17 +9,15 @@ import type pg from 'pg'
  * Resolves once the server has closed the cancel's connection (it has acted), or after `ms`. Never rejects.
  */
 export function cancel (client: pg.Client, ms: number): Promise<void> {
-  const { processID, secretKey } = client as pg.Client & { processID?: unknown, secretKey?: unknown }
+  const { processID, secretKey, host, port } = client as pg.Client & { processID?: unknown, secretKey?: unknown }
   if (typeof processID !== 'number' || typeof secretKey !== 'number') return Promise.resolve()
   // Four int32s: the length, the cancel request code, the backend's key.
   const message = Buffer.alloc(16)
   for (const [index, value] of [16, 80877102, processID, secretKey].entries()) message.writeInt32BE(value, index * 4)
   // In clear text, as libpq sends it by default: it carries no credentials.
-  const socket = client.host.startsWith('/')
-    ? connect(`${client.host}/.s.PGSQL.${client.port}`)
-    : connect(client.port, client.host)
+  const where = host.startsWith('/') ? { path: `${host}/.s.PGSQL.${port}` } : { host, port }
+  const socket = connect(where, () => { socket.write(message) })
   socket.setTimeout(ms, () => { socket.destroy() })
   socket.on('error', () => {})
-  socket.on('connect', () => { socket.write(message) })
   return new Promise((resolve) => { socket.once('close', () => { resolve() }) })
 }

@@ -1,10 +1,9 @@
 import { hash } from 'node:crypto'
-import type pg from 'pg'
 import { StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../errors.js'
 import type { Plant, PlantId } from '../schemas.js'
 import { createGroupCommit, type Pending } from './group-commit.js'
 import { samePlant, type InsertOutcome, type PlantRepository } from './plant-repository.js'
-import { awaitAtMost, createSession, noop, notConnected } from './postgres-session.js'
+import { awaitAtMost, createSession, noop, unavailable } from './postgres-session.js'
 
 export interface PostgresPlantRepositoryOptions {
   /** To the server or a pooler; several hosts, sslmode and sslrootcert as libpq reads them (docs/storage.md). */
@@ -12,17 +11,21 @@ export interface PostgresPlantRepositoryOptions {
   maxConnections?: number | undefined
   /** DATABASE_STATEMENT_TIMEOUT_MS, default 5000: each insert answered within it + 1 s; also a connect's timeout. */
   statementTimeoutMs?: number | undefined
-  /** Called with `host:port` each time a host is selected (several hosts, or a target_session_attrs). */
+  /** Called with `host:port` each time a host is chosen (several hosts, or a target_session_attrs). */
   hostSelected?: (host: string) => void
 }
 
-type Entry = Pending<{ key: string, id: bigint, plant: Plant }, InsertOutcome>
+type Entry = Pending<Plant & { id: string }, InsertOutcome>
+interface StoredRow { id: string, name: string, tag: string | null }
 
 /** Named by its text's digest: two releases behind one pooler never run each other's statement. */
 const named = (text: string) => ({ name: `plant-store-${hash('sha256', text).slice(0, 16)}`, text })
-// One array parameter per column; ids travel as text both ways, never a JS number, whatever int8 parser is set.
-const INSERT_BATCH = named('INSERT INTO plants (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], ' +
-  '$3::text[]) ON CONFLICT (id) DO NOTHING RETURNING id::text AS id')
+// One array parameter per column; ids travel as text both ways, never a JS number, whatever int8 parser is set. In id
+// order, so that concurrent batches (other replicas) take row locks in one order: no deadlock. Of two rows with one id,
+// the first inserted is the first that came.
+const INSERT_BATCH = named('INSERT INTO plants (id, name, tag) SELECT id, name, tag FROM unnest($1::int8[], ' +
+  '$2::text[], $3::text[]) WITH ORDINALITY AS batch (id, name, tag, arrival) ORDER BY id, arrival ' +
+  'ON CONFLICT (id) DO NOTHING RETURNING id::text AS id')
 const SELECT_STORED = named('SELECT id::text AS id, name, tag FROM plants WHERE id = ANY ($1::int8[])')
 // Versioned steps (a released one is never edited) under a lock the replicas share, released by the commit, so
 // it works through transaction pooling. An up-to-date schema writes nothing: a replica on a read-only server
@@ -43,8 +46,7 @@ BEGIN
     AND attname = 'runs_on') THEN
     ALTER TABLE plant_store_migrations ADD COLUMN runs_on int;
   END IF;
-  SELECT coalesce(max(version), 0), coalesce(max(coalesce(runs_on, version)), 0) INTO v, oldest
-    FROM plant_store_migrations;
+  SELECT coalesce(max(version), 0), max(coalesce(runs_on, version)) INTO v, oldest FROM plant_store_migrations;
   IF oldest > 2 THEN
     RAISE 'schema version % needs a release that knows version % or later; this one knows 2', v, oldest;
   END IF;
@@ -64,14 +66,11 @@ END $$`
 // The readiness probe writes no row and takes no lock a CREATE INDEX waits on: the server takes this role's inserts
 // (not read-only, INSERT granted), one row of plants is read (an ACCESS EXCLUSIVE lock fails it as it stops creates),
 // and a logical-decoding message (WAL, no row) is committed, which waits for a synchronous standby as a create does.
-const PROBE = 'SELECT NOT current_setting(\'transaction_read_only\')::bool AND has_table_privilege(\'plants\', ' +
-  '\'INSERT\') AS writable, EXISTS (SELECT FROM plants) AS readable, ' +
-  'pg_logical_emit_message(true, \'plant-store\', \'ready\') AS committed'
-const probe = ({ rows }: pg.QueryResult<{ writable: boolean }>): void => {
-  if (rows[0]?.writable !== true) throw new StoreUnavailableError({ cause: new Error('the server takes no writes') })
-}
+const PROBE = `SELECT NOT current_setting('transaction_read_only')::bool AND has_table_privilege('plants', 'INSERT')
+  AS writable, EXISTS (SELECT FROM plants) AS readable,
+  pg_logical_emit_message(true, 'plant-store', 'ready') AS committed`
 
-/** A write that succeeded this recently means ready, unprobed; also the least time between two probes. */
+/** How long the last outcome of a write or a probe stands for readiness: at most one probe this often. */
 const FRESH_MS = 1000
 
 /**
@@ -91,28 +90,27 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   let retryDelay = 250
   // Writes (batches, probes) in flight, in the order they started: the first is the oldest.
   const inFlight = new Set<{ since: number }>()
-  let last: { ok: boolean, at: number, error?: unknown } | undefined
-  let failingSince: number | undefined
-  let probing: Promise<void> | undefined
-  let probeStarted = -Infinity
+  let lastOutcomeAt = -Infinity
+  // Since when writes fail, and the last error; undefined from a success on.
+  let failing: { since: number, error: unknown } | undefined
+  let probing: Promise<boolean> | undefined
   const oldest = (): number | undefined => inFlight.values().next().value?.since
 
-  function connect (): void {
-    const timeoutAt = performance.now() + statementTimeout
-    migration = session.query(MIGRATE, timeoutAt).then(() => { migrated = true }, (error: unknown) => {
-      // The driver's own error, the cause ready() reports (not the session's name for it).
-      lastError = error instanceof Error ? error.cause : error
-      if (closed) return
-      retryTimer = setTimeout(connect, retryDelay * (0.5 + Math.random()))
-      retryDelay = Math.min(retryDelay * 2, 10000)
-    })
+  // Backing off while the database is not reached: an insert meanwhile fails at once, not after an attempt's timeout.
+  function migrate (): void {
+    migration = session.query({ text: MIGRATE }, performance.now() + statementTimeout).then(() => { migrated = true },
+      (error: unknown) => {
+        // The driver's own error, the cause ready() reports (not the session's name for it).
+        lastError = error instanceof Error ? error.cause : error
+        if (!closed) retryTimer = setTimeout(migrate, retryDelay * (0.5 + Math.random()))
+        retryDelay = Math.min(retryDelay * 2, 10000)
+      })
   }
-  connect()
+  migrate()
 
-  /** Waits for a schema attempt in progress (an insert at most `ms`); rejects while the database is not reached. */
-  async function whenMigrated (ms = Infinity): Promise<void> {
-    if (closed) throw new StoreUnavailableError()
-    if (!migrated) await awaitAtMost(migration, ms)
+  /** Waits for a schema attempt in progress (T at most); rejects while the database is not reached. */
+  async function whenMigrated (): Promise<void> {
+    if (!migrated) await awaitAtMost(migration, statementTimeout)
     if (!migrated) throw new StoreUnavailableError({ cause: lastError })
   }
 
@@ -121,92 +119,72 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     const entry = { since: performance.now() }
     inFlight.add(entry)
     return write().then((value) => {
-      last = { ok: true, at: performance.now() }
-      failingSince = undefined
+      failing = undefined
       return value
     }, (error: unknown) => {
-      last = { ok: false, at: performance.now(), error }
-      failingSince ??= entry.since
+      failing = { since: failing?.since ?? entry.since, error }
       throw error
-    }).finally(() => inFlight.delete(entry))
+    }).finally(() => {
+      inFlight.delete(entry)
+      lastOutcomeAt = performance.now()
+    })
   }
 
-  /** No connection at all: the store's own error. Otherwise: writes fail, and for how long. */
-  function notReadyError (now: number): unknown {
-    if (last?.ok === false && notConnected(last.error) && inFlight.size === 0) return last.error
-    return new WritesFailingError(String(Math.round(now - (failingSince ?? oldest() ?? now))))
-  }
+  const notReadyError = (now: number): Error =>
+    new WritesFailingError(String(Math.round(now - (failing?.since ?? oldest() ?? now))), { cause: failing?.error })
 
-  const batches = createGroupCommit({
-    commit: run,
-    // Bounds one statement's size and time; while batches run, new inserts queue and leave together.
-    maxBatch: 1000,
-    maxInFlight: Math.min(4, max)
-  })
-
-  const enqueue = (id: PlantId, plant: Plant): Promise<InsertOutcome> =>
-    batches.add({ key: String(id), id: BigInt(id), plant })
+  // maxBatch bounds one statement's size and time; while batches run, new inserts queue and leave together.
+  const batches = createGroupCommit({ commit: run, maxBatch: 1000, maxInFlight: Math.min(4, max) })
 
   /** Inserts a batch as if its inserts ran one after another in arrival order. Never rejects. */
   async function run (batch: Entry[]): Promise<void> {
     const timeoutAt = (batch[0] as Entry).queuedAt + statementTimeout
-    // The first insert of an id is the one that can create it; later ones compare with what is stored.
-    const firstByKey = new Map<string, Entry>()
-    for (const pending of batch) if (!firstByKey.has(pending.item.key)) firstByKey.set(pending.item.key, pending)
-    // In id order, so concurrent batches (other replicas) take row locks in one order: no deadlock.
-    const rows = [...firstByKey.values()].map(({ item }) => item).sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
-    const insert = {
-      ...INSERT_BATCH,
-      values: [rows.map((row) => row.key), rows.map((row) => row.plant.name), rows.map((row) => row.plant.tag)]
-    }
-    const created = await recordOutcome(() => session.query<{ id: string }>(insert, timeoutAt))
-      .then((result) => new Set(result.rows.map((row) => row.id)), (error: unknown) => {
-        for (const pending of batch) pending.reject(error)
+    const values = (['id', 'name', 'tag'] as const).map((column) => batch.map(({ item }) => item[column]))
+    const created = await recordOutcome(() => session.query<{ id: string }>({ ...INSERT_BATCH, values }, timeoutAt))
+      .then(({ rows }) => new Set(rows.map((row) => row.id)), (error: unknown) => {
+        for (const entry of batch) entry.reject(error)
       })
     if (created === undefined) return
 
     const stored = new Map<string, Plant>()
-    for (const key of created) stored.set(key, (firstByKey.get(key) as Entry).item.plant)
-    const existingKeys = [...firstByKey.keys()].filter((key) => !created.has(key))
+    const existing = batch.filter(({ item }) => !created.has(item.id)).map(({ item }) => item.id)
     // A statement of its own: its snapshot sees the rows that made ON CONFLICT skip these ids. If it fails, they
     // are stored (their insert found them): only whether as this plant is not known.
-    const select = { ...SELECT_STORED, values: [existingKeys] }
-    const failure = existingKeys.length === 0
+    const failure = existing.length === 0
       ? undefined
-      : await session.query<{ id: string, name: string, tag: string | null }>(select, timeoutAt).then(
+      : await session.query<StoredRow>({ ...SELECT_STORED, values: [existing] }, timeoutAt).then(
         ({ rows }) => { for (const { id, name, tag } of rows) stored.set(id, tag === null ? { name } : { name, tag }) },
         (error: unknown) => new StoreOutcomeUnknownError({ cause: error instanceof Error ? error.cause : error }))
-    for (const pending of batch) {
-      const { key, plant } = pending.item
-      const found = stored.get(key)
-      if (created.has(key) && firstByKey.get(key) === pending) pending.resolve('created')
-      else if (found !== undefined) pending.resolve(samePlant(found, plant) ? 'same' : 'conflict')
-      else pending.reject(failure ?? new StoreUnavailableError({ cause: new Error(`plant ${key} not found`) }))
+    for (const { item, resolve, reject } of batch) {
+      const found = stored.get(item.id)
+      // The first insert of an id created it; the later ones compare with it.
+      if (created.delete(item.id)) {
+        stored.set(item.id, item)
+        resolve('created')
+      } else if (found !== undefined) resolve(samePlant(found, item) ? 'same' : 'conflict')
+      else reject(failure ?? unavailable(`plant ${item.id} not found`))
     }
   }
 
   return {
-    insert (id: PlantId, plant: Plant) {
+    insert (id: PlantId, plant: Plant): Promise<InsertOutcome> {
+      const item = { ...plant, id: String(id) }
       // Queued at once when the schema is in place, so an insert made before close() is in its last batch.
-      return migrated && !closed ? enqueue(id, plant) : whenMigrated(statementTimeout).then(() => enqueue(id, plant))
+      return migrated ? batches.add(item) : whenMigrated().then(() => batches.add(item))
     },
     async ready () {
       await whenMigrated()
       const now = performance.now()
       if (now - (oldest() ?? now) >= statementTimeout) throw notReadyError(now)
-      // The last outcome stands for FRESH_MS after a success, and after the start of a probe that has answered.
-      const probeAnswered = probing === undefined && now - probeStarted < FRESH_MS
-      if (probeAnswered || (last?.ok === true && now - last.at < FRESH_MS)) {
-        if (last?.ok === true) return
-        throw notReadyError(now)
+      if (now - lastOutcomeAt >= FRESH_MS) {
+        probing ??= recordOutcome(async () => {
+          const { rows } = await session.query<{ writable: boolean }>({ text: PROBE }, now + statementTimeout)
+          if (rows[0]?.writable !== true) throw unavailable('the server takes no writes')
+        }).then(() => true, () => true).finally(() => { probing = undefined })
+        const answered = await awaitAtMost(probing, (oldest() ?? now) + statementTimeout - now)
+        if (answered === undefined) throw notReadyError(performance.now())
       }
-      if (probing === undefined) {
-        probeStarted = now
-        probing = recordOutcome(() => session.query<{ writable: boolean }>(PROBE, now + statementTimeout).then(probe))
-          .then(noop, noop).finally(() => { probing = undefined })
-      }
-      const done = await awaitAtMost(probing.then(() => true), (oldest() ?? now) + statementTimeout - now)
-      if (done === undefined || last?.ok !== true) throw notReadyError(performance.now())
+      if (failing !== undefined) throw notReadyError(performance.now())
     },
     stats: session.stats,
     observe: batches.observe,
@@ -214,9 +192,7 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       if (closed) return
       closed = true
       clearTimeout(retryTimer)
-      await migration
-      await batches.close()
-      await probing
+      await Promise.all([migration, batches.close(), probing])
       await session.end()
     }
   }

@@ -22,17 +22,13 @@ const nothingStored = (error: unknown): boolean => error instanceof pg.DatabaseE
   ? serverRefused(error) || NEVER_SENT.test(error.message)
   : error instanceof Error && / is not queryable$/.test(error.message)
 
-const neverSent = new WeakSet<object>()
-/** A failure before anything was sent: no connection could be had (the server is down, the pool is full). */
-export const notConnected = (error: unknown): boolean => error instanceof Error && neverSent.has(error)
-
-interface Host { label: string, url: string }
+export const unavailable = (reason: string): Error => new StoreUnavailableError({ cause: new Error(reason) })
 
 /**
  * Reads DATABASE_URL as libpq does, with one host or several (`postgres://u@h1:5432,h2/db`), into one URL
  * per host. Errors name DATABASE_URL and a host's position, never a part of the URL (it may hold a password).
  */
-export function parsePostgresUrl (url: string): { hosts: Host[], attrs: string } {
+export function parsePostgresUrl (url: string) {
   const parts = /^(postgres(?:ql)?:\/\/)([^/?#]*@)?([^/?#]*)(.*)$/s.exec(url)
   if (parts === null) throw new ConfigError('DATABASE_URL: not a postgres:// URL')
   const [, scheme = '', userinfo = '', hostList = '', path = ''] = parts
@@ -65,165 +61,119 @@ export function parsePostgresUrl (url: string): { hosts: Host[], attrs: string }
   return { hosts, attrs }
 }
 
-/** A pool per host, the one that takes writes selected on demand; the others are ended as they are left. */
-function createHostPool (url: string, max: number, connectTimeoutMs: number, selected: (label: string) => void) {
+/**
+ * A pool per host, the first in the URL's order that answers and suits target_session_attrs chosen (again after
+ * leave()); one host that any server will do for is never checked. A pool left keeps its statements in flight.
+ */
+function createHostPool (url: string, config: pg.PoolConfig, chosen: (label: string) => void) {
   const { hosts, attrs } = parsePostgresUrl(url)
-  // One host that any server will do for is never selected again: its pool stays for the process.
-  const singleHost = hosts.length === 1 && attrs === 'any'
-  // What every pooler passes: no startup parameter but application_name, no session state. No query_timeout:
-  // the session cancels a statement, keeping its connection.
-  // Without an error listener, an idle client's error (a restart, a failover) would end the process.
-  const config = { max, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, application_name: 'plant-store' }
-  const open = (host: Host): pg.Pool => new pg.Pool({ ...config, connectionString: host.url }).on('error', noop)
-  let current = singleHost ? open(hosts[0] as Host) : undefined
-  let selecting: Promise<pg.Pool> | undefined
-  let ended = false
-  const ending = new Set<Promise<void>>()
+  // Without error listeners, a client's error (a restart, a failover) would end the process; a statement's own
+  // failure comes as its rejection.
+  const open = (connectionString: string): pg.Pool => new pg.Pool({ ...config, connectionString }).on('error', noop)
+    .on('connect', (client) => client.on('error', noop))
+  const pools = hosts.map(({ label, url }) => ({ label, pool: open(url) }))
   const check = attrs === 'read-write'
     ? 'SELECT NOT current_setting(\'transaction_read_only\')::bool AS ok'
-    : 'SELECT NOT pg_is_in_recovery() AS ok'
+    : attrs === 'primary' ? 'SELECT NOT pg_is_in_recovery() AS ok' : 'SELECT true AS ok'
+  const onlyChoice = hosts.length === 1 && attrs === 'any'
+  let current = onlyChoice ? pools[0]?.pool : undefined
+  let choosing: Promise<pg.Pool> | undefined
 
-  async function select (): Promise<pg.Pool> {
+  async function choose (): Promise<pg.Pool> {
     const reasons: string[] = []
-    for (const host of hosts) {
-      const pool = open(host)
+    for (const { label, pool } of pools) {
       try {
-        if (attrs === 'any' || (await pool.query<{ ok: boolean }>(check)).rows[0]?.ok === true) {
-          if (!ended) {
-            selected(host.label)
-            return (current = pool)
-          }
-        } else reasons.push(`${host.label} is ${attrs === 'read-write' ? 'read-only' : 'a standby'}`)
+        const { rows } = await pool.query<{ ok: boolean }>(check)
+        if (rows[0]?.ok !== true) reasons.push(`${label} is ${attrs === 'primary' ? 'a standby' : 'read-only'}`)
+        else {
+          chosen(label)
+          return (current = pool)
+        }
       } catch (error) {
         const cause = summarizeCause(error)
-        reasons.push(`${host.label}: ${cause?.code === undefined ? '' : `${cause.code} `}${cause?.message ?? 'failed'}`)
+        reasons.push(`${label}: ${cause?.code === undefined ? '' : `${cause.code} `}${cause?.message ?? 'failed'}`)
       }
-      endInBackground(pool)
-      if (ended) break
     }
-    throw new Error(`no host takes writes (target_session_attrs=${attrs}): ${reasons.join('; ') || 'closed'}`)
+    throw new Error(`no host takes writes (target_session_attrs=${attrs}): ${reasons.join('; ')}`)
   }
 
-  function endInBackground (pool: pg.Pool): void {
-    // Not awaited: its statements in flight finish first, and a black-holed host never holds anything up.
-    const done = pool.end().catch(noop).finally(() => ending.delete(done))
-    ending.add(done)
+  /** The pool's host may be gone or read-only: the next statement chooses a host again. */
+  function leave (pool: pg.Pool): void {
+    if (!onlyChoice && pool === current) current = undefined
   }
 
   return {
     current: () => current,
-    get: (): Promise<pg.Pool> => current === undefined
-      ? (selecting ??= select().finally(() => { selecting = undefined }))
-      : Promise.resolve(current),
-    /** The pool's host may be gone or read-only: the next statement selects a host again. */
-    leave (pool: pg.Pool): void {
-      if (singleHost || pool !== current) return
-      current = undefined
-      endInBackground(pool)
+    leave,
+    async connect (): Promise<{ pool: pg.Pool, client: pg.PoolClient }> {
+      const pool = current ?? await (choosing ??= choose().finally(() => { choosing = undefined }))
+      return { pool, client: await pool.connect().catch((error: unknown) => { leave(pool); throw error }) }
     },
-    async end () {
-      ended = true
-      await selecting?.catch(noop)
-      await Promise.all([current?.end(), ...ending])
-    }
-  }
-}
-
-/**
- * Connections whose statement was given up on: each stays out of the pool, re-cancelled every second, until the
- * server answers, QUARANTINE_MS pass or the store closes, so there are never more backends than the pool.
- */
-function createQuarantine () {
-  const closers = new Map<Promise<void>, () => void>()
-  return {
-    add (client: pg.PoolClient, work: Promise<unknown>): void {
-      let open = true
-      // Released with an error, the client is closed by the pool, and a statement still pending fails.
-      const close = (): void => {
-        if (open) client.release(true)
-        open = false
-      }
-      const recancel = setInterval(() => { void cancel(client, QUARANTINE_MS) }, 1000)
-      void awaitAtMost(work, QUARANTINE_MS).then(close)
-      const done = work.then(() => {
-        clearInterval(recancel)
-        client.removeListener('error', noop)
-        closers.delete(done)
-      })
-      closers.set(done, close)
-    },
-    async closeAll () {
-      for (const close of closers.values()) close()
-      await Promise.all(closers.keys())
-    }
+    /** Ended pools refuse a choice in progress at once. */
+    end: () => Promise.all([choosing?.catch(noop), ...pools.map(({ pool }) => pool.end())])
   }
 }
 
 /**
  * The store's statements on the host that takes writes, each answered within CANCEL_ANSWER_MS of its timeout
- * however the server stalls: a statement still running then gets the protocol's cancel (see createQuarantine).
+ * however the server stalls: a statement still running then gets the protocol's cancel. A connection whose
+ * statement was given up on stays out of the pool, re-cancelled every second, until the server answers,
+ * QUARANTINE_MS pass or the store closes, so there are never more backends than the pool.
  */
-export function createSession (url: string, max: number, connectTimeoutMs: number, selected: (label: string) => void) {
-  const hosts = createHostPool(url, max, connectTimeoutMs, selected)
-  const quarantine = createQuarantine()
+export function createSession (url: string, max: number, connectTimeoutMs: number, chosen: (label: string) => void) {
+  // What every pooler passes: no startup parameter but application_name, no session state.
+  const config = { max, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, application_name: 'plant-store' }
+  const hosts = createHostPool(url, config, chosen)
+  const quarantined = new Set<pg.PoolClient>()
   // Named statements are parsed once per connection, until a pooler shows that it does not keep them.
   let prepared = true
+  // Released with an error, the client is closed by the pool, and a statement still pending fails.
+  const release = (client: pg.PoolClient): void => { if (quarantined.delete(client)) client.release(true) }
 
-  /** A connection by the statement's timeout, else StoreUnavailableError (nothing sent), also when queued too long. */
-  async function acquire (timeoutAt: number): Promise<{ pool: pg.Pool, client: pg.PoolClient }> {
-    const budget = timeoutAt - performance.now()
-    const connecting = (async () => {
-      if (budget <= 0) throw new Error('timed out queued behind statements the database has not answered')
-      const pool = await hosts.get()
-      return { pool, client: await pool.connect().catch((error: unknown) => { hosts.leave(pool); throw error }) }
-    })()
-    try {
-      const connected = await awaitAtMost(connecting, budget)
-      if (connected !== undefined) return connected
-      throw new Error(`timed out after ${Math.round(budget)} ms waiting for a connection to the database`)
-    } catch (error) {
-      // A connection that comes too late goes back unused.
-      connecting.then(({ client }) => { client.release() }, noop)
-      const failure = new StoreUnavailableError({ cause: error })
-      neverSent.add(failure)
-      throw failure
-    }
+  function quarantine (client: pg.PoolClient, work: Promise<unknown>): void {
+    quarantined.add(client)
+    const recancel = setInterval(() => { void cancel(client, QUARANTINE_MS) }, 1000)
+    void work.finally(() => { clearInterval(recancel) })
+    void awaitAtMost(work, QUARANTINE_MS).then(() => { release(client) })
   }
 
   /**
-   * `statement` as one message: one implicit transaction, one round trip through any pooler. After a cancel, a
-   * success is no acknowledgement: a commit whose wait for the standby was cancelled is kept on the primary alone.
+   * `statement` as one message: one implicit transaction, one round trip through any pooler. No connection by the
+   * timeout (also when queued too long) is StoreUnavailableError: nothing was sent. After a cancel, a success is no
+   * acknowledgement: a commit whose wait for the standby was cancelled is kept on the primary alone.
    */
-  async function query<Row extends pg.QueryResultRow> (statement: string | pg.QueryConfig, timeoutAt: number):
+  async function query<Row extends pg.QueryResultRow> (statement: pg.QueryConfig, timeoutAt: number):
   Promise<pg.QueryResult<Row>> {
-    const { pool, client } = await acquire(timeoutAt)
-    // A checked-out client reports a lost connection as an event too; the query's rejection carries it.
-    client.on('error', noop)
-    const sent = typeof statement === 'string' || prepared ? statement : { ...statement, name: undefined }
+    if (timeoutAt <= performance.now()) throw unavailable('timed out queued behind statements not yet answered')
+    const attempt = hosts.connect()
+    const connected = await awaitAtMost(attempt, timeoutAt - performance.now()).catch((cause: unknown) => ({ cause }))
+    if (connected === undefined || 'cause' in connected) {
+      attempt.then(({ client }) => { client.release() }, noop)
+      throw new StoreUnavailableError({ cause: connected?.cause ?? new Error('timed out waiting for a connection') })
+    }
+    const { pool, client } = connected
+    const sent = prepared ? statement : { ...statement, name: undefined }
     const work = client.query<Row>(sent).then((result) => ({ result }), (error: unknown) => ({ error }))
     let answer = await awaitAtMost(work, timeoutAt - performance.now())
-    const cancelled = answer === undefined ? cancel(client, QUARANTINE_MS) : undefined
+    const cancelled = answer === undefined
+    if (cancelled) void cancel(client, QUARANTINE_MS)
     answer ??= await awaitAtMost(work, timeoutAt + CANCEL_ANSWER_MS - performance.now())
     if (answer === undefined) {
-      quarantine.add(client, work)
+      quarantine(client, work)
       hosts.leave(pool)
-      throw new StoreOutcomeUnknownError({
-        cause: new Error('timed out: the database answered neither the statement nor its cancel by the deadline')
-      })
+      throw new StoreOutcomeUnknownError({ cause: new Error('no answer to the statement or its cancel in time') })
     }
-    client.removeListener('error', noop)
     const failure = 'error' in answer ? answer.error : undefined
     const code = failure instanceof pg.DatabaseError ? failure.code : undefined
-    // Back to the pool after a clean refusal; closed after anything else or a read-only server (25006).
-    const drop = 'error' in answer && (!serverRefused(failure) || code === '25006')
-    void Promise.resolve(cancelled).then(() => {
-      client.release(drop)
-      if (drop) hosts.leave(pool)
-    })
-    if ('result' in answer && cancelled === undefined) return answer.result
+    // Back to the pool after a clean refusal; closed after anything else, a read-only server (25006) or a cancel (sent
+    // on a connection of its own, it could reach this one's next statement).
+    const drop = failure !== undefined && (!serverRefused(failure) || code === '25006')
+    client.release(drop || cancelled)
+    if (drop) hosts.leave(pool)
+    if ('result' in answer && !cancelled) return answer.result
     // A pooler in transaction mode (PgBouncer before 1.21) hands a named statement to a server that has not
     // parsed it, or has already: refused before it ran, it runs again unnamed, as does every later one.
-    if (typeof sent !== 'string' && sent.name !== undefined && (code === '26000' || code === '42P05')) {
+    if (sent.name !== undefined && (code === '26000' || code === '42P05')) {
       prepared = false
       return await query(statement, timeoutAt)
     }
@@ -234,24 +184,22 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
 
   return {
     query,
-    stats: () => {
-      const pool = hosts.current()
-      return {
-        poolConnections: pool?.totalCount ?? 0,
-        poolIdleConnections: pool?.idleCount ?? 0,
-        poolWaitingRequests: pool?.waitingCount ?? 0
-      }
-    },
-    end: async () => { await Promise.all([quarantine.closeAll(), hosts.end()]) }
+    stats: () => ({
+      poolConnections: hosts.current()?.totalCount ?? 0,
+      poolIdleConnections: hosts.current()?.idleCount ?? 0,
+      poolWaitingRequests: hosts.current()?.waitingCount ?? 0
+    }),
+    async end () {
+      for (const client of quarantined) release(client)
+      await hosts.end()
+    }
   }
 }
 
-/** `work`'s outcome, or undefined once `ms` have passed before it (never, for Infinity). */
+/** `work`'s outcome, or undefined once `ms` have passed before it. */
 export function awaitAtMost<T> (work: Promise<T>, ms: number): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined
-  const late = new Promise<undefined>((resolve) => {
-    if (ms !== Infinity) timer = setTimeout(resolve, Math.max(0, ms), undefined)
-  })
+  const late = new Promise<undefined>((resolve) => { timer = setTimeout(resolve, Math.max(0, ms), undefined) })
   return Promise.race([work, late]).finally(() => { clearTimeout(timer) })
 }
 
