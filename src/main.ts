@@ -21,6 +21,8 @@ async function main (): Promise<void> {
     // Lines are written as they come; with 0, flush() would not wait for the lines held.
     minLength: 1,
     maxLength: config.logBufferMaxBytes,
+    // SonicBoom measures the chunk it appends to at every line: 4 KiB chunks keep that cheap under a backlog.
+    maxWrite: 4096,
     retryEAGAIN: () => !exiting
   })
   // Prepended: pino's own exit flush, which throws on a full pipe, then finds the destination flushed or destroyed.
