@@ -35,15 +35,17 @@ export async function typesText (text) {
 }
 
 async function main () {
-  const [{ default: pino }, { buildApp }, { createTokenSet }, { createMemoryPlantRepository }] = await Promise.all([
+  const [{ default: pino }, { buildApp }, { loadConfig }, { createTokenSet }, { createMemoryPlantRepository }] = await Promise.all([
     import('pino'),
     import('../dist/app.js'),
+    import('../dist/config/load-config.js'),
     import('../dist/plugins/auth.js'),
     import('../dist/plants/memory-plant-repository.js')
   ])
+  const config = loadConfig({ API_TOKENS: 'unused-token-0123456789' })
   const app = await buildApp({
-    config: { bodyLimit: 16384 },
-    tokens: createTokenSet(['unused-token']),
+    config,
+    tokens: createTokenSet(config.tokens),
     repository: createMemoryPlantRepository({ maxPlants: 1 }),
     logger: pino({ level: 'silent' })
   })

@@ -1,6 +1,6 @@
 import Fastify, { type FastifyBaseLogger } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { defaultHttpLimits, defaultOverloadLimits, type Config } from './config/load-config.js'
+import type { Config } from './config/load-config.js'
 import { AccessLog } from './observability/access-log.js'
 import { auth, type TokenSet } from './plugins/auth.js'
 import { edgeOptions, httpEdge } from './plugins/http-edge.js'
@@ -18,9 +18,9 @@ import { sharedSchemas } from './schemas.js'
 import { validatorCompiler } from './validation.js'
 
 export interface AppOptions {
-  /** http and overload default to config/load-config.ts's defaults; no rateLimit means none. */
-  config: Pick<Config, 'bodyLimit'> &
-    Partial<Pick<Config, 'http' | 'overload' | 'rateLimit' | 'corsOrigins' | 'otlpEndpoint' | 'shutdownDelayMs'>>
+  /** loadConfig's values; no rateLimit means none. */
+  config: Pick<Config, 'bodyLimit' | 'http' | 'overload'> &
+    Partial<Pick<Config, 'rateLimit' | 'corsOrigins' | 'otlpEndpoint' | 'shutdownDelayMs'>>
   tokens: TokenSet
   repository: PlantRepository
   /** The pino logger: main.ts's writes JSON lines to stdout, tests' write to memory. */
@@ -31,7 +31,6 @@ export interface AppOptions {
 
 /** The composition root: plugins in order. Never listens; main.ts does. */
 export async function buildApp ({ config, tokens, repository: store, logger, metrics }: AppOptions) {
-  const limits = config.http ?? defaultHttpLimits
   // Loaded only when configured: the OpenTelemetry packages cost start time and memory otherwise.
   const tracing = config.otlpEndpoint === undefined
     ? undefined
@@ -43,14 +42,14 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
     loggerInstance: logger,
     bodyLimit: config.bodyLimit,
     // Slow or stalled clients are cut off instead of holding a connection (docs/operating.md).
-    connectionTimeout: limits.connectionTimeoutMs,
-    keepAliveTimeout: limits.keepAliveTimeoutMs,
-    requestTimeout: limits.requestTimeoutMs,
+    connectionTimeout: config.http.connectionTimeoutMs,
+    keepAliveTimeout: config.http.keepAliveTimeoutMs,
+    requestTimeout: config.http.requestTimeoutMs,
     http: {
-      headersTimeout: limits.headersTimeoutMs,
-      maxHeaderSize: limits.maxHeaderBytes,
+      headersTimeout: config.http.headersTimeoutMs,
+      maxHeaderSize: config.http.maxHeaderBytes,
       // Node enforces the two timeouts above only when it checks, every 30 s by default.
-      connectionsCheckingInterval: Math.min(1000, Math.ceil(limits.headersTimeoutMs / 4)),
+      connectionsCheckingInterval: Math.min(1000, Math.ceil(config.http.headersTimeoutMs / 4)),
       // A missing Host is answered by the edge, with the Error record.
       requireHostHeader: false
     },
@@ -67,7 +66,7 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
   await app.register(httpEdge, { corsOrigins: config.corsOrigins })
   await app.register(shutdown, { delayMs: config.shutdownDelayMs ?? 0 })
   app.addHook('onClose', async () => { await repository.close() })
-  await app.register(overload, { limits: config.overload ?? defaultOverloadLimits() })
+  await app.register(overload, { limits: config.overload })
   await app.register(jsonBody, { bodyLimit: config.bodyLimit })
   await app.register(openapi)
   await app.register(healthRoutes, { repository })

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream'
 import pino from 'pino'
 import { onTestFinished } from 'vitest'
 import { buildApp, type App, type AppOptions } from '../src/app.js'
-import { defaultOverloadLimits, type TokenEntry } from '../src/config/load-config.js'
+import { loadConfig, type TokenEntry } from '../src/config/load-config.js'
 import { createTokenSet, type TokenSet } from '../src/plugins/auth.js'
 import { createMemoryPlantRepository } from '../src/plants/memory-plant-repository.js'
 import type { PlantRepository } from '../src/plants/plant-repository.js'
@@ -11,6 +11,8 @@ import type { Metrics } from '../src/observability/metrics.js'
 export const TOKEN = 'test-token-0123456789'
 export const AUTH = { authorization: `Bearer ${TOKEN}` }
 export const JSON_AUTH = { ...AUTH, 'content-type': 'application/json' }
+/** What loadConfig reads from an environment with only a token, outside a container (no memory limit). */
+export const DEFAULT_CONFIG = loadConfig({ API_TOKENS: TOKEN }, { memoryLimit: () => undefined })
 
 export interface TestAppOptions {
   repository?: PlantRepository
@@ -42,7 +44,12 @@ export async function buildTestApp (options: TestAppOptions = {}): Promise<App> 
     // No shedding on event-loop delay unless a test asks for it (overload.test.ts): a loaded machine
     // (a shared CI runner, a mutation run) delays the loop by hundreds of ms, and a 503 there is the
     // machine's, not the code's. The heap check stays.
-    config: { bodyLimit: options.bodyLimit ?? 16384, overload: { ...defaultOverloadLimits(), maxEventLoopDelayMs: 0 }, ...options.config },
+    config: {
+      bodyLimit: options.bodyLimit ?? 16384,
+      http: DEFAULT_CONFIG.http,
+      overload: { ...DEFAULT_CONFIG.overload, maxEventLoopDelayMs: 0 },
+      ...options.config
+    },
     tokens: options.tokenSet ?? createTokenSet(options.tokens ?? [TOKEN]),
     repository: options.repository ?? createMemoryPlantRepository({ maxPlants: options.maxPlants ?? 100000 }),
     logger,

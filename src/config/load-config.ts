@@ -1,5 +1,5 @@
 import { getHeapStatistics } from 'node:v8'
-import { readEnv, type Env } from './env.js'
+import { readEnv } from './env.js'
 import { parseTokens, readTokensFile } from './tokens.js'
 import { ConfigError } from '../lib/config-error.js'
 import { memoryLimit } from '../lib/memory-limit.js'
@@ -18,29 +18,6 @@ export const defaultMaxHeapUsedBytes = (): number => Math.floor(getHeapStatistic
  * explicit value may ask). A plant with a 512-byte name takes about 600 bytes in the Map: full (507) before the heap.
  */
 export const LIMIT_BYTES_PER_PLANT = 8192
-
-const httpLimits = (values: Env) => ({
-  headersTimeoutMs: values.HEADERS_TIMEOUT_MS,
-  requestTimeoutMs: values.REQUEST_TIMEOUT_MS,
-  connectionTimeoutMs: values.CONNECTION_TIMEOUT_MS,
-  keepAliveTimeoutMs: values.KEEP_ALIVE_TIMEOUT_MS,
-  maxHeaderBytes: values.MAX_HEADER_BYTES
-})
-
-/** When to shed requests with 503 instead of queueing them; 0 turns a check off. */
-const overloadLimits = (values: Env, limit = Infinity) => ({
-  maxEventLoopDelayMs: values.MAX_EVENT_LOOP_DELAY_MS,
-  // V8 sizes its heap from the machine, not the container: under a limit, shed at half of it in heap.
-  maxHeapUsedBytes: values.MAX_HEAP_USED_BYTES ?? Math.min(defaultMaxHeapUsedBytes(), Math.floor(limit / 2)),
-  maxRssBytes: values.MAX_RSS_BYTES,
-  // 85 % of a limit in resident memory; the rest is the process under load.
-  maxRssAnonBytes: values.MAX_RSS_ANON_BYTES ?? (limit === Infinity ? 0 : Math.floor(limit * 0.85)),
-  sampleIntervalMs: 1000
-})
-
-// The defaults are the schema's (config/env.ts), for callers that build an app without the environment.
-export const defaultHttpLimits = httpLimits(readEnv({}))
-export const defaultOverloadLimits = () => overloadLimits(readEnv({}))
 
 /** Reads and checks the configuration once, at start. Throws ConfigError naming the variable. */
 export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
@@ -82,8 +59,23 @@ export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
     maxPlants: values.MAX_PLANTS ?? Math.min(1000000, plantsHeld),
     shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS,
     shutdownDelayMs: values.SHUTDOWN_DELAY_MS,
-    http: httpLimits(values),
-    overload: overloadLimits(values, limit),
+    http: {
+      headersTimeoutMs: values.HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: values.REQUEST_TIMEOUT_MS,
+      connectionTimeoutMs: values.CONNECTION_TIMEOUT_MS,
+      keepAliveTimeoutMs: values.KEEP_ALIVE_TIMEOUT_MS,
+      maxHeaderBytes: values.MAX_HEADER_BYTES
+    },
+    // When to shed requests with 503 instead of queueing them; 0 turns a check off.
+    overload: {
+      maxEventLoopDelayMs: values.MAX_EVENT_LOOP_DELAY_MS,
+      // V8 sizes its heap from the machine, not the container: under a limit, shed at half of it in heap.
+      maxHeapUsedBytes: values.MAX_HEAP_USED_BYTES ?? Math.min(defaultMaxHeapUsedBytes(), Math.floor(limit / 2)),
+      maxRssBytes: values.MAX_RSS_BYTES,
+      // 85 % of a limit in resident memory; the rest is the process under load.
+      maxRssAnonBytes: values.MAX_RSS_ANON_BYTES ?? (limit === Infinity ? 0 : Math.floor(limit * 0.85)),
+      sampleIntervalMs: 1000
+    },
     ...(values.RATE_LIMIT_PER_MINUTE > 0 && {
       rateLimit: {
         perMinute: values.RATE_LIMIT_PER_MINUTE,

@@ -4,12 +4,11 @@ import { gzipSync } from 'node:zlib'
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { defaultOverloadLimits } from '../../src/config/load-config.js'
 import { createMemoryPlantRepository } from '../../src/plants/memory-plant-repository.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 import { INT64_MAX, INT64_MIN } from '../../src/schemas.js'
 import type { App } from '../../src/app.js'
-import { TOKEN, buildTestApp } from '../helpers.js'
+import { TOKEN, buildTestApp, DEFAULT_CONFIG } from '../helpers.js'
 import { parseRawReply } from './hardening-helpers.js'
 
 /**
@@ -357,7 +356,7 @@ describe('fuzzing the HTTP edge on real sockets (fast-check, bounded by runs)', 
       // Shedding is a documented 503, but no 5xx is what is asserted: pressure is off here.
       config: {
         http: HTTP_LIMITS,
-        overload: { ...defaultOverloadLimits(), maxEventLoopDelayMs: 0, maxHeapUsedBytes: 0 },
+        overload: { ...DEFAULT_CONFIG.overload, maxEventLoopDelayMs: 0, maxHeapUsedBytes: 0 },
         ...(cors ? { corsOrigins: [ORIGIN] } : {})
       }
     })

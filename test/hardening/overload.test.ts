@@ -1,9 +1,8 @@
 import '@fastify/under-pressure'
 import { describe, expect, it } from 'vitest'
 import Fastify from 'fastify'
-import { defaultOverloadLimits } from '../../src/config/load-config.js'
 import { overload } from '../../src/plugins/overload.js'
-import { buildTestApp, postPlant } from '../helpers.js'
+import { buildTestApp, postPlant, DEFAULT_CONFIG } from '../helpers.js'
 import { countingRepository, until } from './hardening-helpers.js'
 
 const busyFor = (ms: number): void => {
@@ -14,7 +13,7 @@ const busyFor = (ms: number): void => {
 describe('overload shedding (under-pressure)', () => {
   it('answers 503 Error with Retry-After while the event loop is saturated, keeps /livez up, reports on /readyz, and recovers', async () => {
     const app = await buildTestApp({
-      config: { overload: { ...defaultOverloadLimits(), maxEventLoopDelayMs: 50, sampleIntervalMs: 100 } }
+      config: { overload: { ...DEFAULT_CONFIG.overload, maxEventLoopDelayMs: 50, sampleIntervalMs: 100 } }
     })
     await app.ready()
     // A loop that is busy 150 ms at a time, as under a flood of expensive requests.
@@ -43,7 +42,7 @@ describe('overload shedding (under-pressure)', () => {
   it('sheds before authentication: an overloaded process does not spend time on tokens', async () => {
     // A heap limit of 1 byte is always exceeded: pressure from the first sample on.
     const app = await buildTestApp({
-      config: { overload: { ...defaultOverloadLimits(), maxHeapUsedBytes: 1, sampleIntervalMs: 10 } }
+      config: { overload: { ...DEFAULT_CONFIG.overload, maxHeapUsedBytes: 1, sampleIntervalMs: 10 } }
     })
     await app.ready()
     await until(() => app.isUnderPressure(), 5000, 'pressure seen')
@@ -55,7 +54,7 @@ describe('overload shedding (under-pressure)', () => {
 
   it('answers another method on /plants 405 even under pressure (the edge refuses it first: nothing is read, and a retry would not help)', async () => {
     const app = await buildTestApp({
-      config: { overload: { ...defaultOverloadLimits(), maxHeapUsedBytes: 1, sampleIntervalMs: 10 } }
+      config: { overload: { ...DEFAULT_CONFIG.overload, maxHeapUsedBytes: 1, sampleIntervalMs: 10 } }
     })
     await app.ready()
     await until(() => app.isUnderPressure(), 5000, 'pressure seen')
@@ -71,7 +70,7 @@ describe('overload shedding (under-pressure)', () => {
     const repository = countingRepository()
     const app = await buildTestApp({
       repository,
-      config: { overload: { ...defaultOverloadLimits(), maxRssBytes: 1, sampleIntervalMs: 10 } }
+      config: { overload: { ...DEFAULT_CONFIG.overload, maxRssBytes: 1, sampleIntervalMs: 10 } }
     })
     await app.ready()
     await until(() => app.isUnderPressure(), 5000, 'pressure seen')
@@ -81,7 +80,7 @@ describe('overload shedding (under-pressure)', () => {
 
   it('sheds with 503 and Retry-After while the real resident anonymous memory is at MAX_RSS_ANON_BYTES, and not below it', async () => {
     const repository = countingRepository()
-    const only = { ...defaultOverloadLimits(), maxEventLoopDelayMs: 0, maxHeapUsedBytes: 0, sampleIntervalMs: 10 }
+    const only = { ...DEFAULT_CONFIG.overload, maxEventLoopDelayMs: 0, maxHeapUsedBytes: 0, sampleIntervalMs: 10 }
     const over = await buildTestApp({ repository, config: { overload: { ...only, maxRssAnonBytes: 1 } } })
     await over.ready()
     const shed = await postPlant(over, { id: 7, name: 'fern' })
@@ -98,7 +97,7 @@ describe('overload shedding (under-pressure)', () => {
     // Only the memory check: a loaded machine's event-loop delay must not be what is seen.
     await app.register(overload, {
       limits: {
-        ...defaultOverloadLimits(),
+        ...DEFAULT_CONFIG.overload,
         maxEventLoopDelayMs: 0,
         maxHeapUsedBytes: 0,
         maxRssAnonBytes: 1000,
@@ -119,7 +118,7 @@ describe('overload shedding (under-pressure)', () => {
   })
 
   it('has all checks on by default except RSS and resident anonymous memory, which depend on the container', () => {
-    const limits = defaultOverloadLimits()
+    const limits = DEFAULT_CONFIG.overload
     expect(limits.maxEventLoopDelayMs).toBe(200)
     expect(limits.maxHeapUsedBytes).toBeGreaterThan(0)
     expect(limits.maxRssBytes).toBe(0)

@@ -1,12 +1,11 @@
 import { request } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { defaultHttpLimits } from '../../src/config/load-config.js'
-import { TOKEN, buildTestApp } from '../helpers.js'
+import { TOKEN, buildTestApp, DEFAULT_CONFIG } from '../helpers.js'
 import { countingRepository, parseRawReply, until } from './hardening-helpers.js'
 
 const SLOW_CONNECTIONS = 300
-const limits = { ...defaultHttpLimits, headersTimeoutMs: 1000, requestTimeoutMs: 2000, connectionTimeoutMs: 5000 }
+const limits = { ...DEFAULT_CONFIG.http, headersTimeoutMs: 1000, requestTimeoutMs: 2000, connectionTimeoutMs: 5000 }
 
 interface Slow {
   socket: Socket
@@ -99,7 +98,7 @@ describe('slow clients', () => {
   })
 
   it('uses the documented defaults', () => {
-    expect(defaultHttpLimits).toEqual({
+    expect(DEFAULT_CONFIG.http).toEqual({
       headersTimeoutMs: 10000,
       requestTimeoutMs: 15000,
       connectionTimeoutMs: 30000,

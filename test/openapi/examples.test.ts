@@ -1,11 +1,10 @@
 import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { defaultHttpLimits } from '../../src/config/load-config.js'
 import { StoreUnavailableError } from '../../src/errors.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 import { errorExamples, type ErrorRecord } from '../../src/schemas.js'
 import { parseRawReply, rawExchange } from '../hardening/hardening-helpers.js'
-import { AUTH, buildTestApp, postPlant, TOKEN } from '../helpers.js'
+import { AUTH, buildTestApp, postPlant, TOKEN, DEFAULT_CONFIG } from '../helpers.js'
 
 interface Example { value: unknown }
 interface Media { schema: unknown, example?: unknown, examples?: Record<string, Example> }
@@ -58,7 +57,7 @@ const provoke: Record<keyof typeof errorExamples, () => Promise<ErrorRecord>> = 
   missingHost: async () => rawReply('GET /livez HTTP/1.1\r\nConnection: close\r\n\r\n'),
   // Headers that never end, cut off at HEADERS_TIMEOUT_MS.
   408: async () => rawReply(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\n`,
-    { config: { http: { ...defaultHttpLimits, headersTimeoutMs: 200, requestTimeoutMs: 400 } } }),
+    { config: { http: { ...DEFAULT_CONFIG.http, headersTimeoutMs: 200, requestTimeoutMs: 400 } } }),
   431: async () => rawReply(`POST /plants HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20000)}\r\n\r\n`),
   507: async () => {
     const app = await buildTestApp({ maxPlants: 1 })
