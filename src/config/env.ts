@@ -8,15 +8,13 @@ const integer = (minimum: number, maximum: number, defaultValue: number) =>
 const optionalInteger = (minimum: number, maximum = Number.MAX_SAFE_INTEGER) =>
   Type.Optional(Type.Number({ multipleOf: 1, minimum, maximum }))
 const milliseconds = (defaultValue: number) => integer(100, 600000, defaultValue)
-const choice = (values: string[], defaultValue: string) =>
-  Type.String({ pattern: `^(${values.join('|')})$`, default: defaultValue })
 const optionalString = (pattern = '') => Type.Optional(Type.String({ pattern }))
 
 /** The environment the service reads, one row a variable (docs/configuration.md), each also a field of Config. */
 export const Env = Type.Object({
   PORT: integer(0, 65535, 3000),
   HOST: Type.String({ default: '127.0.0.1' }),
-  LOG_LEVEL: choice(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
+  LOG_LEVEL: Type.String({ pattern: '^(fatal|error|warn|info|debug|trace|silent)$', default: 'info' }),
   LOG_BUFFER_MAX_BYTES: optionalInteger(65536, 1073741824),
   API_TOKENS: optionalString(),
   API_TOKENS_FILE: optionalString(),
