@@ -36,19 +36,13 @@ export function createMetrics () {
   const inserts = counter('plant_store_inserts_total',
     'Store inserts by outcome: created, same, conflict, error (nothing stored), unknown (stored or not).',
     { outcome: ['created', 'same', 'conflict', 'error', 'unknown'] })
-  const insertSeconds = new Histogram({
-    name: 'plant_store_insert_duration_seconds',
-    help: 'Time of one store insert, group-commit wait included, in seconds.',
-    buckets: DURATION_BUCKETS,
-    registers: [registry]
-  })
-  const requestSeconds = new Histogram({
-    name: 'http_server_request_duration_seconds',
-    help: 'Duration of HTTP server requests, from arrival to the end of the reply, in seconds.',
-    labelNames: ['http_request_method', 'http_route', 'http_response_status_code'],
-    buckets: DURATION_BUCKETS,
-    registers: [registry]
-  })
+  const histogram = (name: string, help: string, labelNames: string[] = [], buckets = DURATION_BUCKETS) =>
+    new Histogram({ name, help, labelNames, buckets, registers: [registry] })
+  const insertSeconds = histogram('plant_store_insert_duration_seconds',
+    'Time of one store insert, group-commit wait included, in seconds.')
+  const requestSeconds = histogram('http_server_request_duration_seconds',
+    'Duration of HTTP server requests, from arrival to the end of the reply, in seconds.',
+    ['http_request_method', 'http_route', 'http_response_status_code'])
 
   return {
     /** What GET /metrics serves. */
@@ -69,13 +63,10 @@ export function createMetrics () {
     /** Exports what this store tells of itself: group-commit sizes, its pool or fill (read when scraped). */
     watchStore (store: PlantRepository) {
       if (store.observe !== undefined) {
-        const batches = new Histogram({
-          name: 'plant_store_group_commit_batch_size',
-          help: 'Inserts per group commit (one SQLite transaction, or one PostgreSQL statement).',
-          // A PostgreSQL batch holds at most 1000.
-          buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000],
-          registers: [registry]
-        })
+        // A PostgreSQL batch holds at most 1000.
+        const batches = histogram('plant_store_group_commit_batch_size',
+          'Inserts per group commit (one SQLite transaction, or one PostgreSQL statement).', [],
+          [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000])
         store.observe({ batch: (size) => { batches.observe(size) } })
       }
       // Read when scraped, never per request.
