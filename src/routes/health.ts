@@ -3,8 +3,6 @@ import { NotReadyError, WritesFailingError } from '../errors.js'
 import type { PlantRepository } from '../plants/plant-repository.js'
 import { errorResponse, Health, jsonResponse } from '../schemas.js'
 
-export interface HealthRoutesOptions { repository: PlantRepository }
-
 /** A probe's schema: open (no token), a Health answer, and the Error record for a malformed request. */
 const probe = (operationId: string, summary: string, answer: string, responses = {}) => ({
   schema: {
@@ -23,7 +21,7 @@ const NOT_READY = errorResponse(503, 'Not ready: the store is unreachable or fai
   'or it is overloaded', ['retry-after'])
 
 /** Probes for orchestrators. */
-export const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = async (app, { repository }) => {
+export const healthRoutes: FastifyPluginAsyncTypebox<{ repository: PlantRepository }> = async (app, { repository }) => {
   app.get('/livez', probe('getLiveness', 'The process is up', 'The process answers: `{"status":"ok"}`'),
     async () => ({ status: 'ok' }))
 
