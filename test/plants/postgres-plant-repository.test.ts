@@ -52,12 +52,14 @@ function defineSuite (target: PostgresTarget): void {
   afterAll(() => schemas.dropAll())
 
   repositoryContract(`postgres, ${target.name}`, async () => createPostgresPlantRepository({ connectionString: await schemas.create() }))
+  // Its schema step is bounded by a short statement timeout too, which a loaded machine can exceed: asked again, as a probe would.
+  const untilReady = (store: { ready: () => Promise<void> }) => vi.waitFor(() => store.ready(), { timeout: 10000, interval: 50 })
   /** A ready store with a 300 ms statement timeout, and another session holding its plants table locked. */
   async function storeWithPlantsLocked () {
     const connectionString = await schemas.create()
     const store = createPostgresPlantRepository({ connectionString, statementTimeoutMs: 300 })
     onTestFinished(() => store.close())
-    await store.ready()
+    await untilReady(store)
     const holder = await holdOpen(`LOCK TABLE ${schemas.schemaOf(connectionString)}.plants IN ACCESS EXCLUSIVE MODE`)
     return { connectionString, store, holder }
   }
@@ -338,7 +340,7 @@ function defineSuite (target: PostgresTarget): void {
     const connectionString = await schemas.create()
     const store = createPostgresPlantRepository({ connectionString, statementTimeoutMs: 300 })
     onTestFinished(() => store.close())
-    await store.ready()
+    await untilReady(store)
     const table = `${schemas.schemaOf(connectionString)}.plants`
     // Another session (straight to the server) holds id 2 uncommitted: the batch waits for that row's lock.
     const holder = await holdOpen(`INSERT INTO ${table} (id, name) VALUES (2, 'held')`)
@@ -511,7 +513,7 @@ function defineSuite (target: PostgresTarget): void {
     const connectionString = await schemas.create()
     const store = createPostgresPlantRepository({ connectionString, statementTimeoutMs: 500 })
     onTestFinished(() => store.close())
-    await store.ready()
+    await untilReady(store)
     const schema = schemas.schemaOf(connectionString)
     await holdOpen(`LOCK TABLE ${schema}.plants IN SHARE MODE`)
     // Past FRESH_MS, so that this ready() probes again.
