@@ -14,8 +14,7 @@ const ACCEPT_ENCODING = { 'accept-encoding': ACCEPTED }
 const POISON = { protoAction: 'remove', constructorAction: 'remove' } as const
 // Only these literals can differ from the double JSON.parse makes: without one, the parse is exact as it is.
 const LONG_OR_DECIMAL_NUMBER = /\d{16}|\d[.eE]/
-// An integer literal as the value of the key `"id"`, matched from where indexOf found the key.
-const ID_INTEGER = /^"id"\s*:\s*(-?\d+)\s*[,}]/
+const isIntegerOrSpace = (code: number) => code === 45 || (code >= 48 && code <= 57) || code <= 32
 const NUMBER = /(-?\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?/
 
 /** The body before its Content-Encoding: one coding at most, its output capped at `limit` (a bomb is a 413). */
@@ -59,22 +58,29 @@ function int64 (id: bigint): number | bigint {
   return Number.isSafeInteger(Number(id)) ? Number(id) : id
 }
 
-/** A request body's JSON value, with exact int64 ids; strict UTF-8 (RFC 8259 §8.1), never U+FFFD. */
+/** A body's JSON value, exact int64 ids; strict UTF-8 (RFC 8259 §8.1): toString's U+FFFD for a bad byte is 400. */
 export function parseBody (body: Buffer, coding: string | undefined, limit: number): unknown {
   const bytes = coding === undefined ? body : decode(body, coding, limit)
-  if (!isUtf8(bytes)) throw new InvalidBodyError('UTF-8')
   const text = bytes.toString()
+  if (text.includes('\uFFFD') && !isUtf8(bytes)) throw new InvalidBodyError('UTF-8')
   try {
-    const value = secureJson.parse(text, undefined, POISON)
-    if (typeof value?.id !== 'number' || !LONG_OR_DECIMAL_NUMBER.test(text)) return value
-    // A reviver costs about 20 times the parse, and V8 overflows its stack under one at about 2,300 levels of
-    // nesting: so the literal is read from the text when it is surely the id's. With no backslash (no escaped
-    // key, no quote inside a string), a lone `"id"` is the key of the top-level id.
+    // Without a backslash, `__proto__`, `constructor` or a BOM, secure-json-parse would return what JSON.parse does.
+    const escaped = text.includes('\\')
+    const plain = !escaped && !text.includes('__proto__') && !text.includes('constructor') && text[0] !== '\uFEFF'
+    const value = plain ? JSON.parse(text) : secureJson.parse(text, undefined, POISON)
+    if (typeof value?.id !== 'number') return value
+    // A reviver costs about 20 times the parse and overflows V8's stack at about 2,300 levels of nesting: so the
+    // literal is read from the text when surely the id's. With no backslash (no escaped key, no quote in a string),
+    // a lone `"id"` is the top-level key; its integer follows the colon (BigInt skips spaces) and is exact if safe.
     const at = text.indexOf('"id"')
-    const lone = at === text.lastIndexOf('"id"') && !text.includes('\\')
-    const literal = lone ? ID_INTEGER.exec(text.slice(at))?.[1] : undefined
-    if (literal === undefined) return secureJson.parse(text, exactId, POISON)
-    value.id = Math.abs(value.id) > 2 ** 63 ? Number.NaN : int64(BigInt(literal))
+    const lone = !escaped && !text.includes('"id"', at + 4)
+    if (!lone && !LONG_OR_DECIMAL_NUMBER.test(text)) return value
+    const start = text.indexOf(':', at) + 1
+    let end = start
+    while (isIntegerOrSpace(text.charCodeAt(end))) end++
+    if (!lone || '.eE'.includes(text.charAt(end))) return secureJson.parse(text, exactId, POISON)
+    if (Number.isSafeInteger(value.id)) return value
+    value.id = Math.abs(value.id) > 2 ** 63 ? Number.NaN : int64(BigInt(text.slice(start, end)))
     return value
   } catch {
     throw new InvalidBodyError('JSON')
