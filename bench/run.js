@@ -99,6 +99,9 @@ async function measureServer (name, round) {
     const cpuBefore = cpuSeconds(server.child.pid)
     const r = await load({ tool, port: server.port, connections, seconds: options.duration, idBase: idBase(), ids: options.ids, pinned })
     const cpuAfter = cpuSeconds(server.child.pid)
+    const rssBytes = vmRssBytes(server.child.pid)
+    // Counted once the server has stopped: the service writes its log asynchronously, and its close writes what it holds.
+    await stopServer(server.child)
     const lines = readFileSync(logFile, 'utf8').split('\n').length - 1
     return {
       rps: r.requests / (r.durationUs / 1e6),
@@ -107,7 +110,7 @@ async function measureServer (name, round) {
       p99: r.p99Us / 1000,
       errors: r.errors,
       cpuUs: cpuBefore === null || cpuAfter === null ? null : (cpuAfter - cpuBefore) * 1e6 / r.requests,
-      rssMB: (vmRssBytes(server.child.pid) ?? Number.NaN) / 2 ** 20,
+      rssMB: (rssBytes ?? Number.NaN) / 2 ** 20,
       starts,
       logLines: lines,
       connections
