@@ -31,11 +31,11 @@ for (const target of postgresTargets()) {
 }
 
 /**
- * Another session, straight to the server, that runs `statement` in a transaction and keeps it open
- * (holding its locks) until the test rolls it back or ends.
+ * Another session, straight to the server unless told where, that runs `statement` in a transaction and keeps it
+ * open (holding its locks, and through PgBouncer its server) until the test rolls it back or ends.
  */
-async function holdOpen (statement: string): Promise<pg.Client> {
-  const holder = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL })
+async function holdOpen (statement: string, connectionString = process.env.TEST_DATABASE_URL): Promise<pg.Client> {
+  const holder = new pg.Client({ connectionString })
   holder.on('error', () => {})
   await holder.connect()
   onTestFinished(() => holder.end())
@@ -293,11 +293,7 @@ function defineSuite (target: PostgresTarget): void {
     expect(await replica.insert(5, { name: 'palm' })).toBe('created')
     // Through PgBouncer this connection gets the server the insert just used (its idle servers are reused last first)
     // and keeps it, so the store's next statement goes to another server.
-    const holder = new pg.Client({ connectionString })
-    await holder.connect()
-    onTestFinished(() => holder.end())
-    await holder.query('BEGIN')
-    await holder.query('SELECT 1')
+    await holdOpen('SELECT 1', connectionString)
     expect(await store.insert(2, { name: 'ivy' })).toBe('created')
     expect(await Promise.all([store.insert(1, { name: 'fern' }), store.insert(3, { name: 'moss' })])).toEqual(['same', 'created'])
     expect(await store.insert(2, { name: 'oak' })).toBe('conflict')
@@ -314,11 +310,7 @@ function defineSuite (target: PostgresTarget): void {
       await store.ready()
       expect(await store.insert(1, { name: 'fern' })).toBe('created')
       // As in the test above: this connection keeps the server the insert used, so the next goes to another (26000).
-      const holder = new pg.Client({ connectionString })
-      await holder.connect()
-      onTestFinished(() => holder.end())
-      await holder.query('BEGIN')
-      await holder.query('SELECT 1')
+      await holdOpen('SELECT 1', connectionString)
       expect(await store.insert(2, { name: 'ivy' })).toBe('created')
       expect(await store.insert(3, { name: 'moss' })).toBe('created')
       // A statement the pooler's server did not know says nothing of the host: the pool stays, no host is selected again.
