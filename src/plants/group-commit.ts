@@ -11,7 +11,7 @@ export interface Pending<Item, Outcome> {
 }
 
 export interface GroupCommitOptions<Item, Outcome> {
-  /** Commits one batch (entries in arrival order) and settles every entry of it. Never throws or rejects. */
+  /** Commits one batch (entries in arrival order) and settles each entry; a rejection rejects those not settled. */
   commit: (batch: Array<Pending<Item, Outcome>>) => void | Promise<void>
   /** Entries per batch at most; more wait for the next one. Default: no limit. */
   maxBatch?: number
@@ -34,7 +34,9 @@ export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<It
     while (queue.length > 0 && inFlight.size < maxInFlight) {
       const batch = queue.splice(0, maxBatch)
       observer?.batch(batch.length)
-      const running: Promise<void> = Promise.resolve().then(() => commit(batch)).finally(() => {
+      const running: Promise<void> = Promise.resolve().then(() => commit(batch)).catch((error: unknown) => {
+        for (const { reject } of batch) reject(error)
+      }).finally(() => {
         inFlight.delete(running)
         setImmediate(dispatch)
       })

@@ -136,16 +136,12 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
   // maxBatch bounds one statement's size and time; while batches run, new inserts queue and leave together.
   const batches = createGroupCommit({ commit: run, maxBatch: 1000, maxInFlight: Math.min(4, max) })
 
-  /** Inserts a batch as if its inserts ran one after another in arrival order. Never rejects. */
+  /** Inserts a batch as if its inserts ran one after another in arrival order. */
   async function run (batch: Entry[]): Promise<void> {
     const timeoutAt = (batch[0] as Entry).queuedAt + statementTimeout
     const values = (['id', 'name', 'tag'] as const).map((column) => batch.map(({ item }) => item[column]))
-    const created = await recordOutcome(() => session.query<{ id: string }>({ ...INSERT_BATCH, values }, timeoutAt))
-      .then(({ rows }) => new Set(rows.map((row) => row.id)), (error: unknown) => {
-        for (const entry of batch) entry.reject(error)
-      })
-    if (created === undefined) return
-
+    const { rows } = await recordOutcome(() => session.query<{ id: string }>({ ...INSERT_BATCH, values }, timeoutAt))
+    const created = new Set(rows.map((row) => row.id))
     const stored = new Map<string, Plant>()
     const existing = batch.filter(({ item }) => !created.has(item.id)).map(({ item }) => item.id)
     // A statement of its own: its snapshot sees the rows that made ON CONFLICT skip these ids. If it fails, they

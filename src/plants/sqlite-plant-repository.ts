@@ -55,21 +55,17 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
 
   /** One transaction per batch, in arrival order; while another process holds the lock, retried to busyTimeoutMs. */
   async function flush (batch: Entry[]): Promise<void> {
-    const giveUpAt = (batch[0] as Entry).queuedAt + busyTimeoutMs
-    for (;;) {
-      try {
-        insertAll(batch).forEach((outcome, index) => { (batch[index] as Entry).resolve(outcome) })
-        return
-      } catch (error) {
-        const code = error instanceof Database.SqliteError ? error.code : ''
-        if (!code.startsWith('SQLITE_BUSY') || performance.now() >= giveUpAt) {
-          // SQLITE_FULL is a full disk (507); every other failure of the file is a 503 the client may retry.
-          const failure = new (code === 'SQLITE_FULL' ? StoreFullError : StoreUnavailableError)({ cause: error })
-          for (const pending of batch) pending.reject(failure)
-          return
-        }
-        await sleep(5)
+    try {
+      insertAll(batch).forEach((outcome, index) => { (batch[index] as Entry).resolve(outcome) })
+    } catch (error) {
+      const code = error instanceof Database.SqliteError ? error.code : ''
+      // SQLITE_FULL is a full disk (507); every other failure of the file is a 503 the client may retry.
+      if (code === 'SQLITE_FULL') throw new StoreFullError({ cause: error })
+      if (!code.startsWith('SQLITE_BUSY') || performance.now() >= (batch[0] as Entry).queuedAt + busyTimeoutMs) {
+        throw new StoreUnavailableError({ cause: error })
       }
+      await sleep(5)
+      await flush(batch)
     }
   }
   // One batch at a time (better-sqlite3 commits synchronously), of at most 1000 inserts: one commit's time is bounded.
