@@ -29,34 +29,27 @@ export const unavailable = (reason: string): Error => new StoreUnavailableError(
  * per host. Errors name DATABASE_URL and a host's position, never a part of the URL (it may hold a password).
  */
 export function parsePostgresUrl (url: string) {
-  const parts = /^(postgres(?:ql)?:\/\/)([^/?#]*@)?([^/?#]*)(.*)$/s.exec(url)
-  if (parts === null) throw new ConfigError('DATABASE_URL: not a postgres:// URL')
-  const [, scheme = '', userinfo = '', hostList = '', path = ''] = parts
+  // Its callers have checked the scheme, and this matches every URL that has it.
+  const [, scheme = '', userinfo = '', hostList = '', path = ''] =
+    /^(postgres(?:ql)?:\/\/)([^/?#]*@)?([^/?#]*)(.*)$/s.exec(url) ?? []
   const params = new URLSearchParams(/\?([^#]*)/.exec(path)?.[1])
   const attrs = params.get('target_session_attrs') ?? 'any'
   if (!/^(?:any|read-write|primary)$/.test(attrs)) {
-    throw new ConfigError(/^(?:read-only|standby|prefer-standby)$/.test(attrs)
-      ? `DATABASE_URL: target_session_attrs=${attrs} would send the service's writes to a read-only server; ` +
-        'use read-write, primary or any'
-      : 'DATABASE_URL: target_session_attrs must be read-write, primary or any')
+    throw new ConfigError('DATABASE_URL: target_session_attrs must be read-write, primary or any (the service writes)')
   }
   // pg reads every sslmode as verify-full unless told to read it as libpq (and psql) does.
   const libpq = params.has('sslmode') && !params.has('uselibpqcompat')
   const rest = libpq ? path.replace(/(\?[^#]*)/, '$1&uselibpqcompat=true') : path
   const names = hostList.split(',')
-  const invalid = (problem: string, characters: string): ConfigError =>
-    new ConfigError(`DATABASE_URL: ${problem} (a password holding ${characters} must be percent-encoded)`)
   const hosts = names.map((name, index) => {
-    const where = names.length === 1 ? 'the host' : `host ${index + 1} of ${names.length}`
-    const port = /^(?:\[[0-9A-Fa-f:.]+\]|[^:[\]]+)(?::(\d{1,5}))?$/.exec(name)
-    // An empty host (a Unix socket from ?host=, or PGHOST) is pg's to resolve, with one host only.
-    if ((port === null && !(name === '' && names.length === 1)) || Number(port?.[1] ?? 0) > 65535) {
-      throw invalid(`${where} is not host or host:port`, '/ ? # @ ,')
-    }
     const hostUrl = `${scheme}${userinfo}${name}${rest}`
-    // pg parses it with URL, and reads `user@/db` (no host) the same way.
-    if (!URL.canParse(hostUrl.replace('@/', '@x/'))) throw invalid(`not a valid URL at ${where}`, '/ ? # @ : %')
-    return { label: name === '' ? 'default host' : port?.[1] === undefined ? `${name}:5432` : name, url: hostUrl }
+    // pg parses it with URL, and reads `user@/db` (no host: a Unix socket from ?host= or PGHOST) the same way; an
+    // empty host is pg's to resolve with one host only.
+    if ((name === '' && names.length > 1) || !URL.canParse(hostUrl.replace('@/', '@x/'))) {
+      const where = names.length === 1 ? 'the host' : `host ${index + 1} of ${names.length}`
+      throw new ConfigError(`DATABASE_URL: not a valid URL at ${where} (percent-encode / ? # @ % in a password)`)
+    }
+    return { label: name === '' ? 'default host' : /:\d+$/.test(name) ? name : `${name}:5432`, url: hostUrl }
   })
   return { hosts, attrs }
 }
@@ -98,9 +91,7 @@ function createHostPool (url: string, config: pg.PoolConfig, chosen: (label: str
   }
 
   /** The pool's host may be gone or read-only: the next statement chooses a host again. */
-  function leave (pool: pg.Pool): void {
-    if (!onlyChoice && pool === current) current = undefined
-  }
+  const leave = (pool: pg.Pool): void => { if (!onlyChoice && pool === current) current = undefined }
 
   return {
     current: () => current,

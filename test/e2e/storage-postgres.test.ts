@@ -17,7 +17,7 @@ describe('built server with a PostgreSQL URL it cannot read', () => {
     const { code, stderr } = await runServerToExit({ DATABASE_URL: 'postgres://plants:hunter2/x@db1:5432,db2:5432/plants?target_session_attrs=read-write' })
     expect(code).toBe(1)
     // The unencoded / ends the authority early: what looks like the host is the user and part of the password.
-    expect(stderr).toBe('plant-store: DATABASE_URL: the host is not host or host:port (a password holding / ? # @ , must be percent-encoded)\n')
+    expect(stderr).toBe('plant-store: DATABASE_URL: not a valid URL at the host (percent-encode / ? # @ % in a password)\n')
   })
 })
 
