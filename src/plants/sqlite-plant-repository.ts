@@ -82,16 +82,9 @@ export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptio
   }
 }
 
-// Versioned steps, never edited once released, under BEGIN IMMEDIATE: one process at a time migrates. runsOn is
-// the oldest release version that may run on the schema after the step: a step older releases can ignore (a table
-// or an index added) keeps the floor before it; any other raises it to its own version.
-// STRICT keeps a REAL or TEXT out of the int64 id.
-const STEPS = [{
-  runsOn: 1,
-  sql: `CREATE TABLE plants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, tag TEXT,
-    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))) STRICT`
-}]
-
+// Versioned steps, never edited once released, under BEGIN IMMEDIATE: one process at a time migrates, as PostgreSQL's
+// MIGRATE does. runs_on is the oldest release version that may run on the schema after the step: a step older
+// releases can ignore (a table or an index added) keeps the floor before it; any other raises it to its own version.
 const migrate = (db: Database.Database): void => db.transaction(() => {
   db.exec('CREATE TABLE IF NOT EXISTS plant_store_migrations ' +
     '(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL, runs_on INTEGER) STRICT')
@@ -100,13 +93,14 @@ const migrate = (db: Database.Database): void => db.transaction(() => {
   // The floor only rises with the version, so the schema's is the highest (a row without one: its own version).
   const [version, oldest] = db.prepare('SELECT coalesce(max(version), 0), ' +
     'coalesce(max(coalesce(runs_on, version)), 0) FROM plant_store_migrations').raw().get() as [number, number]
-  if (oldest > STEPS.length) {
-    throw new Error(`schema version ${version} needs a release that knows version ${oldest} or later; ` +
-      `this one knows ${STEPS.length}`)
+  if (oldest > 1) {
+    throw new Error(`schema version ${version} needs a release that knows version ${oldest} or later; this one knows 1`)
   }
-  STEPS.slice(version).forEach(({ runsOn, sql }, index) => {
-    db.exec(sql)
-    db.prepare('INSERT INTO plant_store_migrations (version, applied_at, runs_on) VALUES (?, ?, ?)')
-      .run(version + index + 1, new Date().toISOString(), runsOn)
-  })
+  if (version < 1) {
+    // STRICT keeps a REAL or TEXT out of the int64 id.
+    db.exec(`CREATE TABLE plants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, tag TEXT,
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))) STRICT`)
+    db.prepare('INSERT INTO plant_store_migrations (version, applied_at, runs_on) VALUES (1, ?, 1)')
+      .run(new Date().toISOString())
+  }
 }).immediate()
