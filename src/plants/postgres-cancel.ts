@@ -16,8 +16,7 @@ export function cancel (client: pg.Client, ms: number): Promise<void> {
   for (const [index, value] of [16, 80877102, processID, secretKey].entries()) message.writeInt32BE(value, index * 4)
   // In clear text, as libpq sends it by default: it carries no credentials.
   const where = host.startsWith('/') ? { path: `${host}/.s.PGSQL.${port}` } : { host, port }
-  const socket = connect(where, () => { socket.write(message) })
-  socket.setTimeout(ms, () => { socket.destroy() })
+  const socket = connect({ ...where, signal: AbortSignal.timeout(ms) }, () => { socket.write(message) })
   socket.on('error', () => {})
   return new Promise((resolve) => { socket.once('close', () => { resolve() }) })
 }
