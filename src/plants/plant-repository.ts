@@ -24,12 +24,8 @@ export interface PlantRepository {
 export type StoreStats = Partial<Record<'plants' | 'capacity' |
   'poolConnections' | 'poolIdleConnections' | 'poolWaitingRequests', number>>
 
-export interface StoreObserver {
-  /** A group commit of this many inserts (one transaction or statement) has been sent. */
-  batch (size: number): void
-}
+/** Told the size of each group commit (one transaction or statement) when it is sent. */
+export interface StoreObserver { batch (size: number): void }
 
 /** The same plant: the same name and the same tag, or both without a tag. */
-export function samePlant (a: Plant, b: Plant): boolean {
-  return a.name === b.name && a.tag === b.tag
-}
+export const samePlant = (a: Plant, b: Plant): boolean => a.name === b.name && a.tag === b.tag
