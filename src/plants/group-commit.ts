@@ -1,14 +1,8 @@
 import { StoreUnavailableError } from '../errors.js'
 import type { StoreObserver } from './plant-repository.js'
 
-/** One insert waiting for its group commit. */
-export interface Pending<Item, Outcome> {
-  item: Item
-  /** performance.now() when it was added: its answer is due a bound after this. */
-  queuedAt: number
-  resolve: (outcome: Outcome) => void
-  reject: (error: unknown) => void
-}
+/** An insert waiting for its group commit, added at `queuedAt` (performance.now()): its answer is due a bound later. */
+export type Pending<Item, Outcome> = PromiseWithResolvers<Outcome> & { item: Item, queuedAt: number }
 
 export interface GroupCommitOptions<Item, Outcome> {
   /** Commits one batch (entries in arrival order) and settles each entry; a rejection rejects those not settled. */
@@ -47,10 +41,10 @@ export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<It
   return {
     add (item: Item): Promise<Outcome> {
       if (closed) return Promise.reject(new StoreUnavailableError())
-      return new Promise<Outcome>((resolve, reject) => {
-        // A queue that was not empty is already due to leave: at the next turn, or when a batch in flight ends.
-        if (queue.push({ item, queuedAt: performance.now(), resolve, reject }) === 1) setImmediate(dispatch)
-      })
+      const pending = { item, queuedAt: performance.now(), ...Promise.withResolvers<Outcome>() }
+      // A queue that was not empty is already due to leave: at the next turn, or when a batch in flight ends.
+      if (queue.push(pending) === 1) setImmediate(dispatch)
+      return pending.promise
     },
     observe (next: StoreObserver): void { observer = next },
     /** Refuses what is added from now on, commits what is queued, resolves once every batch is done. */
