@@ -84,54 +84,53 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
 
   let migrated = false
   let closed = false
-  let lastError: unknown
-  let migration: Promise<void>
+  // The schema attempt in progress, or the last: it resolves with its failure's cause.
+  let migration: Promise<unknown>
   let retryTimer: NodeJS.Timeout | undefined
   let retryDelay = 250
-  // Writes (batches, probes) in flight, in the order they started: the first is the oldest.
-  const inFlight = new Set<{ since: number }>()
+  // When each write (a batch, a probe) in flight started, oldest first.
+  const inFlight: number[] = []
   let lastOutcomeAt = -Infinity
   // Since when writes fail, and the last error; undefined from a success on.
   let failing: { since: number, error: unknown } | undefined
   let probing: Promise<boolean> | undefined
-  const oldest = (): number | undefined => inFlight.values().next().value?.since
 
   // Backing off while the database is not reached: an insert meanwhile fails at once, not after an attempt's timeout.
   function migrate (): void {
     migration = session.query({ text: MIGRATE }, performance.now() + statementTimeout).then(() => { migrated = true },
       (error: unknown) => {
-        // The driver's own error, the cause ready() reports (not the session's name for it).
-        lastError = error instanceof Error ? error.cause : error
         if (!closed) retryTimer = setTimeout(migrate, retryDelay * (0.5 + Math.random()))
         retryDelay = Math.min(retryDelay * 2, 10000)
+        // The driver's own error, the cause ready() reports (not the session's name for it).
+        return error instanceof Error ? error.cause : error
       })
   }
   migrate()
 
-  /** Waits for a schema attempt in progress (T at most); rejects while the database is not reached. */
+  /** Waits for a schema attempt in progress (T at most); rejects while the database is not reached, with the cause. */
   async function whenMigrated (): Promise<void> {
-    if (!migrated) await awaitAtMost(migration, statementTimeout)
-    if (!migrated) throw new StoreUnavailableError({ cause: lastError })
+    const failure = migrated ? undefined : await awaitAtMost(migration, statementTimeout)
+    if (!migrated) throw new StoreUnavailableError({ cause: failure ?? new Error('schema attempt: statement timeout') })
   }
 
   /** Runs a write or a probe: in flight while it runs, then its outcome is the last one. */
   function recordOutcome<T> (write: () => Promise<T>): Promise<T> {
-    const entry = { since: performance.now() }
-    inFlight.add(entry)
+    const since = performance.now()
+    inFlight.push(since)
     return write().then((value) => {
       failing = undefined
       return value
     }, (error: unknown) => {
-      failing = { since: failing?.since ?? entry.since, error }
+      failing = { since: failing?.since ?? since, error }
       throw error
     }).finally(() => {
-      inFlight.delete(entry)
+      inFlight.splice(inFlight.indexOf(since), 1)
       lastOutcomeAt = performance.now()
     })
   }
 
   const notReadyError = (now: number): Error =>
-    new WritesFailingError(String(Math.round(now - (failing?.since ?? oldest() ?? now))), { cause: failing?.error })
+    new WritesFailingError(String(Math.round(now - (failing?.since ?? inFlight[0] ?? now))), { cause: failing?.error })
 
   // maxBatch bounds one statement's size and time; while batches run, new inserts queue and leave together.
   const batches = createGroupCommit({ commit: run, maxBatch: 1000, maxInFlight: Math.min(4, max) })
@@ -171,13 +170,13 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
     async ready () {
       await whenMigrated()
       const now = performance.now()
-      if (now - (oldest() ?? now) >= statementTimeout) throw notReadyError(now)
+      if (now - (inFlight[0] ?? now) >= statementTimeout) throw notReadyError(now)
       if (now - lastOutcomeAt >= FRESH_MS) {
         probing ??= recordOutcome(async () => {
           const { rows } = await session.query<{ writable: boolean }>({ text: PROBE }, now + statementTimeout)
           if (rows[0]?.writable !== true) throw unavailable('the server takes no writes')
         }).then(() => true, () => true).finally(() => { probing = undefined })
-        const answered = await awaitAtMost(probing, (oldest() ?? now) + statementTimeout - now)
+        const answered = await awaitAtMost(probing, (inFlight[0] ?? now) + statementTimeout - now)
         if (answered === undefined) throw notReadyError(performance.now())
       }
       if (failing !== undefined) throw notReadyError(performance.now())
