@@ -121,13 +121,6 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
   // Released with an error, the client is closed by the pool, and a statement still pending fails.
   const release = (client: pg.PoolClient): void => { if (quarantined.delete(client)) client.release(true) }
 
-  function quarantine (client: pg.PoolClient, work: Promise<unknown>): void {
-    quarantined.add(client)
-    const recancel = setInterval(() => { void cancel(client, QUARANTINE_MS) }, 1000)
-    void work.finally(() => { clearInterval(recancel) })
-    void awaitAtMost(work, QUARANTINE_MS).then(() => { release(client) })
-  }
-
   /**
    * `statement` as one message: one implicit transaction, one round trip through any pooler. No connection by the
    * timeout (also when queued too long) is StoreUnavailableError: nothing was sent. After a cancel, a success is no
@@ -150,7 +143,10 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
     if (cancelled) void cancel(client, QUARANTINE_MS)
     answer ??= await awaitAtMost(work, timeoutAt + CANCEL_ANSWER_MS - performance.now())
     if (answer === undefined) {
-      quarantine(client, work)
+      quarantined.add(client)
+      const recancel = setInterval(() => { void cancel(client, QUARANTINE_MS) }, 1000)
+      void work.finally(() => { clearInterval(recancel) })
+      void awaitAtMost(work, QUARANTINE_MS).then(() => { release(client) })
       hosts.leave(pool)
       throw new StoreOutcomeUnknownError({ cause: new Error('no answer to the statement or its cancel in time') })
     }
