@@ -4,21 +4,18 @@ import type { StoreObserver } from './plant-repository.js'
 /** An insert waiting for its group commit, added at `queuedAt` (performance.now()): its answer is due a bound later. */
 export type Pending<Item, Outcome> = PromiseWithResolvers<Outcome> & { item: Item, queuedAt: number }
 
-export interface GroupCommitOptions<Item, Outcome> {
+/**
+ * Group commit for the SQL stores: entries added in one turn of the event loop (setImmediate runs after the poll
+ * phase) leave as one batch, one transaction and one fsync or round trip. After close(), StoreUnavailableError.
+ */
+export function createGroupCommit<Item, Outcome> ({ commit, maxBatch = Infinity, maxInFlight = 1 }: {
   /** Commits one batch (entries in arrival order) and settles each entry; a rejection rejects those not settled. */
   commit: (batch: Array<Pending<Item, Outcome>>) => void | Promise<void>
   /** Entries per batch at most; more wait for the next one. Default: no limit. */
   maxBatch?: number
   /** Batches committing at once; while they run, new entries queue up and leave together. Default 1. */
   maxInFlight?: number
-}
-
-/**
- * Group commit for the SQL stores: entries added in one turn of the event loop (setImmediate runs after the poll
- * phase) leave as one batch, one transaction and one fsync or round trip. After close(), StoreUnavailableError.
- */
-export function createGroupCommit<Item, Outcome> (options: GroupCommitOptions<Item, Outcome>) {
-  const { commit, maxBatch = Infinity, maxInFlight = 1 } = options
+}) {
   const queue: Array<Pending<Item, Outcome>> = []
   const inFlight = new Set<Promise<void>>()
   let closed = false

@@ -5,16 +5,6 @@ import { createGroupCommit, type Pending } from './group-commit.js'
 import { samePlant, type InsertOutcome, type PlantRepository } from './plant-repository.js'
 import { awaitAtMost, createSession, noop, unavailable } from './postgres-session.js'
 
-export interface PostgresPlantRepositoryOptions {
-  /** To the server or a pooler; several hosts, sslmode and sslrootcert as libpq reads them (docs/storage.md). */
-  connectionString: string
-  maxConnections?: number | undefined
-  /** DATABASE_STATEMENT_TIMEOUT_MS, default 5000: each insert answered within it + 1 s; also a connect's timeout. */
-  statementTimeoutMs?: number | undefined
-  /** Called with `host:port` each time a host is chosen (several hosts, or a target_session_attrs). */
-  hostSelected?: (host: string) => void
-}
-
 type Entry = Pending<Plant & { id: string }, InsertOutcome>
 interface StoredRow { id: string, name: string, tag: string | null }
 
@@ -78,13 +68,21 @@ const FRESH_MS = 1000
  * nothing was stored for sure, StoreOutcomeUnknownError when the write was sent and its answer lost. Readiness
  * tells the truth about writes: a write in flight for the statement timeout is a 503 at once.
  */
-export function createPostgresPlantRepository (options: PostgresPlantRepositoryOptions): PlantRepository {
+export function createPostgresPlantRepository (options: {
+  /** To the server or a pooler; several hosts, sslmode and sslrootcert as libpq reads them (docs/storage.md). */
+  connectionString: string
+  maxConnections?: number | undefined
+  /** DATABASE_STATEMENT_TIMEOUT_MS, default 5000: each insert answered within it + 1 s; also a connect's timeout. */
+  statementTimeoutMs?: number | undefined
+  /** Called with `host:port` each time a host is chosen (several hosts, or a target_session_attrs). */
+  hostSelected?: (host: string) => void
+}): PlantRepository {
   const { maxConnections: max = 10, statementTimeoutMs: statementTimeout = 5000, hostSelected = noop } = options
   const session = createSession(options.connectionString, max, statementTimeout, hostSelected)
 
   let migrated = false
   let closed = false
-  // The schema attempt in progress, or the last: it resolves with its failure's cause.
+  // The schema attempt in progress, or the last; a failed one resolves with the driver's error, ready()'s cause.
   let migration: Promise<unknown>
   let retryTimer: NodeJS.Timeout | undefined
   let retryDelay = 250
@@ -101,7 +99,6 @@ export function createPostgresPlantRepository (options: PostgresPlantRepositoryO
       (error: unknown) => {
         if (!closed) retryTimer = setTimeout(migrate, retryDelay * (0.5 + Math.random()))
         retryDelay = Math.min(retryDelay * 2, 10000)
-        // The driver's own error, the cause ready() reports (not the session's name for it).
         return error instanceof Error ? error.cause : error
       })
   }

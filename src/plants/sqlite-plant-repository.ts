@@ -8,23 +8,20 @@ import type { Plant, PlantId } from '../schemas.js'
 import { createGroupCommit, type Pending } from './group-commit.js'
 import type { InsertOutcome, PlantRepository } from './plant-repository.js'
 
-export interface SqlitePlantRepositoryOptions {
-  /** The database file; its folder is created when missing. */
-  path: string
-  /** How long a write waits for another process's lock, in ms, retrying off the event loop. Default 1000. */
-  busyTimeoutMs?: number
-  /** A cap on the file's size in pages, like a full disk (tests use it to reach SQLITE_FULL). */
-  maxPageCount?: number
-}
-
 type Entry = Pending<{ id: bigint, plant: Plant }, InsertOutcome>
 
 /**
  * Plants in one SQLite file, durable on 200 (WAL, `synchronous=FULL`). Inserts that arrive in the same turn
  * share one transaction (group commit), so an fsync is not paid per request.
  */
-export function createSqlitePlantRepository (options: SqlitePlantRepositoryOptions): PlantRepository {
-  const { path, busyTimeoutMs = 1000, maxPageCount } = options
+export function createSqlitePlantRepository ({ path, busyTimeoutMs = 1000, maxPageCount }: {
+  /** The database file; its folder is created when missing. */
+  path: string
+  /** How long a write waits for another process's lock, in ms, retrying off the event loop. Default 1000. */
+  busyTimeoutMs?: number
+  /** A cap on the file's size in pages, like a full disk (tests use it to reach SQLITE_FULL). */
+  maxPageCount?: number
+}): PlantRepository {
   let db: Database.Database | undefined
   try {
     mkdirSync(dirname(path), { recursive: true })
