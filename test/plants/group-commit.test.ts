@@ -43,6 +43,28 @@ describe('group commit (shared by the SQLite and PostgreSQL stores)', () => {
     expect(sizes).toEqual([2, 2, 2, 2, 1])
   })
 
+  it('rejects the entries a failed commit left unsettled with its error, keeps those it settled, and commits the next batch', async () => {
+    const failure = new Error('the disk is gone')
+    let calls = 0
+    const group = createGroupCommit<number, number>({
+      commit: async (batch) => {
+        if (++calls > 1) {
+          for (const pending of batch) pending.resolve(pending.item)
+          return
+        }
+        batch[0]?.resolve(0)
+        throw failure
+      }
+    })
+    const outcomes = await Promise.allSettled([0, 1, 2].map((n) => group.add(n)))
+    expect(outcomes).toEqual([
+      { status: 'fulfilled', value: 0 },
+      { status: 'rejected', reason: failure },
+      { status: 'rejected', reason: failure }
+    ])
+    expect(await group.add(3)).toBe(3)
+  })
+
   it('on close, commits what is queued, waits for it, and refuses what comes after', async () => {
     const committed: number[] = []
     const group = createGroupCommit<number, number>({
