@@ -50,7 +50,7 @@ export function createSqlitePlantRepository ({ path, busyTimeoutMs = 1000, maxPa
     return sameRow.get(plant.name, plant.tag ?? null, id) === 1 ? 'same' : 'conflict'
   })).immediate
 
-  /** One transaction per batch, in arrival order; while another process holds the lock, retried to busyTimeoutMs. */
+  /** One transaction per batch, in arrival order; while another process holds the lock, retried every 5 ms. */
   async function flush (batch: Entry[]): Promise<void> {
     try {
       insertAll(batch).forEach((outcome, index) => { (batch[index] as Entry).resolve(outcome) })
@@ -58,9 +58,8 @@ export function createSqlitePlantRepository ({ path, busyTimeoutMs = 1000, maxPa
       const code = error instanceof Database.SqliteError ? error.code : ''
       // SQLITE_FULL is a full disk (507); every other failure of the file is a 503 the client may retry.
       if (code === 'SQLITE_FULL') throw new StoreFullError({ cause: error })
-      if (!code.startsWith('SQLITE_BUSY') || performance.now() >= (batch[0] as Entry).queuedAt + busyTimeoutMs) {
-        throw new StoreUnavailableError({ cause: error })
-      }
+      const retry = code.startsWith('SQLITE_BUSY') && performance.now() < (batch[0] as Entry).queuedAt + busyTimeoutMs
+      if (!retry) throw new StoreUnavailableError({ cause: error })
       await sleep(5)
       await flush(batch)
     }
