@@ -89,8 +89,8 @@ export function createPostgresPlantRepository (options: {
   // When each write (a batch, a probe) in flight started, oldest first.
   const inFlight: number[] = []
   let lastOutcomeAt = -Infinity
-  // Since when writes fail, and the last error; undefined from a success on.
-  let failing: { since: number, error: unknown } | undefined
+  // Since when writes have failed with no success between, and the last error.
+  let failedWrites: { since: number, error: unknown } | undefined
   let probing: Promise<boolean> | undefined
 
   // Backing off while the database is not reached: an insert meanwhile fails at once, not after an attempt's timeout.
@@ -115,10 +115,10 @@ export function createPostgresPlantRepository (options: {
     const since = performance.now()
     inFlight.push(since)
     return write().then((value) => {
-      failing = undefined
+      failedWrites = undefined
       return value
     }, (error: unknown) => {
-      failing = { since: failing?.since ?? since, error }
+      failedWrites = { since: failedWrites?.since ?? since, error }
       throw error
     }).finally(() => {
       inFlight.splice(inFlight.indexOf(since), 1)
@@ -126,8 +126,8 @@ export function createPostgresPlantRepository (options: {
     })
   }
 
-  const notReadyError = (now: number): Error =>
-    new WritesFailingError(String(Math.round(now - (failing?.since ?? inFlight[0] ?? now))), { cause: failing?.error })
+  const notReadyError = (now: number): Error => new WritesFailingError(
+    String(Math.round(now - (failedWrites?.since ?? inFlight[0] ?? now))), { cause: failedWrites?.error })
 
   // maxBatch bounds one statement's size and time; while batches run, new inserts queue and leave together.
   const batches = createGroupCommit({ commit: run, maxBatch: 1000, maxInFlight: Math.min(4, max) })
@@ -176,7 +176,7 @@ export function createPostgresPlantRepository (options: {
         const answered = await awaitAtMost(probing, (inFlight[0] ?? now) + statementTimeout - now)
         if (answered === undefined) throw notReadyError(performance.now())
       }
-      if (failing !== undefined) throw notReadyError(performance.now())
+      if (failedWrites !== undefined) throw notReadyError(performance.now())
     },
     stats: session.stats,
     observe: batches.observe,
