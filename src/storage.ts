@@ -4,14 +4,13 @@ import type { FailureLogger } from './lib/failure-log.js'
 import type { PlantRepository } from './plants/plant-repository.js'
 
 /** The store's settings (the pool's for PostgreSQL only), and where it logs what it does by itself (a failover). */
-export type StorageOptions = Pick<Config, 'databaseUrl' | 'maxPlants'> &
-  Partial<Pick<Config, 'databasePoolMax' | 'databaseStatementTimeoutMs'>> & { log?: FailureLogger }
+export type StorageOptions = Pick<Config, 'DATABASE_URL' | 'MAX_PLANTS'> & Partial<Config> & { log?: FailureLogger }
 
 /** The one place that picks a store, importing its driver only when chosen (better-sqlite3 is native). */
 export async function createRepository (options: StorageOptions): Promise<PlantRepository> {
-  const { databaseUrl, log } = options
+  const { DATABASE_URL: databaseUrl, MAX_PLANTS: maxPlants, log } = options
   if (databaseUrl === 'memory:') {
-    return (await import('./plants/memory-plant-repository.js')).createMemoryPlantRepository(options)
+    return (await import('./plants/memory-plant-repository.js')).createMemoryPlantRepository({ maxPlants })
   }
   if (databaseUrl.startsWith('sqlite:')) {
     const path = databaseUrl.slice('sqlite:'.length)
@@ -24,8 +23,8 @@ export async function createRepository (options: StorageOptions): Promise<PlantR
   if (/^postgres(?:ql)?:\/\//.test(databaseUrl)) {
     return (await import('./plants/postgres-plant-repository.js')).createPostgresPlantRepository({
       connectionString: databaseUrl,
-      maxConnections: options.databasePoolMax,
-      statementTimeoutMs: options.databaseStatementTimeoutMs,
+      maxConnections: options.DATABASE_POOL_MAX,
+      statementTimeoutMs: options.DATABASE_STATEMENT_TIMEOUT_MS,
       hostSelected: (host) => { log?.info({ subject: 'store', host }, 'store host selected') }
     })
   }

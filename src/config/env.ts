@@ -49,8 +49,8 @@ export type Env = Static<typeof Env>
 /** The variables Env names, trimmed, with defaults and numbers converted; one ConfigError lists every bad one. */
 export function readEnv (env: NodeJS.ProcessEnv): Env {
   // Blank is unset, so that a variable the Docker image sets can be unset with `-e NAME=`.
-  const given = Object.fromEntries(Object.entries(env).map(([name, value]) => [name, value?.trim() || undefined]))
-  const values = Value.Convert(Env, Value.Default(Env, given))
+  const given = Object.entries(env).map(([name, value]) => [name, value?.trim()]).filter(([, value]) => value)
+  const values = Value.Clean(Env, Value.Convert(Env, Value.Default(Env, Object.fromEntries(given))))
   if (Value.Check(Env, values)) return values
   const problems = [...Value.Errors(Env, values)].map((error) => `${error.path.slice(1)}: ${error.message}`)
   throw new ConfigError(problems.join(', '))
