@@ -20,16 +20,11 @@ export async function createRepository (options: StorageOptions): Promise<PlantR
     }
     return (await import('./plants/sqlite-plant-repository.js')).createSqlitePlantRepository({ path })
   }
-  if (/^postgres(?:ql)?:\/\//.test(databaseUrl)) {
-    return (await import('./plants/postgres-plant-repository.js')).createPostgresPlantRepository({
-      connectionString: databaseUrl,
-      maxConnections: options.DATABASE_POOL_MAX,
-      statementTimeoutMs: options.DATABASE_STATEMENT_TIMEOUT_MS,
-      hostSelected: (host) => { log?.info({ subject: 'store', host }, 'store host selected') }
-    })
-  }
-  // Only the scheme is named: the rest of a URL may carry a password.
-  const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:/.exec(databaseUrl)?.[0]
-  const problem = scheme === undefined ? 'no store scheme given' : `unsupported store "${scheme}"`
-  throw new ConfigError(`DATABASE_URL: ${problem}; use memory:, sqlite:<path> or postgres://…`)
+  // Otherwise postgres:// or postgresql://, which the schema of DATABASE_URL allows (config/env.ts).
+  return (await import('./plants/postgres-plant-repository.js')).createPostgresPlantRepository({
+    connectionString: databaseUrl,
+    maxConnections: options.DATABASE_POOL_MAX,
+    statementTimeoutMs: options.DATABASE_STATEMENT_TIMEOUT_MS,
+    hostSelected: (host) => { log?.info({ subject: 'store', host }, 'store host selected') }
+  })
 }

@@ -18,7 +18,7 @@ export const Env = Type.Object({
   LOG_BUFFER_MAX_BYTES: optionalInteger(65536, 1073741824),
   API_TOKENS: optionalString(),
   API_TOKENS_FILE: optionalString(),
-  DATABASE_URL: Type.String({ default: 'memory:' }),
+  DATABASE_URL: Type.String({ pattern: '^(memory:$|sqlite:|postgres(ql)?://)', default: 'memory:' }),
   // PostgreSQL only.
   DATABASE_POOL_MAX: integer(1, 1000, 10),
   DATABASE_STATEMENT_TIMEOUT_MS: milliseconds(5000),
