@@ -1,5 +1,4 @@
 import Fastify, { type FastifyBaseLogger } from 'fastify'
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Config } from './config/load-config.js'
 import { AccessLog } from './observability/access-log.js'
 import { auth, type TokenSet } from './plugins/auth.js'
@@ -56,7 +55,7 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
     // Requests that arrive while closing are served with Connection: close (plugins/shutdown.ts).
     return503OnClosing: false,
     ...edgeOptions(accessLog)
-  }).withTypeProvider<TypeBoxTypeProvider>()
+  })
   app.setValidatorCompiler(validatorCompiler)
   for (const schema of sharedSchemas) app.addSchema(schema)
 
@@ -73,8 +72,7 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
     await scope.register(auth, { tokens })
     if (config.RATE_LIMIT_PER_MINUTE > 0) {
       // Loaded only when enabled: ioredis and the limiter cost about 90 ms of start-up otherwise.
-      const { tokenRateLimit } = await import('./plugins/rate-limit.js')
-      await scope.register(tokenRateLimit, { limit: config })
+      await scope.register((await import('./plugins/rate-limit.js')).tokenRateLimit, { limit: config })
     }
     await scope.register(plantRoutes, { plants: createPlantService(repository) })
   })
