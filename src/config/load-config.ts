@@ -28,9 +28,8 @@ export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
   }
   const plantsHeld = Math.floor(limit / LIMIT_BYTES_PER_PLANT)
   if (values.MAX_PLANTS !== undefined && values.MAX_PLANTS > plantsHeld) {
-    const mib = Math.round(limit / 2 ** 20)
-    throw new ConfigError(`MAX_PLANTS (${values.MAX_PLANTS}) is more than the memory limit (${mib} MiB) holds: ` +
-      `at most ${plantsHeld}, one plant per 8 KiB of it`)
+    throw new ConfigError(`MAX_PLANTS (${values.MAX_PLANTS}) is more than the memory limit ` +
+      `(${Math.round(limit / 2 ** 20)} MiB) holds: at most ${plantsHeld}, one plant per 8 KiB of it`)
   }
   if (values.METRICS_PORT !== 0 && values.METRICS_PORT === values.PORT) {
     throw new ConfigError('METRICS_PORT must differ from PORT: metrics are never served on the API port')
@@ -38,9 +37,8 @@ export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
 
   return {
     ...values,
-    // A 32nd of a memory limit, between a pipe's own buffer and 2 MiB: held lines cost the heap 2-4 times their size.
-    LOG_BUFFER_MAX_BYTES: values.LOG_BUFFER_MAX_BYTES ??
-      Math.min(2 * 1024 * 1024, Math.max(64 * 1024, Math.floor(limit / 32))),
+    // A 32nd of a memory limit, from a pipe's buffer (64 KiB) to 2 MiB: held lines cost the heap 2-4 times their size.
+    LOG_BUFFER_MAX_BYTES: values.LOG_BUFFER_MAX_BYTES ?? Math.min(2 ** 21, Math.max(2 ** 16, Math.floor(limit / 32))),
     MAX_PLANTS: values.MAX_PLANTS ?? Math.min(1000000, plantsHeld),
     // V8 sizes its heap from the machine, not the container: under a limit, shed at half of it in heap.
     MAX_HEAP_USED_BYTES: values.MAX_HEAP_USED_BYTES ?? Math.min(defaultMaxHeapUsedBytes(), Math.floor(limit / 2)),
@@ -62,8 +60,7 @@ export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
 function parseCorsOrigins (text: string): string[] | undefined {
   const origins = [...new Set(text.split(',').map((origin) => origin.trim()).filter((origin) => origin !== ''))]
   if (origins.join() === '*') return origins
-  const bad = origins.findIndex((origin) =>
-    origin.includes('*') || URL.parse(origin)?.origin !== origin || !origin.startsWith('http'))
+  const bad = origins.findIndex((origin) => !/^https?:\/\/[^*]+$/.test(origin) || URL.parse(origin)?.origin !== origin)
   if (bad === -1) return origins.length > 0 ? origins : undefined
   throw new ConfigError(`CORS_ORIGINS: origin ${bad + 1} (${origins[bad]}) is not http(s)://host[:port] as a browser ` +
     'sends it (lower-case host, no path, no default port), nor * alone for any origin')
