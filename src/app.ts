@@ -1,5 +1,4 @@
 import Fastify, { type FastifyBaseLogger } from 'fastify'
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Config } from './config/load-config.js'
 import { AccessLog } from './observability/access-log.js'
 import { auth, type TokenSet } from './plugins/auth.js'
@@ -18,38 +17,37 @@ import { sharedSchemas } from './schemas.js'
 import { validatorCompiler } from './validation.js'
 
 export interface AppOptions {
-  /** loadConfig's values; no rateLimit means none. */
-  config: Pick<Config, 'bodyLimit' | 'http' | 'overload'> &
-    Partial<Pick<Config, 'rateLimit' | 'corsOrigins' | 'otlpEndpoint' | 'shutdownDelayMs'>>
+  /** loadConfig's values. */
+  config: Config
   tokens: TokenSet
   repository: PlantRepository
   /** The pino logger: main.ts's writes JSON lines to stdout, tests' write to memory. */
   logger: FastifyBaseLogger
   /** Where requests and the store are counted (main.ts serves them on METRICS_PORT); absent: not counted. */
-  metrics?: Metrics
+  metrics?: Metrics | undefined
 }
 
 /** The composition root: plugins in order. Never listens; main.ts does. */
 export async function buildApp ({ config, tokens, repository: store, logger, metrics }: AppOptions) {
   // Loaded only when configured: the OpenTelemetry packages cost start time and memory otherwise.
-  const tracing = config.otlpEndpoint === undefined
+  const tracing = config.OTEL_EXPORTER_OTLP_ENDPOINT === undefined
     ? undefined
-    : (await import('./observability/tracing.js')).createTracing(config.otlpEndpoint)
+    : (await import('./observability/tracing.js')).createTracing(config.OTEL_EXPORTER_OTLP_ENDPOINT)
   // Store failures logged throttled, inserts counted and traced: the one wrapper around any store.
   const repository = createObservedPlantRepository(store, { log: logger, metrics, tracing })
   const accessLog = new AccessLog(metrics)
   const app = Fastify({
     loggerInstance: logger,
-    bodyLimit: config.bodyLimit,
+    bodyLimit: config.BODY_LIMIT,
     // Slow or stalled clients are cut off instead of holding a connection (docs/operating.md).
-    connectionTimeout: config.http.connectionTimeoutMs,
-    keepAliveTimeout: config.http.keepAliveTimeoutMs,
-    requestTimeout: config.http.requestTimeoutMs,
+    connectionTimeout: config.CONNECTION_TIMEOUT_MS,
+    keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT_MS,
+    requestTimeout: config.REQUEST_TIMEOUT_MS,
     http: {
-      headersTimeout: config.http.headersTimeoutMs,
-      maxHeaderSize: config.http.maxHeaderBytes,
+      headersTimeout: config.HEADERS_TIMEOUT_MS,
+      maxHeaderSize: config.MAX_HEADER_BYTES,
       // Node enforces the two timeouts above only when it checks, every 30 s by default.
-      connectionsCheckingInterval: Math.min(1000, Math.ceil(config.http.headersTimeoutMs / 4)),
+      connectionsCheckingInterval: Math.min(1000, Math.ceil(config.HEADERS_TIMEOUT_MS / 4)),
       // A missing Host is answered by the edge, with the Error record.
       requireHostHeader: false
     },
@@ -57,25 +55,24 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
     // Requests that arrive while closing are served with Connection: close (plugins/shutdown.ts).
     return503OnClosing: false,
     ...edgeOptions(accessLog)
-  }).withTypeProvider<TypeBoxTypeProvider>()
+  })
   app.setValidatorCompiler(validatorCompiler)
   for (const schema of sharedSchemas) app.addSchema(schema)
 
   // First, so that requests the edge refuses, shed and failed ones are traced too.
   if (tracing !== undefined) await app.register(tracing.plugin)
   await app.register(httpEdge, { corsOrigins: config.corsOrigins })
-  await app.register(shutdown, { delayMs: config.shutdownDelayMs ?? 0 })
+  await app.register(shutdown, { delayMs: config.SHUTDOWN_DELAY_MS })
   app.addHook('onClose', async () => { await repository.close() })
-  await app.register(overload, { limits: config.overload })
-  await app.register(jsonBody, { bodyLimit: config.bodyLimit })
+  await app.register(overload, config)
+  await app.register(jsonBody, { bodyLimit: config.BODY_LIMIT })
   await app.register(openapi)
   await app.register(healthRoutes, { repository })
   await app.register(async function authenticatedRoutes (scope) {
     await scope.register(auth, { tokens })
-    if (config.rateLimit !== undefined) {
+    if (config.RATE_LIMIT_PER_MINUTE > 0) {
       // Loaded only when enabled: ioredis and the limiter cost about 90 ms of start-up otherwise.
-      const { tokenRateLimit } = await import('./plugins/rate-limit.js')
-      await scope.register(tokenRateLimit, { limit: config.rateLimit })
+      await scope.register((await import('./plugins/rate-limit.js')).tokenRateLimit, { limit: config })
     }
     await scope.register(plantRoutes, { plants: createPlantService(repository) })
   })

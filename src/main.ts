@@ -2,7 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import closeWithGrace from 'close-with-grace'
 import pino from 'pino'
 import { buildApp } from './app.js'
-import { ConfigError, loadConfig } from './config/load-config.js'
+import { loadConfig } from './config/load-config.js'
+import { ConfigError } from './lib/config-error.js'
 import { createTokenSet } from './plugins/auth.js'
 import { createRepository } from './storage.js'
 import { watchTokens } from './token-reload.js'
@@ -10,8 +11,9 @@ import { watchTokens } from './token-reload.js'
 /** The process (started by server.ts): configuration, store, app, listen, and signals turned into a graceful close. */
 async function main (): Promise<void> {
   const config = loadConfig(process.env)
+  const { METRICS_PORT: metricsPort, METRICS_HOST: metricsHost, API_TOKENS_FILE: tokensFile } = config
   // Counted only when served: without METRICS_PORT prom-client (about 70 ms of start-up) is not loaded.
-  const metrics = config.metrics && (await import('./observability/metrics.js')).createMetrics()
+  const metrics = metricsPort === undefined ? undefined : (await import('./observability/metrics.js')).createMetrics()
 
   // JSON lines on stdout, never waited for: a slow reader holds back at most LOG_BUFFER_MAX_BYTES, the lines beyond
   // are dropped and counted. At exit what the reader takes is written, and what a full pipe refuses is lost.
@@ -20,7 +22,7 @@ async function main (): Promise<void> {
     sync: false,
     // Lines are written as they come; with 0, flush() would not wait for the lines held.
     minLength: 1,
-    maxLength: config.logBufferMaxBytes,
+    maxLength: config.LOG_BUFFER_MAX_BYTES,
     // SonicBoom measures the chunk it appends to at every line: 4 KiB chunks keep that cheap under a backlog.
     maxWrite: 4096,
     retryEAGAIN: () => !exiting
@@ -34,37 +36,34 @@ async function main (): Promise<void> {
       destination.destroy()
     }
   })
-  const logger = pino({ level: config.logLevel }, destination)
+  const log = pino({ level: config.LOG_LEVEL }, destination)
   let dropped = 0
   destination.on('drop', () => { dropped++; metrics?.logLineDropped() })
   destination.on('drain', () => {
-    if (dropped > 0) logger.warn({ dropped }, 'log lines dropped: the log reader fell behind')
+    if (dropped > 0) log.warn({ dropped }, 'log lines dropped: the log reader fell behind')
     dropped = 0
   })
 
-  const repository = await createRepository({ ...config, log: logger })
+  const repository = await createRepository({ ...config, log })
   const tokens = createTokenSet(config.tokens)
-  const app = await buildApp({ config, tokens, repository, logger, ...(metrics && { metrics }) })
+  const app = await buildApp({ config, tokens, repository, logger: log, metrics })
 
   // SIGHUP reloads the tokens file (rotation); it must never start a shutdown.
-  if (config.tokensFile === undefined) {
-    process.on('SIGHUP', () => app.log.info('SIGHUP: nothing to reload, the tokens come from API_TOKENS'))
-  } else {
-    watchTokens({ file: config.tokensFile, tokens, log: app.log, onReload: metrics?.tokenReload })
-  }
-  if (metrics !== undefined && config.metrics !== undefined) {
+  if (tokensFile !== undefined) watchTokens({ file: tokensFile, tokens, log, onReload: metrics?.tokenReload })
+  else process.on('SIGHUP', () => log.info('SIGHUP: nothing to reload, the tokens come from API_TOKENS'))
+  if (metrics !== undefined && metricsPort !== undefined) {
     const { listenMetrics } = await import('./observability/metrics-listener.js')
-    const listener = await listenMetrics({ registry: metrics.exposition, ...config.metrics, log: app.log })
+    const listener = await listenMetrics({ registry: metrics.exposition, port: metricsPort, host: metricsHost, log })
     // Closed with the app, after the last request, so that a last scrape still sees them.
     app.addHook('onClose', listener.close)
   }
-  closeWithGrace({ delay: config.shutdownDelayMs + config.shutdownTimeoutMs, logger: app.log, skip: ['SIGHUP'] },
+  closeWithGrace({ delay: config.SHUTDOWN_DELAY_MS + config.SHUTDOWN_TIMEOUT_MS, logger: log, skip: ['SIGHUP'] },
     async ({ signal, err }) => { await app.shutDown(signal, err) })
   // A graceful close waits, a second at most, for the lines still held to be written.
   app.addHook('onClose', async () => {
-    await Promise.race([new Promise((resolve) => { logger.flush(resolve) }), sleep(1000, undefined, { ref: false })])
+    await Promise.race([new Promise((resolve) => { log.flush(resolve) }), sleep(1000, undefined, { ref: false })])
   })
-  await app.listen({ port: config.port, host: config.host })
+  await app.listen({ port: config.PORT, host: config.HOST })
 }
 
 main().catch((error: unknown) => {

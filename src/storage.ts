@@ -4,14 +4,13 @@ import type { FailureLogger } from './lib/failure-log.js'
 import type { PlantRepository } from './plants/plant-repository.js'
 
 /** The store's settings (the pool's for PostgreSQL only), and where it logs what it does by itself (a failover). */
-export type StorageOptions = Pick<Config, 'databaseUrl' | 'maxPlants'> &
-  Partial<Pick<Config, 'databasePoolMax' | 'databaseStatementTimeoutMs'>> & { log?: FailureLogger }
+export type StorageOptions = Pick<Config, 'DATABASE_URL' | 'MAX_PLANTS'> & Partial<Config> & { log?: FailureLogger }
 
 /** The one place that picks a store, importing its driver only when chosen (better-sqlite3 is native). */
 export async function createRepository (options: StorageOptions): Promise<PlantRepository> {
-  const { databaseUrl, log } = options
+  const { DATABASE_URL: databaseUrl, MAX_PLANTS: maxPlants, log } = options
   if (databaseUrl === 'memory:') {
-    return (await import('./plants/memory-plant-repository.js')).createMemoryPlantRepository(options)
+    return (await import('./plants/memory-plant-repository.js')).createMemoryPlantRepository({ maxPlants })
   }
   if (databaseUrl.startsWith('sqlite:')) {
     const path = databaseUrl.slice('sqlite:'.length)
@@ -21,16 +20,11 @@ export async function createRepository (options: StorageOptions): Promise<PlantR
     }
     return (await import('./plants/sqlite-plant-repository.js')).createSqlitePlantRepository({ path })
   }
-  if (/^postgres(?:ql)?:\/\//.test(databaseUrl)) {
-    return (await import('./plants/postgres-plant-repository.js')).createPostgresPlantRepository({
-      connectionString: databaseUrl,
-      maxConnections: options.databasePoolMax,
-      statementTimeoutMs: options.databaseStatementTimeoutMs,
-      hostSelected: (host) => { log?.info({ subject: 'store', host }, 'store host selected') }
-    })
-  }
-  // Only the scheme is named: the rest of a URL may carry a password.
-  const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:/.exec(databaseUrl)?.[0]
-  const problem = scheme === undefined ? 'no store scheme given' : `unsupported store "${scheme}"`
-  throw new ConfigError(`DATABASE_URL: ${problem}; use memory:, sqlite:<path> or postgres://…`)
+  // Otherwise postgres:// or postgresql://, which the schema of DATABASE_URL allows (config/env.ts).
+  return (await import('./plants/postgres-plant-repository.js')).createPostgresPlantRepository({
+    connectionString: databaseUrl,
+    maxConnections: options.DATABASE_POOL_MAX,
+    statementTimeoutMs: options.DATABASE_STATEMENT_TIMEOUT_MS,
+    hostSelected: (host) => { log?.info({ subject: 'store', host }, 'store host selected') }
+  })
 }

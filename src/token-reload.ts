@@ -1,6 +1,6 @@
 import { watchFile } from 'node:fs'
 import type { FastifyBaseLogger } from 'fastify'
-import { readTokensFile } from './config/load-config.js'
+import { readTokensFile } from './config/tokens.js'
 import type { TokenSet } from './plugins/auth.js'
 
 export interface TokenReloadOptions {

@@ -1,8 +1,9 @@
 import { Writable } from 'node:stream'
 import pino from 'pino'
 import { onTestFinished } from 'vitest'
-import { buildApp, type App, type AppOptions } from '../src/app.js'
-import { loadConfig, type TokenEntry } from '../src/config/load-config.js'
+import { buildApp, type App } from '../src/app.js'
+import { loadConfig, type Config } from '../src/config/load-config.js'
+import type { TokenEntry } from '../src/config/tokens.js'
 import { createTokenSet, type TokenSet } from '../src/plugins/auth.js'
 import { createMemoryPlantRepository } from '../src/plants/memory-plant-repository.js'
 import type { PlantRepository } from '../src/plants/plant-repository.js'
@@ -16,13 +17,12 @@ export const DEFAULT_CONFIG = loadConfig({ API_TOKENS: TOKEN }, { memoryLimit: (
 
 export interface TestAppOptions {
   repository?: PlantRepository
-  /** Settings beyond the defaults (timeouts, overload, rate limit, body limit). */
-  config?: Partial<AppOptions['config']>
+  /** Settings beyond DEFAULT_CONFIG, under the variables' names (BODY_LIMIT, timeouts, overload, rate limit, CORS). */
+  config?: Partial<Config>
   /** Accepted tokens (plain strings, or entries with a client name); default [TOKEN]. */
   tokens?: (string | TokenEntry)[]
   /** A token set of the test's own (to replace its tokens mid-test); overrides tokens. */
   tokenSet?: TokenSet
-  bodyLimit?: number
   /** Capacity of the default memory store. */
   maxPlants?: number
   /** Collect log lines (JSON strings) here instead of discarding them. */
@@ -44,16 +44,11 @@ export async function buildTestApp (options: TestAppOptions = {}): Promise<App> 
     // No shedding on event-loop delay unless a test asks for it (overload.test.ts): a loaded machine
     // (a shared CI runner, a mutation run) delays the loop by hundreds of ms, and a 503 there is the
     // machine's, not the code's. The heap check stays.
-    config: {
-      bodyLimit: options.bodyLimit ?? 16384,
-      http: DEFAULT_CONFIG.http,
-      overload: { ...DEFAULT_CONFIG.overload, maxEventLoopDelayMs: 0 },
-      ...options.config
-    },
+    config: { ...DEFAULT_CONFIG, MAX_EVENT_LOOP_DELAY_MS: 0, ...options.config },
     tokens: options.tokenSet ?? createTokenSet(options.tokens ?? [TOKEN]),
     repository: options.repository ?? createMemoryPlantRepository({ maxPlants: options.maxPlants ?? 100000 }),
     logger,
-    ...(options.metrics === undefined ? {} : { metrics: options.metrics })
+    metrics: options.metrics
   })
   onTestFinished(() => app.close())
   return app

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import pino from 'pino'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { readTokensFile } from '../src/config/load-config.js'
+import { readTokensFile } from '../src/config/tokens.js'
 import { createTokenSet } from '../src/plugins/auth.js'
 import { reloadTokens } from '../src/token-reload.js'
 

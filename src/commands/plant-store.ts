@@ -18,7 +18,7 @@ async function openStore (url: string, write: boolean): Promise<BulkStore> {
     throw new Error('DATABASE_URL is memory:, a store inside the service\'s process; use sqlite:<path> or postgres://…')
   }
   if (write) {
-    const repository = await createRepository({ databaseUrl: url, maxPlants: 1 })
+    const repository = await createRepository({ DATABASE_URL: url, MAX_PLANTS: 1 })
     await repository.ready().finally(() => repository.close())
   }
   if (url.startsWith('sqlite:')) return (await import('./sqlite-bulk.js')).openSqlite(url.slice(7), write)

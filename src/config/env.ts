@@ -18,7 +18,7 @@ export const Env = Type.Object({
   LOG_BUFFER_MAX_BYTES: optionalInteger(65536, 1073741824),
   API_TOKENS: optionalString(),
   API_TOKENS_FILE: optionalString(),
-  DATABASE_URL: Type.String({ default: 'memory:' }),
+  DATABASE_URL: Type.String({ pattern: '^(memory:$|sqlite:|postgres(ql)?://)', default: 'memory:' }),
   // PostgreSQL only.
   DATABASE_POOL_MAX: integer(1, 1000, 10),
   DATABASE_STATEMENT_TIMEOUT_MS: milliseconds(5000),
@@ -49,8 +49,8 @@ export type Env = Static<typeof Env>
 /** The variables Env names, trimmed, with defaults and numbers converted; one ConfigError lists every bad one. */
 export function readEnv (env: NodeJS.ProcessEnv): Env {
   // Blank is unset, so that a variable the Docker image sets can be unset with `-e NAME=`.
-  const given = Object.fromEntries(Object.entries(env).map(([name, value]) => [name, value?.trim() || undefined]))
-  const values = Value.Convert(Env, Value.Default(Env, given))
+  const given = Object.entries(env).map(([name, value]) => [name, value?.trim()]).filter(([, value]) => value)
+  const values = Value.Clean(Env, Value.Convert(Env, Value.Default(Env, Object.fromEntries(given))))
   if (Value.Check(Env, values)) return values
   const problems = [...Value.Errors(Env, values)].map((error) => `${error.path.slice(1)}: ${error.message}`)
   throw new ConfigError(problems.join(', '))

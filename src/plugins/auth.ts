@@ -2,7 +2,7 @@ import { hash } from 'node:crypto'
 import bearerAuth from '@fastify/bearer-auth'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import type { TokenEntry } from '../config/load-config.js'
+import type { TokenEntry } from '../config/tokens.js'
 
 /** Who sent a request, as its accepted token says: never read from anything else in the request. */
 export interface Client {

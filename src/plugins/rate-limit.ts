@@ -6,7 +6,7 @@ import type { Config } from '../config/load-config.js'
 import { RateLimitedError } from '../errors.js'
 import { createFailureLog } from '../lib/failure-log.js'
 
-type RateLimit = NonNullable<Config['rateLimit']>
+type RateLimit = Pick<Config, 'RATE_LIMIT_PER_MINUTE' | 'REDIS_URL'>
 
 /**
  * A per-client limit after auth, shared by the replicas through Redis. While Redis is unreachable the
@@ -14,14 +14,14 @@ type RateLimit = NonNullable<Config['rateLimit']>
  */
 export const tokenRateLimit = fp<{ limit: RateLimit }>(async function tokenRateLimit (app, { limit }) {
   await app.register(rateLimit, {
-    max: limit.perMinute,
+    max: limit.RATE_LIMIT_PER_MINUTE,
     timeWindow: 60000,
     // The client's key (plugins/auth.ts), the same on every replica: a named client keeps its count across a
     // token rotation. The limiter's hook is the route's, so auth's, the scope's, has set the client already.
     keyGenerator: (request) => request.client?.rateLimitKey ?? '',
     enableDraftSpec: true,
     skipOnError: true,
-    ...(limit.redisUrl !== undefined && { redis: await connectRedis(app, limit.redisUrl) }),
+    ...(limit.REDIS_URL !== undefined && { redis: await connectRedis(app, limit.REDIS_URL) }),
     nameSpace: 'plant-store:rate-limit:',
     errorResponseBuilder: (_request, context) => new RateLimitedError(context.max, Math.ceil(context.ttl / 1000))
   })

@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { getHeapStatistics } from 'node:v8'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { ConfigError, defaultMaxHeapUsedBytes, loadConfig, parseTokens, readTokensFile } from '../../src/config/load-config.js'
+import { defaultMaxHeapUsedBytes, loadConfig } from '../../src/config/load-config.js'
+import { parseTokens, readTokensFile } from '../../src/config/tokens.js'
+import { ConfigError } from '../../src/lib/config-error.js'
 import { TOKEN } from '../helpers.js'
 
 const noLimit = { memoryLimit: () => undefined }
@@ -14,14 +16,14 @@ const [A, B] = ['token-a-01234567', 'token-b-01234567']
 
 describe('loadConfig', () => {
   it('defaults MAX_PLANTS to one plant per 8 KiB of a container\'s memory limit, at most 1,000,000 (without a limit too); MAX_PLANTS overrides it', () => {
-    expect(loadConfig({ API_TOKENS: TOKEN }, { memoryLimit: () => 96 * MiB }).maxPlants).toBe(12288)
-    expect(loadConfig({ API_TOKENS: TOKEN }, { memoryLimit: () => 96 * MiB + 8191 }).maxPlants).toBe(12288)
-    expect(loadConfig({ API_TOKENS: TOKEN }, { memoryLimit: () => 8192 * MiB }).maxPlants).toBe(1000000)
-    expect(loadConfig({ API_TOKENS: TOKEN }, noLimit).maxPlants).toBe(1000000)
-    expect(loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '1000' }, { memoryLimit: () => 96 * MiB }).maxPlants).toBe(1000)
-    expect(loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '12288' }, { memoryLimit: () => 96 * MiB }).maxPlants).toBe(12288)
-    expect(loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '16000000' }, noLimit).maxPlants).toBe(16000000)
-    expect(loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '5000000' }, { memoryLimit: () => 64 * 1024 * MiB }).maxPlants).toBe(5000000)
+    expect(loadConfig({ API_TOKENS: TOKEN }, { memoryLimit: () => 96 * MiB }).MAX_PLANTS).toBe(12288)
+    expect(loadConfig({ API_TOKENS: TOKEN }, { memoryLimit: () => 96 * MiB + 8191 }).MAX_PLANTS).toBe(12288)
+    expect(loadConfig({ API_TOKENS: TOKEN }, { memoryLimit: () => 8192 * MiB }).MAX_PLANTS).toBe(1000000)
+    expect(loadConfig({ API_TOKENS: TOKEN }, noLimit).MAX_PLANTS).toBe(1000000)
+    expect(loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '1000' }, { memoryLimit: () => 96 * MiB }).MAX_PLANTS).toBe(1000)
+    expect(loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '12288' }, { memoryLimit: () => 96 * MiB }).MAX_PLANTS).toBe(12288)
+    expect(loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '16000000' }, noLimit).MAX_PLANTS).toBe(16000000)
+    expect(loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '5000000' }, { memoryLimit: () => 64 * 1024 * MiB }).MAX_PLANTS).toBe(5000000)
   })
 
   it('refuses an explicit MAX_PLANTS the memory limit cannot hold (more than one plant per 8 KiB of it), naming both', () => {
@@ -36,52 +38,63 @@ describe('loadConfig', () => {
 
   it('sheds load (503) at 85 % of a container\'s memory limit in resident anonymous memory by default; MAX_RSS_ANON_BYTES overrides it, 0 turns it off', () => {
     const in96MiB = { memoryLimit: () => 96 * MiB }
-    expect(loadConfig({ API_TOKENS: TOKEN }, in96MiB).overload?.maxRssAnonBytes).toBe(Math.floor(96 * MiB * 0.85))
-    expect(loadConfig({ API_TOKENS: TOKEN }, noLimit).overload?.maxRssAnonBytes).toBe(0)
-    expect(loadConfig({ API_TOKENS: TOKEN, MAX_RSS_ANON_BYTES: String(80 * MiB) }, in96MiB).overload?.maxRssAnonBytes).toBe(80 * MiB)
-    expect(loadConfig({ API_TOKENS: TOKEN, MAX_RSS_ANON_BYTES: '0' }, in96MiB).overload?.maxRssAnonBytes).toBe(0)
+    expect(loadConfig({ API_TOKENS: TOKEN }, in96MiB).MAX_RSS_ANON_BYTES).toBe(Math.floor(96 * MiB * 0.85))
+    expect(loadConfig({ API_TOKENS: TOKEN }, noLimit).MAX_RSS_ANON_BYTES).toBe(0)
+    expect(loadConfig({ API_TOKENS: TOKEN, MAX_RSS_ANON_BYTES: String(80 * MiB) }, in96MiB).MAX_RSS_ANON_BYTES).toBe(80 * MiB)
+    expect(loadConfig({ API_TOKENS: TOKEN, MAX_RSS_ANON_BYTES: '0' }, in96MiB).MAX_RSS_ANON_BYTES).toBe(0)
   })
 
   it('sheds at half a container\'s memory limit of heap in use by default (V8 sizes its heap from the machine), unless V8\'s own limit is lower; ' +
     'MAX_HEAP_USED_BYTES overrides it', () => {
     const in96MiB = { memoryLimit: () => 96 * MiB }
-    expect(loadConfig({ API_TOKENS: TOKEN }, in96MiB).overload?.maxHeapUsedBytes).toBe(Math.min(defaultMaxHeapUsedBytes(), 48 * MiB))
-    expect(loadConfig({ API_TOKENS: TOKEN }, { memoryLimit: () => 2 ** 50 }).overload?.maxHeapUsedBytes).toBe(defaultMaxHeapUsedBytes())
-    expect(loadConfig({ API_TOKENS: TOKEN }, noLimit).overload?.maxHeapUsedBytes).toBe(defaultMaxHeapUsedBytes())
-    expect(loadConfig({ API_TOKENS: TOKEN, MAX_HEAP_USED_BYTES: String(200 * MiB) }, in96MiB).overload?.maxHeapUsedBytes).toBe(200 * MiB)
+    expect(loadConfig({ API_TOKENS: TOKEN }, in96MiB).MAX_HEAP_USED_BYTES).toBe(Math.min(defaultMaxHeapUsedBytes(), 48 * MiB))
+    expect(loadConfig({ API_TOKENS: TOKEN }, { memoryLimit: () => 2 ** 50 }).MAX_HEAP_USED_BYTES).toBe(defaultMaxHeapUsedBytes())
+    expect(loadConfig({ API_TOKENS: TOKEN }, noLimit).MAX_HEAP_USED_BYTES).toBe(defaultMaxHeapUsedBytes())
+    expect(loadConfig({ API_TOKENS: TOKEN, MAX_HEAP_USED_BYTES: String(200 * MiB) }, in96MiB).MAX_HEAP_USED_BYTES).toBe(200 * MiB)
   })
 
   it(
     'holds log lines for a slow reader up to 1/32 of a memory limit (2 MiB at most, 64 KiB at least, 2 MiB without a limit); LOG_BUFFER_MAX_BYTES overrides it',
     () => {
       const limited = (bytes: number) => ({ memoryLimit: () => bytes })
-      expect(loadConfig({ API_TOKENS: TOKEN }, limited(48 * MiB)).logBufferMaxBytes).toBe(1.5 * MiB)
-      expect(loadConfig({ API_TOKENS: TOKEN }, limited(50 * MiB + 31)).logBufferMaxBytes).toBe(Math.floor((50 * MiB + 31) / 32))
-      expect(loadConfig({ API_TOKENS: TOKEN }, limited(64 * MiB)).logBufferMaxBytes).toBe(2 * MiB)
-      expect(loadConfig({ API_TOKENS: TOKEN }, limited(96 * MiB)).logBufferMaxBytes).toBe(2 * MiB)
-      expect(loadConfig({ API_TOKENS: TOKEN }, limited(MiB)).logBufferMaxBytes).toBe(64 * 1024)
-      expect(loadConfig({ API_TOKENS: TOKEN }, limited(4 * MiB)).logBufferMaxBytes).toBe(128 * 1024)
-      expect(loadConfig({ API_TOKENS: TOKEN }, noLimit).logBufferMaxBytes).toBe(2 * MiB)
-      expect(loadConfig({ API_TOKENS: TOKEN, LOG_BUFFER_MAX_BYTES: String(4 * MiB) }, limited(96 * MiB)).logBufferMaxBytes).toBe(4 * MiB)
+      expect(loadConfig({ API_TOKENS: TOKEN }, limited(48 * MiB)).LOG_BUFFER_MAX_BYTES).toBe(1.5 * MiB)
+      expect(loadConfig({ API_TOKENS: TOKEN }, limited(50 * MiB + 31)).LOG_BUFFER_MAX_BYTES).toBe(Math.floor((50 * MiB + 31) / 32))
+      expect(loadConfig({ API_TOKENS: TOKEN }, limited(64 * MiB)).LOG_BUFFER_MAX_BYTES).toBe(2 * MiB)
+      expect(loadConfig({ API_TOKENS: TOKEN }, limited(96 * MiB)).LOG_BUFFER_MAX_BYTES).toBe(2 * MiB)
+      expect(loadConfig({ API_TOKENS: TOKEN }, limited(MiB)).LOG_BUFFER_MAX_BYTES).toBe(64 * 1024)
+      expect(loadConfig({ API_TOKENS: TOKEN }, limited(4 * MiB)).LOG_BUFFER_MAX_BYTES).toBe(128 * 1024)
+      expect(loadConfig({ API_TOKENS: TOKEN }, noLimit).LOG_BUFFER_MAX_BYTES).toBe(2 * MiB)
+      expect(loadConfig({ API_TOKENS: TOKEN, LOG_BUFFER_MAX_BYTES: String(4 * MiB) }, limited(96 * MiB)).LOG_BUFFER_MAX_BYTES).toBe(4 * MiB)
       expect(() => loadConfig({ API_TOKENS: TOKEN, LOG_BUFFER_MAX_BYTES: '1000' }, noLimit)).toThrow(/LOG_BUFFER_MAX_BYTES/)
     })
 
-  it('uses the documented defaults (outside a container: no memory limit), with no key for what is unset', () => {
+  it('uses the documented defaults (outside a container: no memory limit), with no key for a variable unset', () => {
     expect(loadConfig({ API_TOKENS: TOKEN }, noLimit)).toStrictEqual({
-      port: 3000,
-      host: '127.0.0.1',
-      logLevel: 'info',
-      logBufferMaxBytes: 2 * MiB,
+      PORT: 3000,
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      LOG_BUFFER_MAX_BYTES: 2 * MiB,
+      API_TOKENS: TOKEN,
+      DATABASE_URL: 'memory:',
+      DATABASE_POOL_MAX: 10,
+      DATABASE_STATEMENT_TIMEOUT_MS: 5000,
+      BODY_LIMIT: 16384,
+      MAX_PLANTS: 1000000,
+      SHUTDOWN_TIMEOUT_MS: 8000,
+      SHUTDOWN_DELAY_MS: 0,
+      HEADERS_TIMEOUT_MS: 10000,
+      REQUEST_TIMEOUT_MS: 15000,
+      CONNECTION_TIMEOUT_MS: 30000,
+      KEEP_ALIVE_TIMEOUT_MS: 72000,
+      MAX_HEADER_BYTES: 16384,
+      MAX_EVENT_LOOP_DELAY_MS: 200,
+      MAX_HEAP_USED_BYTES: defaultMaxHeapUsedBytes(),
+      MAX_RSS_BYTES: 0,
+      MAX_RSS_ANON_BYTES: 0,
+      RATE_LIMIT_PER_MINUTE: 0,
+      METRICS_HOST: '127.0.0.1',
       tokens: [{ token: TOKEN }],
-      databaseUrl: 'memory:',
-      databasePoolMax: 10,
-      databaseStatementTimeoutMs: 5000,
-      bodyLimit: 16384,
-      maxPlants: 1000000,
-      shutdownTimeoutMs: 8000,
-      shutdownDelayMs: 0,
-      http: { headersTimeoutMs: 10000, requestTimeoutMs: 15000, connectionTimeoutMs: 30000, keepAliveTimeoutMs: 72000, maxHeaderBytes: 16384 },
-      overload: { maxEventLoopDelayMs: 200, maxHeapUsedBytes: defaultMaxHeapUsedBytes(), maxRssBytes: 0, maxRssAnonBytes: 0, sampleIntervalMs: 1000 }
+      corsOrigins: undefined
     })
   })
 
@@ -92,7 +105,7 @@ describe('loadConfig', () => {
   })
 
   it('leaves CORS off when CORS_ORIGINS is blank or lists no origin', () => {
-    for (const CORS_ORIGINS of ['', ' ', ' , ']) expect(loadConfig({ API_TOKENS: TOKEN, CORS_ORIGINS })).not.toHaveProperty('corsOrigins')
+    for (const CORS_ORIGINS of ['', ' ', ' , ']) expect(loadConfig({ API_TOKENS: TOKEN, CORS_ORIGINS }).corsOrigins).toBeUndefined()
   })
 
   it('reads comma-separated tokens, trimming blanks and duplicates', () => {
@@ -102,16 +115,16 @@ describe('loadConfig', () => {
   it('reads one token per line from API_TOKENS_FILE', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'plants-')), 'tokens')
     writeFileSync(file, `${A}\r\n${B}\n\n`)
-    expect(loadConfig({ API_TOKENS_FILE: file })).toMatchObject({ tokens: [{ token: A }, { token: B }], tokensFile: file })
+    expect(loadConfig({ API_TOKENS_FILE: file })).toMatchObject({ tokens: [{ token: A }, { token: B }], API_TOKENS_FILE: file })
   })
 
   it('reads the PostgreSQL pool size and statement timeout', () => {
     expect(loadConfig({ API_TOKENS: TOKEN, DATABASE_POOL_MAX: '40', DATABASE_STATEMENT_TIMEOUT_MS: '1500' }))
-      .toMatchObject({ databasePoolMax: 40, databaseStatementTimeoutMs: 1500 })
+      .toMatchObject({ DATABASE_POOL_MAX: 40, DATABASE_STATEMENT_TIMEOUT_MS: 1500 })
   })
 
   it('reads SHUTDOWN_DELAY_MS (milliseconds of not-ready serving after SIGTERM)', () => {
-    expect(loadConfig({ API_TOKENS: TOKEN, SHUTDOWN_DELAY_MS: '5000' }).shutdownDelayMs).toBe(5000)
+    expect(loadConfig({ API_TOKENS: TOKEN, SHUTDOWN_DELAY_MS: '5000' }).SHUTDOWN_DELAY_MS).toBe(5000)
   })
 
   /** The whole refusal of the CORS origin at `position`. */
@@ -147,6 +160,10 @@ describe('loadConfig', () => {
     ['a CORS origin pattern', { API_TOKENS: TOKEN, CORS_ORIGINS: 'https://*.example' }, corsRefusal(1, 'https://*.example')],
     ['a CORS origin pattern after its first letter', { API_TOKENS: TOKEN, CORS_ORIGINS: 'https://app*.example' }, corsRefusal(1, 'https://app*.example')],
     ['* beside other CORS origins', { API_TOKENS: TOKEN, CORS_ORIGINS: '*, https://a.example' }, corsRefusal(1, '*')],
+    ['a DATABASE_URL of a store the service has not', { API_TOKENS: TOKEN, DATABASE_URL: 'mysql://user:secret@db/plants' },
+      /^DATABASE_URL: Expected string to match '\^\(memory:\$\|sqlite:\|postgres\(ql\)\?:\/\/\)'$/],
+    ['a DATABASE_URL without a scheme', { API_TOKENS: TOKEN, DATABASE_URL: './plants.db' }, /^DATABASE_URL: Expected string to match/],
+    ['a DATABASE_URL in capitals', { API_TOKENS: TOKEN, DATABASE_URL: 'POSTGRES://db/plants' }, /^DATABASE_URL: Expected string to match/],
     ['a METRICS_PORT that is not a number', { API_TOKENS: TOKEN, METRICS_PORT: 'x' }, /^METRICS_PORT: Expected number$/],
     ['a METRICS_PORT out of range', { API_TOKENS: TOKEN, METRICS_PORT: '65536' }, /^METRICS_PORT: Expected number to be less or equal to 65535$/],
     ['a METRICS_PORT equal to PORT', { API_TOKENS: TOKEN, PORT: '8080', METRICS_PORT: '8080' },
@@ -169,21 +186,22 @@ describe('loadConfig', () => {
       { API_TOKENS: TOKEN, METRICS_PORT: '  ', OTEL_EXPORTER_OTLP_ENDPOINT: '' }
     ]) {
       const config = loadConfig(env)
-      expect(config).not.toHaveProperty('metrics')
-      expect(config).not.toHaveProperty('otlpEndpoint')
+      expect(config).not.toHaveProperty('METRICS_PORT')
+      expect(config).not.toHaveProperty('OTEL_EXPORTER_OTLP_ENDPOINT')
     }
   })
 
   it('listens for metrics on METRICS_PORT at METRICS_HOST, which defaults to HOST', () => {
-    expect(loadConfig({ API_TOKENS: TOKEN, METRICS_PORT: '9464' }).metrics).toEqual({ port: 9464, host: '127.0.0.1' })
-    expect(loadConfig({ API_TOKENS: TOKEN, HOST: '0.0.0.0', METRICS_PORT: '9464' }).metrics).toEqual({ port: 9464, host: '0.0.0.0' })
-    expect(loadConfig({ API_TOKENS: TOKEN, HOST: '0.0.0.0', METRICS_PORT: '9464', METRICS_HOST: '10.0.0.5' }).metrics).toEqual({ port: 9464, host: '10.0.0.5' })
+    expect(loadConfig({ API_TOKENS: TOKEN, METRICS_PORT: '9464' })).toMatchObject({ METRICS_PORT: 9464, METRICS_HOST: '127.0.0.1' })
+    expect(loadConfig({ API_TOKENS: TOKEN, HOST: '0.0.0.0', METRICS_PORT: '9464' })).toMatchObject({ METRICS_PORT: 9464, METRICS_HOST: '0.0.0.0' })
+    expect(loadConfig({ API_TOKENS: TOKEN, HOST: '0.0.0.0', METRICS_PORT: '9464', METRICS_HOST: '10.0.0.5' }))
+      .toMatchObject({ METRICS_PORT: 9464, METRICS_HOST: '10.0.0.5' })
     // Both 0: each gets a free port of its own.
-    expect(loadConfig({ API_TOKENS: TOKEN, PORT: '0', METRICS_PORT: '0' }).metrics).toEqual({ port: 0, host: '127.0.0.1' })
+    expect(loadConfig({ API_TOKENS: TOKEN, PORT: '0', METRICS_PORT: '0' })).toMatchObject({ METRICS_PORT: 0, METRICS_HOST: '127.0.0.1' })
   })
 
   it('reads OTEL_EXPORTER_OTLP_ENDPOINT as given', () => {
-    expect(loadConfig({ API_TOKENS: TOKEN, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).otlpEndpoint).toBe('http://collector:4318')
+    expect(loadConfig({ API_TOKENS: TOKEN, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).OTEL_EXPORTER_OTLP_ENDPOINT).toBe('http://collector:4318')
   })
 })
 
@@ -311,28 +329,27 @@ describe('token entries: named, hashed and plain', () => {
 
 // Every whole-number setting with its documented range and default (docs/configuration.md): the
 // bounds are inclusive, one past either is refused with the variable's name and the bound.
-// RATE_LIMIT_PER_MINUTE's 0 (the schema's minimum) means off: its lowest value read is 1.
 const wholeSettings: [name: string, min: number, max: number | undefined, fallback: number | undefined,
   read: (config: ReturnType<typeof loadConfig>) => unknown][] = [
-  ['PORT', 0, 65535, 3000, (c) => c.port],
-  ['DATABASE_POOL_MAX', 1, 1000, 10, (c) => c.databasePoolMax],
-  ['DATABASE_STATEMENT_TIMEOUT_MS', 100, 600000, 5000, (c) => c.databaseStatementTimeoutMs],
-  ['BODY_LIMIT', 64, 1048576, 16384, (c) => c.bodyLimit],
-  ['MAX_PLANTS', 1, 16000000, 1000000, (c) => c.maxPlants],
-  ['SHUTDOWN_TIMEOUT_MS', 100, 600000, 8000, (c) => c.shutdownTimeoutMs],
-  ['SHUTDOWN_DELAY_MS', 0, 600000, 0, (c) => c.shutdownDelayMs],
-  ['LOG_BUFFER_MAX_BYTES', 65536, 1073741824, 2 * 1024 * 1024, (c) => c.logBufferMaxBytes],
-  ['HEADERS_TIMEOUT_MS', 100, 600000, 10000, (c) => c.http.headersTimeoutMs],
-  ['REQUEST_TIMEOUT_MS', 100, 600000, 15000, (c) => c.http.requestTimeoutMs],
-  ['CONNECTION_TIMEOUT_MS', 100, 600000, 30000, (c) => c.http.connectionTimeoutMs],
-  ['KEEP_ALIVE_TIMEOUT_MS', 100, 600000, 72000, (c) => c.http.keepAliveTimeoutMs],
-  ['MAX_HEADER_BYTES', 1024, 65536, 16384, (c) => c.http.maxHeaderBytes],
-  ['MAX_EVENT_LOOP_DELAY_MS', 0, 60000, 200, (c) => c.overload.maxEventLoopDelayMs],
-  ['MAX_HEAP_USED_BYTES', 0, Number.MAX_SAFE_INTEGER, undefined, (c) => c.overload.maxHeapUsedBytes],
-  ['MAX_RSS_BYTES', 0, Number.MAX_SAFE_INTEGER, 0, (c) => c.overload.maxRssBytes],
-  ['MAX_RSS_ANON_BYTES', 0, Number.MAX_SAFE_INTEGER, 0, (c) => c.overload.maxRssAnonBytes],
-  ['RATE_LIMIT_PER_MINUTE', 1, 100000000, undefined, (c) => c.rateLimit?.perMinute],
-  ['METRICS_PORT', 0, 65535, undefined, (c) => c.metrics?.port]
+  ['PORT', 0, 65535, 3000, (c) => c.PORT],
+  ['DATABASE_POOL_MAX', 1, 1000, 10, (c) => c.DATABASE_POOL_MAX],
+  ['DATABASE_STATEMENT_TIMEOUT_MS', 100, 600000, 5000, (c) => c.DATABASE_STATEMENT_TIMEOUT_MS],
+  ['BODY_LIMIT', 64, 1048576, 16384, (c) => c.BODY_LIMIT],
+  ['MAX_PLANTS', 1, 16000000, 1000000, (c) => c.MAX_PLANTS],
+  ['SHUTDOWN_TIMEOUT_MS', 100, 600000, 8000, (c) => c.SHUTDOWN_TIMEOUT_MS],
+  ['SHUTDOWN_DELAY_MS', 0, 600000, 0, (c) => c.SHUTDOWN_DELAY_MS],
+  ['LOG_BUFFER_MAX_BYTES', 65536, 1073741824, 2 * 1024 * 1024, (c) => c.LOG_BUFFER_MAX_BYTES],
+  ['HEADERS_TIMEOUT_MS', 100, 600000, 10000, (c) => c.HEADERS_TIMEOUT_MS],
+  ['REQUEST_TIMEOUT_MS', 100, 600000, 15000, (c) => c.REQUEST_TIMEOUT_MS],
+  ['CONNECTION_TIMEOUT_MS', 100, 600000, 30000, (c) => c.CONNECTION_TIMEOUT_MS],
+  ['KEEP_ALIVE_TIMEOUT_MS', 100, 600000, 72000, (c) => c.KEEP_ALIVE_TIMEOUT_MS],
+  ['MAX_HEADER_BYTES', 1024, 65536, 16384, (c) => c.MAX_HEADER_BYTES],
+  ['MAX_EVENT_LOOP_DELAY_MS', 0, 60000, 200, (c) => c.MAX_EVENT_LOOP_DELAY_MS],
+  ['MAX_HEAP_USED_BYTES', 0, Number.MAX_SAFE_INTEGER, undefined, (c) => c.MAX_HEAP_USED_BYTES],
+  ['MAX_RSS_BYTES', 0, Number.MAX_SAFE_INTEGER, 0, (c) => c.MAX_RSS_BYTES],
+  ['MAX_RSS_ANON_BYTES', 0, Number.MAX_SAFE_INTEGER, 0, (c) => c.MAX_RSS_ANON_BYTES],
+  ['RATE_LIMIT_PER_MINUTE', 0, 100000000, 0, (c) => c.RATE_LIMIT_PER_MINUTE],
+  ['METRICS_PORT', 0, 65535, undefined, (c) => c.METRICS_PORT]
 ]
 
 describe('whole-number settings', () => {
@@ -345,9 +362,7 @@ describe('whole-number settings', () => {
         expect(read(load(String(max)))).toBe(max)
         expect(() => load(String(max + 1))).toThrow(new ConfigError(`${name}: Expected number to be less or equal to ${max}`))
       }
-      // The lowest value refused by the schema itself (the tables' own minimum).
-      const schemaMin = name === 'RATE_LIMIT_PER_MINUTE' ? 0 : min
-      expect(() => load(String(schemaMin - 1))).toThrow(new ConfigError(`${name}: Expected number to be greater or equal to ${schemaMin}`))
+      expect(() => load(String(min - 1))).toThrow(new ConfigError(`${name}: Expected number to be greater or equal to ${min}`))
       if (fallback !== undefined) expect(read(loadConfig({ API_TOKENS: TOKEN }, noLimit))).toBe(fallback)
       // Blank is unset (a default the image sets can be turned off with -e NAME=).
       expect(read(load(' '))).toBe(fallback ?? read(loadConfig({ API_TOKENS: TOKEN }, noLimit)))
@@ -360,7 +375,7 @@ describe('whole-number settings', () => {
   }
 
   it('reads a whole number written with an exponent or a trailing .0', () => {
-    expect(loadConfig({ API_TOKENS: TOKEN, BODY_LIMIT: '1e3', MAX_PLANTS: '20.0' }, noLimit)).toMatchObject({ bodyLimit: 1000, maxPlants: 20 })
+    expect(loadConfig({ API_TOKENS: TOKEN, BODY_LIMIT: '1e3', MAX_PLANTS: '20.0' }, noLimit)).toMatchObject({ BODY_LIMIT: 1000, MAX_PLANTS: 20 })
   })
 
   it('lists every bad variable in one line, in the table\'s order', () => {
@@ -372,7 +387,7 @@ describe('whole-number settings', () => {
   it('reads each log level', () => {
     for (const level of [
       'fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
-    ]) expect(loadConfig({ API_TOKENS: TOKEN, LOG_LEVEL: level }).logLevel).toBe(level)
+    ]) expect(loadConfig({ API_TOKENS: TOKEN, LOG_LEVEL: level }).LOG_LEVEL).toBe(level)
   })
 
   it('ignores variables it does not know, and a variable present but undefined', () => {
@@ -382,33 +397,32 @@ describe('whole-number settings', () => {
 
 describe('settings read together', () => {
   it('takes DATABASE_URL as given, and an empty or blank one as the memory store', () => {
-    expect(loadConfig({ API_TOKENS: TOKEN, DATABASE_URL: 'sqlite:/tmp/p.db' }).databaseUrl).toBe('sqlite:/tmp/p.db')
-    expect(loadConfig({ API_TOKENS: TOKEN, DATABASE_URL: '' }).databaseUrl).toBe('memory:')
+    expect(loadConfig({ API_TOKENS: TOKEN, DATABASE_URL: 'sqlite:/tmp/p.db' }).DATABASE_URL).toBe('sqlite:/tmp/p.db')
+    expect(loadConfig({ API_TOKENS: TOKEN, DATABASE_URL: '' }).DATABASE_URL).toBe('memory:')
     // Blank is unset, as for the other variables the image sets (`-e DATABASE_URL=`).
-    expect(loadConfig({ API_TOKENS: TOKEN, DATABASE_URL: '  ' }).databaseUrl).toBe('memory:')
+    expect(loadConfig({ API_TOKENS: TOKEN, DATABASE_URL: '  ' }).DATABASE_URL).toBe('memory:')
   })
 
   it('allows HEADERS_TIMEOUT_MS equal to REQUEST_TIMEOUT_MS, not above it', () => {
-    expect(loadConfig({ API_TOKENS: TOKEN, HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '5000' }).http)
-      .toMatchObject({ headersTimeoutMs: 5000, requestTimeoutMs: 5000 })
+    expect(loadConfig({ API_TOKENS: TOKEN, HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '5000' }))
+      .toMatchObject({ HEADERS_TIMEOUT_MS: 5000, REQUEST_TIMEOUT_MS: 5000 })
     expect(() => loadConfig({ API_TOKENS: TOKEN, HEADERS_TIMEOUT_MS: '5001', REQUEST_TIMEOUT_MS: '5000' }))
       .toThrow(new ConfigError('HEADERS_TIMEOUT_MS must not be larger than REQUEST_TIMEOUT_MS'))
   })
 
-  it('takes REDIS_URL only as redis:// or rediss://, and only with a rate limit', () => {
-    expect(loadConfig({ API_TOKENS: TOKEN, RATE_LIMIT_PER_MINUTE: '5', REDIS_URL: 'rediss://r:6380' }).rateLimit)
-      .toEqual({ perMinute: 5, redisUrl: 'rediss://r:6380' })
-    expect(loadConfig({ API_TOKENS: TOKEN, RATE_LIMIT_PER_MINUTE: '5' }).rateLimit).toStrictEqual({ perMinute: 5 })
-    expect(loadConfig({ API_TOKENS: TOKEN, REDIS_URL: 'redis://r' })).not.toHaveProperty('rateLimit')
+  it('takes REDIS_URL only as redis:// or rediss://', () => {
+    expect(loadConfig({ API_TOKENS: TOKEN, RATE_LIMIT_PER_MINUTE: '5', REDIS_URL: 'rediss://r:6380' }))
+      .toMatchObject({ RATE_LIMIT_PER_MINUTE: 5, REDIS_URL: 'rediss://r:6380' })
+    expect(loadConfig({ API_TOKENS: TOKEN, RATE_LIMIT_PER_MINUTE: '5' })).not.toHaveProperty('REDIS_URL')
     for (const url of ['x-redis://r', 'redis:/r', 'REDIS://r']) {
       expect(() => loadConfig({ API_TOKENS: TOKEN, REDIS_URL: url }), url).toThrow(new ConfigError('REDIS_URL: Expected string to match \'^rediss?://\''))
     }
   })
 
-  it('reads API_TOKENS_FILE when API_TOKENS is blank, and remembers the file only then', () => {
+  it('reads API_TOKENS_FILE when API_TOKENS is blank, and keeps the file only then', () => {
     const file = tokensFile(`${A}\n`)
-    expect(loadConfig({ API_TOKENS: ' ', API_TOKENS_FILE: file })).toMatchObject({ tokens: [{ token: A }], tokensFile: file })
-    expect(loadConfig({ API_TOKENS: B })).not.toHaveProperty('tokensFile')
+    expect(loadConfig({ API_TOKENS: ' ', API_TOKENS_FILE: file })).toMatchObject({ tokens: [{ token: A }], API_TOKENS_FILE: file })
+    expect(loadConfig({ API_TOKENS: B })).not.toHaveProperty('API_TOKENS_FILE')
   })
 
   it('defaults the heap bound to 90 % of V8\'s heap limit (shedding before the process dies of it)', () => {
@@ -416,19 +430,19 @@ describe('settings read together', () => {
   })
 
   it('keeps the heap default unless MAX_HEAP_USED_BYTES is set', () => {
-    expect(loadConfig({ API_TOKENS: TOKEN }).overload.maxHeapUsedBytes).toBe(defaultMaxHeapUsedBytes())
-    expect(loadConfig({ API_TOKENS: TOKEN, MAX_HEAP_USED_BYTES: '0' }).overload.maxHeapUsedBytes).toBe(0)
+    expect(loadConfig({ API_TOKENS: TOKEN }).MAX_HEAP_USED_BYTES).toBe(defaultMaxHeapUsedBytes())
+    expect(loadConfig({ API_TOKENS: TOKEN, MAX_HEAP_USED_BYTES: '0' }).MAX_HEAP_USED_BYTES).toBe(0)
   })
 
   it('takes the OTLP endpoint trimmed, http or https only', () => {
-    expect(loadConfig({ API_TOKENS: TOKEN, OTEL_EXPORTER_OTLP_ENDPOINT: ' https://c:4318 ' }).otlpEndpoint).toBe('https://c:4318')
-    expect(loadConfig({ API_TOKENS: TOKEN, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c' }).otlpEndpoint).toBe('http://c')
+    expect(loadConfig({ API_TOKENS: TOKEN, OTEL_EXPORTER_OTLP_ENDPOINT: ' https://c:4318 ' }).OTEL_EXPORTER_OTLP_ENDPOINT).toBe('https://c:4318')
+    expect(loadConfig({ API_TOKENS: TOKEN, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c' }).OTEL_EXPORTER_OTLP_ENDPOINT).toBe('http://c')
     for (const url of ['file:///tmp/x', 'mailto:a@b', 'http//c', 'http:///c', 'xhttp://c']) {
       expect(() => loadConfig({ API_TOKENS: TOKEN, OTEL_EXPORTER_OTLP_ENDPOINT: url }), url).toThrow(/^OTEL_EXPORTER_OTLP_ENDPOINT: Expected string to match/)
     }
   })
 
   it('keeps METRICS_PORT 0 beside any PORT (each gets a free port)', () => {
-    expect(loadConfig({ API_TOKENS: TOKEN, PORT: '8080', METRICS_PORT: '0' }).metrics).toEqual({ port: 0, host: '127.0.0.1' })
+    expect(loadConfig({ API_TOKENS: TOKEN, PORT: '8080', METRICS_PORT: '0' })).toMatchObject({ PORT: 8080, METRICS_PORT: 0 })
   })
 })

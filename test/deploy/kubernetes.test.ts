@@ -115,7 +115,7 @@ describe('deploy/kubernetes', () => {
     const endpoints = monitor.spec.endpoints ?? []
     expect(endpoints.map((endpoint) => endpoint.path ?? '/metrics')).toEqual(['/metrics'])
     const servicePort = service.spec?.ports?.find((port) => port.name === endpoints[0]?.port)
-    expect(portOf(servicePort?.targetPort)).toBe(config.metrics?.port)
+    expect(portOf(servicePort?.targetPort)).toBe(config.METRICS_PORT)
     // The job label comes from the Service's label named by jobLabel (without it, the Service's name).
     const job = monitor.spec.jobLabel === undefined ? service.metadata?.name : serviceLabels[monitor.spec.jobLabel]
     const selectedJobs = new Set([...JSON.stringify(rule.spec).matchAll(/job=\\"([^"\\]*)\\"/g)].map((match) => match[1]))
@@ -146,10 +146,10 @@ describe('deploy/kubernetes', () => {
 
   it('exposes the ports the service listens on (PORT, METRICS_PORT), the Service sending to the API port', () => {
     const config = podConfig()
-    expect(portOf('http')).toBe(config.port)
-    expect(portOf('metrics')).toBe(config.metrics?.port)
-    expect(portOf(service.spec?.ports?.[0]?.targetPort)).toBe(config.port)
-    expect(config.host).toBe('0.0.0.0')
+    expect(portOf('http')).toBe(config.PORT)
+    expect(portOf('metrics')).toBe(config.METRICS_PORT)
+    expect(portOf(service.spec?.ports?.[0]?.targetPort)).toBe(config.PORT)
+    expect(config.HOST).toBe('0.0.0.0')
   })
 
   it('probes readiness on /readyz and liveness (and start) on /livez, on the API port', () => {
@@ -157,32 +157,32 @@ describe('deploy/kubernetes', () => {
     expect(probe('readinessProbe').httpGet?.path).toBe('/readyz')
     expect(probe('livenessProbe').httpGet?.path).toBe('/livez')
     expect(probe('startupProbe').httpGet?.path).toBe('/livez')
-    for (const name of ['readinessProbe', 'livenessProbe', 'startupProbe'] as const) expect(portOf(probe(name).httpGet?.port)).toBe(config.port)
+    for (const name of ['readinessProbe', 'livenessProbe', 'startupProbe'] as const) expect(portOf(probe(name).httpGet?.port)).toBe(config.PORT)
   })
 
   it('gives the shutdown its time: terminationGracePeriodSeconds ≥ SHUTDOWN_DELAY_MS + SHUTDOWN_TIMEOUT_MS + 1 s, and readiness fails within the delay', () => {
     const config = podConfig()
-    expect(config.shutdownDelayMs).toBeGreaterThan(0)
+    expect(config.SHUTDOWN_DELAY_MS).toBeGreaterThan(0)
     const graceMs = (pod?.terminationGracePeriodSeconds ?? 30) * 1000
-    expect(graceMs).toBeGreaterThanOrEqual(config.shutdownDelayMs + config.shutdownTimeoutMs + 1000)
+    expect(graceMs).toBeGreaterThanOrEqual(config.SHUTDOWN_DELAY_MS + config.SHUTDOWN_TIMEOUT_MS + 1000)
     // The pod's own readiness turns 503 at SIGTERM; the kubelet sees it within period × threshold,
     // before the drain starts, however slowly the endpoint removal travels.
     const readiness = probe('readinessProbe')
-    expect((readiness.periodSeconds ?? 10) * (readiness.failureThreshold ?? 3) * 1000).toBeLessThanOrEqual(config.shutdownDelayMs)
+    expect((readiness.periodSeconds ?? 10) * (readiness.failureThreshold ?? 3) * 1000).toBeLessThanOrEqual(config.SHUTDOWN_DELAY_MS)
   })
 
   it('never restarts a pod for a slow answer the service itself would shed: liveness timeout above MAX_EVENT_LOOP_DELAY_MS', () => {
     const config = podConfig()
-    expect((probe('livenessProbe').timeoutSeconds ?? 1) * 1000).toBeGreaterThan(config.overload.maxEventLoopDelayMs)
-    expect((probe('readinessProbe').timeoutSeconds ?? 1) * 1000).toBeGreaterThan(config.overload.maxEventLoopDelayMs)
+    expect((probe('livenessProbe').timeoutSeconds ?? 1) * 1000).toBeGreaterThan(config.MAX_EVENT_LOOP_DELAY_MS)
+    expect((probe('readinessProbe').timeoutSeconds ?? 1) * 1000).toBeGreaterThan(config.MAX_EVENT_LOOP_DELAY_MS)
   })
 
   it('sets a memory limit from which the memory store\'s capacity (507) and the resident-memory shedding (503) are derived', () => {
     const limit = bytes(container.resources?.limits?.memory)
     const config = podConfig()
-    expect(config.maxPlants).toBe(Math.min(1000000, Math.floor(limit / LIMIT_BYTES_PER_PLANT)))
-    expect(config.overload.maxRssAnonBytes).toBe(Math.floor(limit * 0.85))
-    expect(config.overload.maxRssAnonBytes).toBeLessThan(limit)
+    expect(config.MAX_PLANTS).toBe(Math.min(1000000, Math.floor(limit / LIMIT_BYTES_PER_PLANT)))
+    expect(config.MAX_RSS_ANON_BYTES).toBe(Math.floor(limit * 0.85))
+    expect(config.MAX_RSS_ANON_BYTES).toBeLessThan(limit)
     expect(bytes(container.resources?.requests?.memory)).toBeLessThanOrEqual(limit)
   })
 
@@ -212,14 +212,14 @@ describe('deploy/kubernetes', () => {
     expect(mount?.subPath).toBeUndefined()
     expect(Object.keys(secret.stringData ?? {}).sort()).toEqual(['database-url', 'tokens'])
     // The example's values load: a postgres URL and at least one token.
-    expect(podConfig()).toMatchObject({ databaseUrl: expect.stringMatching(/^postgres:\/\//) as unknown, tokens: [expect.anything()] })
+    expect(podConfig()).toMatchObject({ DATABASE_URL: expect.stringMatching(/^postgres:\/\//) as unknown, tokens: [expect.anything()] })
   })
 })
 
 describe('the image\'s shutdown defaults (Dockerfile ENV)', () => {
   it('fit Docker\'s 10 s stop timeout: SHUTDOWN_DELAY_MS + SHUTDOWN_TIMEOUT_MS + 1 s ≤ 10 s, with a delay', () => {
     const config = loadConfig({ ...imageEnv(), API_TOKENS: TOKEN }, { memoryLimit: () => undefined })
-    expect(config.shutdownDelayMs).toBeGreaterThan(0)
-    expect(config.shutdownDelayMs + config.shutdownTimeoutMs + 1000).toBeLessThanOrEqual(10000)
+    expect(config.SHUTDOWN_DELAY_MS).toBeGreaterThan(0)
+    expect(config.SHUTDOWN_DELAY_MS + config.SHUTDOWN_TIMEOUT_MS + 1000).toBeLessThanOrEqual(10000)
   })
 })

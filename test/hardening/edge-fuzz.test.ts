@@ -8,7 +8,7 @@ import { createMemoryPlantRepository } from '../../src/plants/memory-plant-repos
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 import { INT64_MAX, INT64_MIN } from '../../src/schemas.js'
 import type { App } from '../../src/app.js'
-import { TOKEN, buildTestApp, DEFAULT_CONFIG } from '../helpers.js'
+import { TOKEN, buildTestApp } from '../helpers.js'
 import { parseRawReply } from './hardening-helpers.js'
 
 /**
@@ -42,7 +42,7 @@ const RUNS = Math.max(MIN_RUNS, Number(process.env.FUZZ_EDGE_RUNS ?? 150))
 const WAIT_MS = 3000
 const BODY_LIMIT = 1024
 /** Short request timeouts, so that a cut request is answered 408 within the wait, and soon: runs wait on them. */
-const HTTP_LIMITS = { headersTimeoutMs: 250, requestTimeoutMs: 500, connectionTimeoutMs: 2000, keepAliveTimeoutMs: 150, maxHeaderBytes: 16384 }
+const HTTP_LIMITS = { HEADERS_TIMEOUT_MS: 250, REQUEST_TIMEOUT_MS: 500, CONNECTION_TIMEOUT_MS: 2000, KEEP_ALIVE_TIMEOUT_MS: 150 }
 const ORIGIN = 'https://app.example.com'
 
 interface Schema { type?: string, format?: string, pattern?: string, properties?: Record<string, Schema>, required?: string[], $ref?: string }
@@ -352,11 +352,11 @@ describe('fuzzing the HTTP edge on real sockets (fast-check, bounded by runs)', 
     const repository = storingRepository(delayMs)
     const app = await buildTestApp({
       repository,
-      bodyLimit: BODY_LIMIT,
       // Shedding is a documented 503, but no 5xx is what is asserted: pressure is off here.
       config: {
-        http: HTTP_LIMITS,
-        overload: { ...DEFAULT_CONFIG.overload, maxEventLoopDelayMs: 0, maxHeapUsedBytes: 0 },
+        BODY_LIMIT,
+        ...HTTP_LIMITS,
+        MAX_HEAP_USED_BYTES: 0,
         ...(cors ? { corsOrigins: [ORIGIN] } : {})
       }
     })

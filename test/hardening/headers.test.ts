@@ -4,7 +4,7 @@ import type { PlantRepository } from '../../src/plants/plant-repository.js'
 
 describe('reply headers and exposure', () => {
   it('sends cache-control: no-store and nosniff on /plants replies of every status', async () => {
-    const app = await buildTestApp({ config: { bodyLimit: 64 } })
+    const app = await buildTestApp({ config: { BODY_LIMIT: 64 } })
     const replies = [
       await postPlant(app, { id: 1, name: 'fern' }), // 200
       await postPlant(app, { id: 1, name: 'moss' }), // 409

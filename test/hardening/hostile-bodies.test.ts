@@ -177,7 +177,7 @@ const anyDoc: fc.Arbitrary<Doc> = fc.oneof(
 
 describe('hostile bodies (property tests)', () => {
   it('answers every JSON document with the status the model expects, stores exactly the valid NewPlants, and replays them', async () => {
-    const app = await buildTestApp({ config: { bodyLimit: BODY_LIMIT } })
+    const app = await buildTestApp({ config: { BODY_LIMIT } })
     const store = new Map<bigint, Stored>()
     await fc.assert(fc.asyncProperty(anyDoc, async (doc) => {
       const text = serialize(doc)
@@ -198,7 +198,7 @@ describe('hostile bodies (property tests)', () => {
   }, 60000)
 
   it('never answers arbitrary bytes with a 5xx or an undocumented status', async () => {
-    const app = await buildTestApp({ config: { bodyLimit: BODY_LIMIT } })
+    const app = await buildTestApp({ config: { BODY_LIMIT } })
     await fc.assert(fc.asyncProperty(fc.uint8Array({ maxLength: 3000 }), async (bytes) => {
       const res = await post(app, Buffer.from(bytes))
       expectWellFormed(res)
@@ -306,7 +306,7 @@ describe('hostile bodies (chosen cases)', () => {
   })
 
   it('stores a name that fills the body exactly to BODY_LIMIT, and answers 413 one byte over', async () => {
-    const app = await buildTestApp({ config: { bodyLimit: BODY_LIMIT } })
+    const app = await buildTestApp({ config: { BODY_LIMIT } })
     const frame = '{"id":1,"name":""}'
     const name = 'é'.repeat((BODY_LIMIT - frame.length) / 2)
     const body = `{"id":1,"name":"${name}"}`

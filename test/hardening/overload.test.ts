@@ -12,9 +12,7 @@ const busyFor = (ms: number): void => {
 
 describe('overload shedding (under-pressure)', () => {
   it('answers 503 Error with Retry-After while the event loop is saturated, keeps /livez up, reports on /readyz, and recovers', async () => {
-    const app = await buildTestApp({
-      config: { overload: { ...DEFAULT_CONFIG.overload, maxEventLoopDelayMs: 50, sampleIntervalMs: 100 } }
-    })
+    const app = await buildTestApp({ config: { MAX_EVENT_LOOP_DELAY_MS: 50 } })
     await app.ready()
     // A loop that is busy 150 ms at a time, as under a flood of expensive requests.
     const blocker = setInterval(() => busyFor(150), 1)
@@ -40,10 +38,8 @@ describe('overload shedding (under-pressure)', () => {
   })
 
   it('sheds before authentication: an overloaded process does not spend time on tokens', async () => {
-    // A heap limit of 1 byte is always exceeded: pressure from the first sample on.
-    const app = await buildTestApp({
-      config: { overload: { ...DEFAULT_CONFIG.overload, maxHeapUsedBytes: 1, sampleIntervalMs: 10 } }
-    })
+    // A resident memory limit of 1 byte is always exceeded: pressure from the start, checked as the app registers.
+    const app = await buildTestApp({ config: { MAX_RSS_ANON_BYTES: 1 } })
     await app.ready()
     await until(() => app.isUnderPressure(), 5000, 'pressure seen')
     const res = await postPlant(app, { id: 1, name: 'fern' }, { 'content-type': 'application/json' })
@@ -53,9 +49,7 @@ describe('overload shedding (under-pressure)', () => {
   })
 
   it('answers another method on /plants 405 even under pressure (the edge refuses it first: nothing is read, and a retry would not help)', async () => {
-    const app = await buildTestApp({
-      config: { overload: { ...DEFAULT_CONFIG.overload, maxHeapUsedBytes: 1, sampleIntervalMs: 10 } }
-    })
+    const app = await buildTestApp({ config: { MAX_RSS_ANON_BYTES: 1 } })
     await app.ready()
     await until(() => app.isUnderPressure(), 5000, 'pressure seen')
     const res = await app.inject({ method: 'GET', url: '/plants' })
@@ -70,7 +64,7 @@ describe('overload shedding (under-pressure)', () => {
     const repository = countingRepository()
     const app = await buildTestApp({
       repository,
-      config: { overload: { ...DEFAULT_CONFIG.overload, maxRssBytes: 1, sampleIntervalMs: 10 } }
+      config: { MAX_RSS_BYTES: 1 }
     })
     await app.ready()
     await until(() => app.isUnderPressure(), 5000, 'pressure seen')
@@ -80,14 +74,13 @@ describe('overload shedding (under-pressure)', () => {
 
   it('sheds with 503 and Retry-After while the real resident anonymous memory is at MAX_RSS_ANON_BYTES, and not below it', async () => {
     const repository = countingRepository()
-    const only = { ...DEFAULT_CONFIG.overload, maxEventLoopDelayMs: 0, maxHeapUsedBytes: 0, sampleIntervalMs: 10 }
-    const over = await buildTestApp({ repository, config: { overload: { ...only, maxRssAnonBytes: 1 } } })
+    const over = await buildTestApp({ repository, config: { MAX_HEAP_USED_BYTES: 0, MAX_RSS_ANON_BYTES: 1 } })
     await over.ready()
     const shed = await postPlant(over, { id: 7, name: 'fern' })
     expect(shed.statusCode).toBe(503)
     expect(shed.headers['retry-after']).toBe('1')
     expect(repository.inserts).toBe(0)
-    const under = await buildTestApp({ config: { overload: { ...only, maxRssAnonBytes: 2 ** 50 } } })
+    const under = await buildTestApp({ config: { MAX_HEAP_USED_BYTES: 0, MAX_RSS_ANON_BYTES: 2 ** 50 } })
     expect((await postPlant(under, { id: 7, name: 'fern' })).statusCode).toBe(200)
   })
 
@@ -96,13 +89,11 @@ describe('overload shedding (under-pressure)', () => {
     const app = Fastify()
     // Only the memory check: a loaded machine's event-loop delay must not be what is seen.
     await app.register(overload, {
-      limits: {
-        ...DEFAULT_CONFIG.overload,
-        maxEventLoopDelayMs: 0,
-        maxHeapUsedBytes: 0,
-        maxRssAnonBytes: 1000,
-        sampleIntervalMs: 10
-      },
+      MAX_EVENT_LOOP_DELAY_MS: 0,
+      MAX_HEAP_USED_BYTES: 0,
+      MAX_RSS_BYTES: 0,
+      MAX_RSS_ANON_BYTES: 1000,
+      sampleIntervalMs: 10,
       rssAnonBytes: () => resident
     })
     app.get('/work', async () => 'done')
@@ -118,10 +109,9 @@ describe('overload shedding (under-pressure)', () => {
   })
 
   it('has all checks on by default except RSS and resident anonymous memory, which depend on the container', () => {
-    const limits = DEFAULT_CONFIG.overload
-    expect(limits.maxEventLoopDelayMs).toBe(200)
-    expect(limits.maxHeapUsedBytes).toBeGreaterThan(0)
-    expect(limits.maxRssBytes).toBe(0)
-    expect(limits.maxRssAnonBytes).toBe(0)
+    expect(DEFAULT_CONFIG.MAX_EVENT_LOOP_DELAY_MS).toBe(200)
+    expect(DEFAULT_CONFIG.MAX_HEAP_USED_BYTES).toBeGreaterThan(0)
+    expect(DEFAULT_CONFIG.MAX_RSS_BYTES).toBe(0)
+    expect(DEFAULT_CONFIG.MAX_RSS_ANON_BYTES).toBe(0)
   })
 })

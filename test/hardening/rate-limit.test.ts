@@ -27,7 +27,7 @@ const json = (token: string) => ({ authorization: `Bearer ${token}`, 'content-ty
 
 describe('per-token rate limit, per process', () => {
   it('answers 429 Error with Retry-After and RateLimit headers once a token is over its limit', async () => {
-    const app = await buildTestApp({ tokens: ['token-a'], config: { rateLimit: { perMinute: 3 } } })
+    const app = await buildTestApp({ tokens: ['token-a'], config: { RATE_LIMIT_PER_MINUTE: 3 } })
     const remaining: (string | number | string[] | undefined)[] = []
     for (let id = 1; id <= 3; id++) {
       const res = await postPlant(app, { id, name: 'fern' }, json('token-a'))
@@ -50,14 +50,14 @@ describe('per-token rate limit, per process', () => {
   })
 
   it('counts each token on its own', async () => {
-    const app = await buildTestApp({ tokens: ['token-a', 'token-b'], config: { rateLimit: { perMinute: 1 } } })
+    const app = await buildTestApp({ tokens: ['token-a', 'token-b'], config: { RATE_LIMIT_PER_MINUTE: 1 } })
     expect((await postPlant(app, { id: 1, name: 'fern' }, json('token-a'))).statusCode).toBe(200)
     expect((await postPlant(app, { id: 2, name: 'fern' }, json('token-a'))).statusCode).toBe(429)
     expect((await postPlant(app, { id: 3, name: 'fern' }, json('token-b'))).statusCode).toBe(200)
   })
 
   it('checks the token first: requests without a valid token get 401 and do not use up the limit', async () => {
-    const app = await buildTestApp({ tokens: ['token-a'], config: { rateLimit: { perMinute: 1 } } })
+    const app = await buildTestApp({ tokens: ['token-a'], config: { RATE_LIMIT_PER_MINUTE: 1 } })
     for (let i = 0; i < 3; i++) {
       expect((await postPlant(app, { id: 1, name: 'fern' }, json('wrong-token'))).statusCode).toBe(401)
     }
@@ -82,7 +82,7 @@ describe('per-token rate limit, per process', () => {
 
   it('counts per client name: a named client keeps its count when its token is rotated under the same name', async () => {
     const tokenSet = createTokenSet([{ name: 'billing', token: 'billing-old' }, { name: 'shop', token: 'shop-token' }])
-    const app = await buildTestApp({ tokenSet, config: { rateLimit: { perMinute: 2 } } })
+    const app = await buildTestApp({ tokenSet, config: { RATE_LIMIT_PER_MINUTE: 2 } })
     expect((await postPlant(app, { id: 1, name: 'fern' }, json('billing-old'))).statusCode).toBe(200)
     tokenSet.replace([{ name: 'billing', token: 'billing-new' }, { name: 'shop', token: 'shop-token' }])
     const second = await postPlant(app, { id: 2, name: 'fern' }, json('billing-new'))
@@ -95,7 +95,7 @@ describe('per-token rate limit, per process', () => {
 
   it('counts a client listed by its SHA-256 under its name, apart from other tokens', async () => {
     const digest = createHash('sha256').update('hashed-token').digest('hex')
-    const app = await buildTestApp({ tokens: [{ name: 'billing', sha256: digest }, 'token-b'], config: { rateLimit: { perMinute: 1 } } })
+    const app = await buildTestApp({ tokens: [{ name: 'billing', sha256: digest }, 'token-b'], config: { RATE_LIMIT_PER_MINUTE: 1 } })
     expect((await postPlant(app, { id: 1, name: 'fern' }, json('hashed-token'))).statusCode).toBe(200)
     expect((await postPlant(app, { id: 2, name: 'fern' }, json('hashed-token'))).statusCode).toBe(429)
     expect((await postPlant(app, { id: 3, name: 'fern' }, json('token-b'))).statusCode).toBe(200)
@@ -104,7 +104,7 @@ describe('per-token rate limit, per process', () => {
   it('fails open when Redis is unreachable: starts, serves, never a 5xx', async () => {
     const lines: string[] = []
     // Nothing listens on port 1.
-    const app = await buildTestApp({ logLines: lines, config: { rateLimit: { perMinute: 1, redisUrl: 'redis://127.0.0.1:1' } } })
+    const app = await buildTestApp({ logLines: lines, config: { RATE_LIMIT_PER_MINUTE: 1, REDIS_URL: 'redis://127.0.0.1:1' } })
     for (let id = 1; id <= 3; id++) {
       expect((await postPlant(app, { id, name: 'fern' })).statusCode).toBe(200)
     }
@@ -117,7 +117,7 @@ describe('per-token rate limit shared through Redis', () => {
     const url = REDIS_URL ?? ''
     // A fresh token per run: counters from an earlier run cannot interfere.
     const token = `run-${randomUUID()}`
-    const config = { rateLimit: { perMinute: 3, redisUrl: url } }
+    const config = { RATE_LIMIT_PER_MINUTE: 3, REDIS_URL: url }
     const replicaA = await buildTestApp({ tokens: [token], config })
     const replicaB = await buildTestApp({ tokens: [token], config })
 
@@ -143,7 +143,7 @@ describe('per-token rate limit shared through Redis', () => {
     const url = REDIS_URL ?? ''
     const name = `client-${randomUUID()}`
     const token = `run-${randomUUID()}`
-    const config = { rateLimit: { perMinute: 2, redisUrl: url } }
+    const config = { RATE_LIMIT_PER_MINUTE: 2, REDIS_URL: url }
     const replicaA = await buildTestApp({ tokens: [{ name, token }], config })
     const replicaB = await buildTestApp({ tokens: [{ name, token }], config })
     expect((await postPlant(replicaA, { id: 1, name: 'fern' }, json(token))).statusCode).toBe(200)
@@ -170,7 +170,7 @@ describe('per-token rate limit when Redis goes away', () => {
     await until(async () => probe.ping().then(() => true, () => false), 5000, 'test Redis up')
 
     const lines: string[] = []
-    const app = await buildTestApp({ logLines: lines, config: { rateLimit: { perMinute: 100, redisUrl: `redis://127.0.0.1:${port}` } } })
+    const app = await buildTestApp({ logLines: lines, config: { RATE_LIMIT_PER_MINUTE: 100, REDIS_URL: `redis://127.0.0.1:${port}` } })
     const counted = await postPlant(app, { id: 1, name: 'fern' })
     expect(counted.statusCode).toBe(200)
     expect(counted.headers['ratelimit-remaining']).toBe('99')

@@ -5,7 +5,7 @@ import { TOKEN, buildTestApp, DEFAULT_CONFIG } from '../helpers.js'
 import { countingRepository, parseRawReply, until } from './hardening-helpers.js'
 
 const SLOW_CONNECTIONS = 300
-const limits = { ...DEFAULT_CONFIG.http, headersTimeoutMs: 1000, requestTimeoutMs: 2000, connectionTimeoutMs: 5000 }
+const limits = { HEADERS_TIMEOUT_MS: 1000, REQUEST_TIMEOUT_MS: 2000, CONNECTION_TIMEOUT_MS: 5000 }
 
 interface Slow {
   socket: Socket
@@ -58,7 +58,7 @@ function getLivez (port: number): Promise<{ status: number, ms: number }> {
 describe('slow clients', () => {
   it(`answers a normal request promptly while ${SLOW_CONNECTIONS} clients trickle headers or bodies, and cuts them off with 408`, async () => {
     const repository = countingRepository()
-    const app = await buildTestApp({ repository, config: { http: limits } })
+    const app = await buildTestApp({ repository, config: limits })
     await app.listen({ port: 0, host: '127.0.0.1' })
     const { port } = app.server.address() as AddressInfo
 
@@ -87,7 +87,7 @@ describe('slow clients', () => {
   }, 30000)
 
   it('closes a connection that sends nothing at all after connectionTimeout', async () => {
-    const app = await buildTestApp({ config: { http: { ...limits, connectionTimeoutMs: 300, headersTimeoutMs: 5000, requestTimeoutMs: 5000 } } })
+    const app = await buildTestApp({ config: { ...limits, CONNECTION_TIMEOUT_MS: 300, HEADERS_TIMEOUT_MS: 5000, REQUEST_TIMEOUT_MS: 5000 } })
     await app.listen({ port: 0, host: '127.0.0.1' })
     const { port } = app.server.address() as AddressInfo
     const socket = connect(port, '127.0.0.1')
@@ -98,12 +98,12 @@ describe('slow clients', () => {
   })
 
   it('uses the documented defaults', () => {
-    expect(DEFAULT_CONFIG.http).toEqual({
-      headersTimeoutMs: 10000,
-      requestTimeoutMs: 15000,
-      connectionTimeoutMs: 30000,
-      keepAliveTimeoutMs: 72000,
-      maxHeaderBytes: 16384
+    expect(DEFAULT_CONFIG).toMatchObject({
+      HEADERS_TIMEOUT_MS: 10000,
+      REQUEST_TIMEOUT_MS: 15000,
+      CONNECTION_TIMEOUT_MS: 30000,
+      KEEP_ALIVE_TIMEOUT_MS: 72000,
+      MAX_HEADER_BYTES: 16384
     })
   })
 })

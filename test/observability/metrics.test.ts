@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { StoreUnavailableError } from '../../src/errors.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 import { createMetrics, UNMATCHED_ROUTE } from '../../src/observability/metrics.js'
-import { AUTH, buildTestApp, postPlant, sampleValue, DEFAULT_CONFIG } from '../helpers.js'
+import { AUTH, buildTestApp, postPlant, sampleValue } from '../helpers.js'
 import { until } from '../hardening/hardening-helpers.js'
 
 const DURATION = 'http_server_request_duration_seconds_count'
@@ -46,7 +46,7 @@ describe('request metrics (http_server_request_duration_seconds)', () => {
 
   it('counts a request shed under pressure (503 from under-pressure, before auth)', async () => {
     const metrics = createMetrics()
-    const app = await buildTestApp({ metrics, config: { overload: { ...DEFAULT_CONFIG.overload, maxHeapUsedBytes: 1, sampleIntervalMs: 10 } } })
+    const app = await buildTestApp({ metrics, config: { MAX_RSS_ANON_BYTES: 1 } })
     await app.ready()
     await until(() => app.isUnderPressure(), 5000, 'pressure seen')
     expect((await postPlant(app, { id: 1, name: 'fern' })).statusCode).toBe(503)

@@ -47,7 +47,7 @@ const CALLER_SPAN = '00f067aa0ba902b7'
 describe('OTLP tracing (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
   it('exports a server span per request and a child span for the store insert, as plant-store, continuing the caller\'s trace', async () => {
     const receiver = await startReceiver()
-    const app = await buildTestApp({ config: { otlpEndpoint: receiver.endpoint } })
+    const app = await buildTestApp({ config: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint } })
     // Over a socket, where the body arrives in events of its own: the insert must still find its parent.
     const url = await app.listen({ port: 0, host: '127.0.0.1' })
     const created = await fetch(`${url}/plants`, {
@@ -86,7 +86,7 @@ describe('OTLP tracing (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
 
   it('keeps the caller\'s decision not to sample, and ignores an invalid traceparent (a new trace, never a 400)', async () => {
     const receiver = await startReceiver()
-    const app = await buildTestApp({ config: { otlpEndpoint: receiver.endpoint } })
+    const app = await buildTestApp({ config: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint } })
     expect((await postPlant(app, { id: 1, name: 'fern' }, { ...JSON_AUTH, traceparent: `00-${TRACE}-${CALLER_SPAN}-00` })).statusCode).toBe(200)
     expect((await postPlant(app, { id: 2, name: 'fern' }, { ...JSON_AUTH, traceparent: 'garbage' })).statusCode).toBe(200)
     await app.close()
@@ -98,7 +98,7 @@ describe('OTLP tracing (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
   it('marks a 5xx server span as an error', async () => {
     const receiver = await startReceiver()
     const app = await buildTestApp({
-      config: { otlpEndpoint: receiver.endpoint },
+      config: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint },
       repository: { insert: async () => { throw new Error('disk on fire') }, ready: async () => {}, close: async () => {} }
     })
     expect((await postPlant(app, { id: 1, name: 'fern' })).statusCode).toBe(500)
@@ -115,7 +115,7 @@ describe('OTLP tracing (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
   it('sends to <endpoint>/v1/traces, with or without a trailing slash or a base path', async () => {
     const receiver = await startReceiver()
     for (const endpoint of [`${receiver.endpoint}/`, `${receiver.endpoint}/otlp`]) {
-      const app = await buildTestApp({ config: { otlpEndpoint: endpoint } })
+      const app = await buildTestApp({ config: { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint } })
       expect((await postPlant(app, { id: 1, name: 'fern' })).statusCode).toBe(200)
       // Closing the app flushes the spans still buffered.
       await app.close()

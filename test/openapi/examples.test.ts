@@ -4,7 +4,7 @@ import { StoreUnavailableError } from '../../src/errors.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 import { errorExamples, type ErrorRecord } from '../../src/schemas.js'
 import { parseRawReply, rawExchange } from '../hardening/hardening-helpers.js'
-import { AUTH, buildTestApp, postPlant, TOKEN, DEFAULT_CONFIG } from '../helpers.js'
+import { AUTH, buildTestApp, postPlant, TOKEN } from '../helpers.js'
 
 interface Example { value: unknown }
 interface Media { schema: unknown, example?: unknown, examples?: Record<string, Example> }
@@ -40,7 +40,7 @@ const provoke: Record<keyof typeof errorExamples, () => Promise<ErrorRecord>> = 
   417: async () => rawReply(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nExpect: x-fancy\r\nContent-Type: ` +
     'application/json\r\nContent-Length: 27\r\nConnection: close\r\n\r\n{"id":10,"name":"Monstera"}'),
   429: async () => {
-    const app = await buildTestApp({ config: { rateLimit: { perMinute: 600 } } })
+    const app = await buildTestApp({ config: { RATE_LIMIT_PER_MINUTE: 600 } })
     for (let i = 0; i < 600; i++) await postPlant(app, { id: 10, name: 'Monstera' })
     const reply = (await postPlant(app, { id: 10, name: 'Monstera' })).json() as ErrorRecord
     // The seconds left in the window are whatever they are when the limit is hit.
@@ -57,7 +57,7 @@ const provoke: Record<keyof typeof errorExamples, () => Promise<ErrorRecord>> = 
   missingHost: async () => rawReply('GET /livez HTTP/1.1\r\nConnection: close\r\n\r\n'),
   // Headers that never end, cut off at HEADERS_TIMEOUT_MS.
   408: async () => rawReply(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\n`,
-    { config: { http: { ...DEFAULT_CONFIG.http, headersTimeoutMs: 200, requestTimeoutMs: 400 } } }),
+    { config: { HEADERS_TIMEOUT_MS: 200, REQUEST_TIMEOUT_MS: 400 } }),
   431: async () => rawReply(`POST /plants HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20000)}\r\n\r\n`),
   507: async () => {
     const app = await buildTestApp({ maxPlants: 1 })

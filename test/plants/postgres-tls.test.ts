@@ -95,7 +95,7 @@ describe.skipIf(skip !== undefined)(skip !== undefined
     const record = (fields: object, message: string): void => { lines.push({ fields, message }) }
     const log = { warn: record, info: record }
     // Failures are logged by the wrapper app.ts puts around any store.
-    const store = createRepository({ databaseUrl: url, maxPlants: 100, databaseStatementTimeoutMs: 1000, log })
+    const store = createRepository({ DATABASE_URL: url, MAX_PLANTS: 100, DATABASE_STATEMENT_TIMEOUT_MS: 1000, log })
       .then((inner) => createObservedPlantRepository(inner, { log }))
     onTestFinished(async () => { await (await store).close() })
     return { store, lines }

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net'
 import type { LightMyRequestResponse } from 'fastify'
 import { describe, expect, it } from 'vitest'
-import { AUTH, JSON_AUTH, buildTestApp, postPlant, DEFAULT_CONFIG } from '../helpers.js'
+import { AUTH, JSON_AUTH, buildTestApp, postPlant } from '../helpers.js'
 import { parseRawReply, rawExchange, until } from '../hardening/hardening-helpers.js'
 import type { App } from '../../src/app.js'
 
@@ -182,7 +182,7 @@ describe('CORS for listed origins (CORS_ORIGINS)', () => {
   })
 
   it('does not count preflights against the rate limit, and a 429 carries the CORS headers', async () => {
-    const app = await corsApp([APP], { rateLimit: { perMinute: 1 } })
+    const app = await corsApp([APP], { RATE_LIMIT_PER_MINUTE: 1 })
     for (let i = 0; i < 3; i++) expect((await preflight(app, APP)).statusCode).toBe(204)
     const served = await postPlant(app, plant, { ...JSON_AUTH, origin: APP })
     expect(served.statusCode).toBe(200)
@@ -194,7 +194,7 @@ describe('CORS for listed origins (CORS_ORIGINS)', () => {
   })
 
   it('carries the CORS headers on a 503 shed under overload', async () => {
-    const app = await corsApp([APP], { overload: { ...DEFAULT_CONFIG.overload, maxHeapUsedBytes: 1, sampleIntervalMs: 10 } })
+    const app = await corsApp([APP], { MAX_RSS_ANON_BYTES: 1 })
     await app.ready()
     await until(() => app.isUnderPressure(), 5000, 'pressure seen')
     const res = await postPlant(app, plant, { ...AUTH, 'content-type': 'application/json', origin: APP })
@@ -204,7 +204,7 @@ describe('CORS for listed origins (CORS_ORIGINS)', () => {
   })
 
   it('answers preflights while requests are shed under overload (they cost nothing and need no token)', async () => {
-    const app = await corsApp([APP], { overload: { ...DEFAULT_CONFIG.overload, maxHeapUsedBytes: 1, sampleIntervalMs: 10 } })
+    const app = await corsApp([APP], { MAX_RSS_ANON_BYTES: 1 })
     await app.ready()
     await until(() => app.isUnderPressure(), 5000, 'pressure seen')
     const res = await preflight(app, APP)

@@ -115,7 +115,7 @@ describe('request bodies with a content coding (RFC 9110 §8.4)', () => {
   })
 
   it('answers 413 Error when the decoded body is over BODY_LIMIT, even when the encoded one is small', async () => {
-    const app = await buildTestApp({ bodyLimit: 100 })
+    const app = await buildTestApp({ config: { BODY_LIMIT: 100 } })
     const body = gzipSync(JSON.stringify({ id: 1, name: 'x'.repeat(200) }))
     expect(body.length).toBeLessThan(100)
     const res = await postEncoded(app, body, 'gzip')
@@ -127,7 +127,7 @@ describe('request bodies with a content coding (RFC 9110 §8.4)', () => {
   it('accepts a decoded body of exactly BODY_LIMIT bytes', async () => {
     const text = '{"id":1,"name":"' + 'x'.repeat(100 - 18) + '"}'
     expect(text.length).toBe(100)
-    const app = await buildTestApp({ bodyLimit: 100 })
+    const app = await buildTestApp({ config: { BODY_LIMIT: 100 } })
     expect((await postEncoded(app, gzipSync(text), 'gzip')).statusCode).toBe(200)
   })
 
@@ -141,7 +141,7 @@ describe('request bodies with a content coding (RFC 9110 §8.4)', () => {
   })
 
   it('answers 413 as before when the encoded body itself is over BODY_LIMIT', async () => {
-    const app = await buildTestApp({ bodyLimit: 100 })
+    const app = await buildTestApp({ config: { BODY_LIMIT: 100 } })
     const res = await postEncoded(app, Buffer.alloc(200), 'gzip')
     expect(res.statusCode).toBe(413)
     expect(res.json()).toEqual({ error: 413, message: 'body must not be larger than 100 bytes' })

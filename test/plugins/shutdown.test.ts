@@ -13,7 +13,7 @@ describe('the shutdown plugin', () => {
 
   it('closes at once after an unexpected error, logged at error level, whatever SHUTDOWN_DELAY_MS says', async () => {
     const logLines: string[] = []
-    const app = await buildTestApp({ logLines, config: { shutdownDelayMs: 60000 } })
+    const app = await buildTestApp({ logLines, config: { SHUTDOWN_DELAY_MS: 60000 } })
     let closed = false
     app.addHook('onClose', async () => { closed = true })
     await app.shutDown(undefined, new Error('boom'))
@@ -30,7 +30,7 @@ describe('the shutdown plugin', () => {
 
   it('skips SHUTDOWN_DELAY_MS for a signal other than SIGTERM', async () => {
     const logLines: string[] = []
-    const app = await buildTestApp({ logLines, config: { shutdownDelayMs: 60000 } })
+    const app = await buildTestApp({ logLines, config: { SHUTDOWN_DELAY_MS: 60000 } })
     await app.shutDown('SIGINT')
     expect(app.closing).toBe(true)
     expect(messages(logLines).map((line) => line.msg)).toEqual(['closing'])

@@ -50,7 +50,7 @@ describe('health routes', () => {
 
 describe('readiness during shutdown', () => {
   it('answers /readyz 503 Error once shutdown has begun (SIGTERM with SHUTDOWN_DELAY_MS), while the store is still fine', async () => {
-    const app = await buildTestApp({ config: { shutdownDelayMs: 300 } })
+    const app = await buildTestApp({ config: { SHUTDOWN_DELAY_MS: 300 } })
     expect(app.closing).toBe(false)
     const shuttingDown = app.shutDown('SIGTERM')
     expect(app.closing).toBe(true)

@@ -237,7 +237,7 @@ describe('POST /plants: authentication', () => {
   })
 
   it('checks the token before the content type and the size', async () => {
-    const app = await buildTestApp({ bodyLimit: 100 })
+    const app = await buildTestApp({ config: { BODY_LIMIT: 100 } })
     expect((await postPlant(app, 'x', { 'content-type': 'text/plain' })).statusCode).toBe(401)
     expect((await postPlant(app, 'x'.repeat(500), { 'content-type': 'application/json' })).statusCode).toBe(401)
   })
@@ -261,7 +261,7 @@ describe('POST /plants: other statuses', () => {
   })
 
   it('answers 413 Error when the body is over BODY_LIMIT', async () => {
-    const app = await buildTestApp({ bodyLimit: 100 })
+    const app = await buildTestApp({ config: { BODY_LIMIT: 100 } })
     const res = await postPlant(app, { id: 1, name: 'x'.repeat(200) })
     expect(res.statusCode).toBe(413)
     expect(res.json()).toEqual({ error: 413, message: 'body must not be larger than 100 bytes' })
@@ -357,7 +357,7 @@ describe('/plants: other methods (405)', () => {
   })
 
   it('answers 405 before reading the body: a PUT over BODY_LIMIT, with broken JSON or another type is still 405', async () => {
-    const app = await buildTestApp({ bodyLimit: 100 })
+    const app = await buildTestApp({ config: { BODY_LIMIT: 100 } })
     const bodies = [
       { 'content-type': 'application/json', payload: JSON.stringify({ id: 1, name: 'x'.repeat(500) }) },
       { 'content-type': 'application/json', payload: '{"id":' },
@@ -408,7 +408,7 @@ describe('/plants: other methods (405)', () => {
   })
 
   it('answers 404 on other paths for every method, /livez included, before reading the body', async () => {
-    const app = await buildTestApp({ bodyLimit: 100 })
+    const app = await buildTestApp({ config: { BODY_LIMIT: 100 } })
     for (const [method, url] of [['OPTIONS', '/nope'], ['POST', '/livez'], ['PUT', '/readyz']] as const) {
       const res = await app.inject({ method, url, headers: { 'content-type': 'text/plain' }, payload: 'x'.repeat(200) })
       expect(res.statusCode, url).toBe(404)
