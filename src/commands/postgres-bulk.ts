@@ -54,7 +54,6 @@ function bulk (client: pg.Client): BulkStore {
       })
     },
     find: async (ids) => (await client.query<Row>(FIND, [ids])).rows,
-    // pg's end() resolves at once on a client already ended.
     close: () => client.end()
   }
 }

@@ -86,7 +86,6 @@ export async function replay (store: BulkStore, from: string | undefined, limit:
   await previous
   if (progress) process.stderr.write('\n')
   if (write) {
-    await store.close()
     process.stdout.write(`read ${t.read}, stored ${t.new}, present ${t.same}, conflicts ${t.other}, ` +
       `refused ${t.refused}\n`)
     return t.other + t.refused === 0 ? 0 : 1
