@@ -15,7 +15,7 @@ const WRITABLE = 'SELECT NOT pg_is_in_recovery() AND NOT current_setting(\'trans
 const csv = (text: string): string => `"${text.replaceAll('"', '""')}"`
 
 /** One connection to the first host of DATABASE_URL that answers (and takes writes when target_session_attrs asks). */
-export async function openPostgres (url: string): Promise<BulkStore> {
+export async function openStore (url: string): Promise<BulkStore> {
   const { hosts, attrs } = parsePostgresUrl(url)
   const reasons: string[] = []
   for (const host of hosts) {

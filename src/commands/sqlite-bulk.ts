@@ -3,8 +3,8 @@ import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import type { BulkStore, Row } from './store.js'
 
-export function openSqlite (path: string, write: boolean): BulkStore {
-  const db = new Database(path, { readonly: !write, fileMustExist: true, timeout: 5000 })
+export function openStore (url: string, write: boolean): BulkStore {
+  const db = new Database(url.slice('sqlite:'.length), { readonly: !write, fileMustExist: true, timeout: 5000 })
   // Ids as bigints (exact past 2^53). Each batch's commit waits for the disk, so the summary reports durable plants.
   db.defaultSafeIntegers(true)
   db.pragma('synchronous = FULL')
@@ -40,10 +40,11 @@ export function openSqlite (path: string, write: boolean): BulkStore {
  * An online copy (VACUUM INTO reads one snapshot while the service writes) under a temporary name, checked with
  * integrity_check, flushed, then renamed: a file under the given name is always a whole backup.
  */
-export function backupSqlite (path: string, file: string): number {
+export function backupSqlite (url: string, file: string): number {
   const partial = `${file}.partial`
   rmSync(partial, { force: true })
-  new Database(path, { readonly: true, fileMustExist: true, timeout: 5000 }).prepare('VACUUM INTO ?').run(partial)
+  const db = new Database(url.slice('sqlite:'.length), { readonly: true, fileMustExist: true, timeout: 5000 })
+  db.prepare('VACUUM INTO ?').run(partial)
   const copy = new Database(partial, { readonly: true })
   const check = copy.pragma('integrity_check', { simple: true })
   const count = copy.prepare('SELECT count(*) FROM plants').pluck().get()

@@ -1,8 +1,7 @@
 import { hash } from 'node:crypto'
-import type { PlantId } from '../schemas.js'
 
 /** A plant as the commands move it: the id exact (as the store or the parser gives it), no tag as null. */
-export interface Row { id: PlantId | string, name: string, tag: string | null }
+export interface Row { id: number | bigint | string, name: string, tag: string | null }
 
 /** A store in bulk, on one connection. */
 export interface BulkStore {

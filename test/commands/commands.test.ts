@@ -65,13 +65,19 @@ function mixedInput (stored: { id: bigint, name: string }): { text: Buffer, conf
 
 describe('plant-store commands', () => {
   it('refuse the memory store in one line, before anything else (exit 2)', async () => {
-    for (const env of [{ DATABASE_URL: 'memory:' }, {}]) {
-      const ran = await plantStore(['export'], env)
-      expect(ran.status).toBe(2)
+    const commands = [['export'], ['import'], ['verify', '--from', 'plants.jsonl'], ['backup', 'plants.db']]
+    for (const [args, env] of commands.flatMap((args) => [[args, { DATABASE_URL: 'memory:' }], [args, {}]] as const)) {
+      const ran = await plantStore([...args], env)
+      expect(ran.status, args.join(' ')).toBe(2)
       expect(ran.stdout).toBe('')
-      expect(ran.stderr).toBe('plant-store: DATABASE_URL is memory:, a store inside the service\'s process; ' +
-        'use sqlite:<path> or postgres://…\n')
+      expect(ran.stderr).toBe('plant-store: DATABASE_URL: memory: lives in the service; use sqlite:<path> or postgres://\n')
     }
+  })
+
+  it('refuse a DATABASE_URL of another scheme in one line naming it (exit 2)', async () => {
+    const ran = await plantStore(['export'], { DATABASE_URL: 'mysql://nobody@127.0.0.1/plants' })
+    expect(ran.status).toBe(2)
+    expect(ran.stderr).toBe('plant-store: DATABASE_URL: not a postgres:// URL\n')
   })
 
   it('answer a usage line with exit 2 for an unknown command or a wrong argument', async () => {
