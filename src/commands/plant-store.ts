@@ -4,7 +4,6 @@ import { createReadStream, createWriteStream, renameSync, statSync } from 'node:
 import { pipeline } from 'node:stream/promises'
 import { parseArgs } from 'node:util'
 import { readEnv } from '../config/env.js'
-import { PlantConflictError } from '../errors.js'
 import { parseBody } from '../plugins/json-body.js'
 import { NewPlant } from '../schemas.js'
 import { createRepository } from '../storage.js'
@@ -42,9 +41,9 @@ async function replay (store: BulkStore, from: string | undefined, limit: number
     const left = from === undefined ? '' : `, ${Math.round((statSync(from).size - t.bytes) * seconds / t.bytes)} s left`
     process.stderr.write(`\r${t.read} plants, ${Math.round(t.read / seconds)}/s${left}   `)
   }, 1000).unref()
-  let shown = 0
+  // import reports every refused line and conflict; verify, the first ten differences (each counted before).
   const report = (line: number, message: string): void => {
-    if (write || shown++ < 10) (write ? process.stderr : process.stdout).write(`line ${line}: ${message}\n`)
+    if (write || t.new + t.other + t.refused <= 10) process.stderr.write(`line ${line}: ${message}\n`)
   }
   const batch: Array<Row & { line: number }> = []
   async function compare (rows: typeof batch): Promise<void> {
@@ -60,11 +59,7 @@ async function replay (store: BulkStore, from: string | undefined, limit: number
       const kind = now === undefined ? 'new' : now.name === row.name && now.tag === row.tag ? 'same' : 'other'
       t[kind]++
       if (!write) t.sum += digest(row)
-      if (kind !== 'same') {
-        report(row.line, write
-          ? new PlantConflictError(String(row.id)).message
-          : `id ${row.id} is ${now === undefined ? 'not stored' : `stored as ${lineOf(now)}`}`)
-      }
+      if (kind !== 'same') report(row.line, `id ${row.id} is ${now ? `stored as ${lineOf(now)}` : 'not stored'}`)
     }
   }
   // A line read as POST /plants reads a body (BODY_LIMIT, strict UTF-8, exact int64 ids, the same validation); a

@@ -103,11 +103,25 @@ describe('plant-store commands', () => {
     const ran = await plantStore(['import', '--from', writeTo('mixed.jsonl', text)], env)
     expect(ran.stderr.split('\n').filter(Boolean)).toEqual([
       ...REFUSED.map(([, message], index) => `line ${refusedLines[index]}: ${message}`),
-      `line ${conflictLine}: a plant with id ${stored.id} already exists with another name or tag`
+      `line ${conflictLine}: id ${stored.id} is stored as {"id":${stored.id},"name":"kept"}`
     ])
     expect(ran.stdout).toBe(`read ${REFUSED.length + 2}, stored 0, present 1, conflicts 1, refused ${REFUSED.length}\n`)
     expect(ran.status).toBe(1)
     expect((await plantStore(['export'], env)).stdout).toBe(jsonLines([stored]))
+  })
+
+  it('verify reports the first ten differences by line on standard error, every count on standard output, exit 1', async () => {
+    const env = { DATABASE_URL: sqliteStore() }
+    expect((await plantStore(['import'], env, { text: jsonLines([{ id: 1n, name: 'stored' }]) })).status).toBe(0)
+    const input = writeTo('twelve.jsonl', jsonLines(Array.from({ length: 12 }, (_, n) => ({ id: BigInt(n + 1), name: 'other' }))))
+    const ran = await plantStore(['verify', '--from', input], env)
+    expect(ran.stderr.split('\n').filter(Boolean)).toEqual([
+      'line 1: id 1 is stored as {"id":1,"name":"stored"}',
+      ...Array.from({ length: 9 }, (_, n) => `line ${n + 2}: id ${n + 2} is not stored`)
+    ])
+    expect(ran.stdout).toMatch(/^export: 12 plants, checksum [0-9a-f]{16}\nstore: 1 plants, checksum [0-9a-f]{16}\n/)
+    expect(ran.stdout).toMatch(/\nidentical 0, missing 11, differing 1, refused 0\n$/)
+    expect(ran.status).toBe(1)
   })
 
   it('import refuses a line far past BODY_LIMIT within 150 MB, and goes on with the next line', async () => {
@@ -221,15 +235,15 @@ describe.skipIf(noPostgres !== undefined)('plant-store commands between SQLite a
       expect(ran.stdout).toBe(`read ${EXTREMES.length + REFUSED.length + 2}, stored ${EXTREMES.length - 2 + 1}, ` +
         `present 1, conflicts 2, refused ${REFUSED.length}\n`)
       const reports = ran.stderr.split('\n').filter(Boolean)
-      expect(reports).toContain(`line ${EXTREMES.length}: a plant with id ${held.id} already exists with another name or tag`)
-      expect(reports).toContain(`line ${EXTREMES.length + REFUSED.length + 2}: a plant with id 5 already exists with another name or tag`)
+      expect(reports).toContain(`line ${EXTREMES.length}: id ${held.id} is stored as {"id":${held.id},"name":"the target's own"}`)
+      expect(reports).toContain(`line ${EXTREMES.length + REFUSED.length + 2}: id 5 is stored as {"id":5,"name":"another name"}`)
       for (const line of refusedLines) expect(reports.some((report) => report.startsWith(`line ${EXTREMES.length + line}: `))).toBe(true)
       expect(ran.status).toBe(1)
       const after = (await plantStore(['export'], { DATABASE_URL: target })).stdout
       expect(after).toContain(jsonLines([held]))
       const check = await plantStore(['verify', '--from', writeTo('source.jsonl', exported)], { DATABASE_URL: target })
-      expect(check.stdout).toContain(`line ${EXTREMES.length}: id ${held.id} is stored as {"id":${held.id},"name":"the target's own"}\n`)
-      expect(check.stdout).toContain('identical 4, missing 0, differing 1, refused 0\n')
+      expect(check.stderr).toBe(`line ${EXTREMES.length}: id ${held.id} is stored as {"id":${held.id},"name":"the target's own"}\n`)
+      expect(check.stdout).toMatch(/\nidentical 4, missing 0, differing 1, refused 0\n$/)
       expect(check.status).toBe(1)
     })
   }
