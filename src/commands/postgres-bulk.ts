@@ -1,24 +1,26 @@
 import { finished } from 'node:stream/promises'
 import pg from 'pg'
 import { from as copyFrom } from 'pg-copy-streams'
-import { parsePostgresUrl } from '../plants/postgres-session.js'
-import type { BulkStore, Row } from './store.js'
+import { noop, parsePostgresUrl } from '../plants/postgres-session.js'
+import { lineOf, type BulkStore, type Row } from './store.js'
 
-const INSERT = 'INSERT INTO plants (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) ' +
-  'ON CONFLICT (id) DO NOTHING'
+// The rows as the export's JSON lines: ids exact, a missing tag NULL.
+const INSERT = 'INSERT INTO plants (id, name, tag) SELECT id, name, tag ' +
+  'FROM json_populate_recordset(NULL::plants, $1) ON CONFLICT (id) DO NOTHING'
 // The stored plants of a batch's ids, one probe of the primary key each (LIMIT 1 keeps it so): as a join or with
 // `= ANY`, the planner scanned the whole table for every batch of a growing, not yet analyzed table.
 const FIND = 'SELECT u.id::text AS id, p.name, p.tag FROM unnest($1::int8[]) AS u (id), ' +
   'LATERAL (SELECT name, tag FROM plants WHERE plants.id = u.id LIMIT 1) AS p'
 const WRITABLE = 'SELECT NOT pg_is_in_recovery() AND NOT current_setting(\'transaction_read_only\')::bool AS ok'
+const csv = (text: string): string => `"${text.replaceAll('"', '""')}"`
 
 /** One connection to the first host of DATABASE_URL that answers (and takes writes when target_session_attrs asks). */
-export async function openPostgres (url: string): Promise<BulkStore> {
+export async function openStore (url: string): Promise<BulkStore> {
   const { hosts, attrs } = parsePostgresUrl(url)
   const reasons: string[] = []
   for (const host of hosts) {
     // A lost connection also fails the statement in flight, which reports it.
-    const client = new pg.Client({ connectionString: host.url, application_name: 'plant-store' }).on('error', () => {})
+    const client = new pg.Client({ connectionString: host.url, application_name: 'plant-store' }).on('error', noop)
     try {
       await client.connect()
       if (attrs === 'any' || (await client.query<{ ok: boolean }>(WRITABLE)).rows[0]?.ok === true) return bulk(client)
@@ -26,19 +28,16 @@ export async function openPostgres (url: string): Promise<BulkStore> {
     } catch (error) {
       reasons.push(`${host.label}: ${(error as Error).message}`)
     }
-    await client.end().catch(() => {})
+    await client.end().catch(noop)
   }
   throw new Error(`DATABASE_URL: no host could be used (${reasons.join('; ')})`)
 }
 
-const csv = (text: string): string => `"${text.replaceAll('"', '""')}"`
-
 function bulk (client: pg.Client): BulkStore {
   return {
     async * plants () {
-      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
-      await client.query('DECLARE plants_out NO SCROLL CURSOR FOR ' +
-        'SELECT id::text AS id, name, tag FROM plants ORDER BY plants.id')
+      // A cursor reads one snapshot, taken when it is declared, a page at a time.
+      await client.query('BEGIN READ ONLY; DECLARE plants_out CURSOR FOR SELECT id, name, tag FROM plants ORDER BY id')
       for (let rows; (rows = (await client.query<Row>('FETCH 5000 FROM plants_out')).rows).length > 0;) yield rows
       await client.query('COMMIT')
     },
@@ -49,12 +48,10 @@ function bulk (client: pg.Client): BulkStore {
       copy.end(rows.map((row) => `${row.id},${csv(row.name)},${row.tag === null ? '' : csv(row.tag)}\n`).join(''))
       return await finished(copy).then(() => copy.rowCount, async (error: unknown) => {
         if ((error as { code?: string }).code !== '23505') throw error
-        const values = [rows.map((row) => String(row.id)), rows.map((row) => row.name), rows.map((row) => row.tag)]
-        return (await client.query(INSERT, values)).rowCount ?? 0
+        return (await client.query(INSERT, [`[${rows.map(lineOf).join(',')}]`])).rowCount ?? 0
       })
     },
     find: async (ids) => (await client.query<Row>(FIND, [ids])).rows,
-    // pg's end() resolves at once on a client already ended.
     close: () => client.end()
   }
 }

@@ -3,11 +3,11 @@ import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import type { BulkStore, Row } from './store.js'
 
-export function openSqlite (path: string, write: boolean): BulkStore {
-  const db = new Database(path, { readonly: !write, fileMustExist: true, timeout: 5000 })
-  // Ids as bigints (exact past 2^53). A commit does not wait for the disk (WAL with this build's synchronous=NORMAL:
-  // a batch lost to a crash is stored again by the next run); close() makes every batch durable before the report.
+export function openStore (url: string, write: boolean): BulkStore {
+  const db = new Database(url.slice('sqlite:'.length), { readonly: !write, fileMustExist: true, timeout: 5000 })
+  // Ids as bigints (exact past 2^53). Each batch's commit waits for the disk, so the summary reports durable plants.
   db.defaultSafeIntegers(true)
+  db.pragma('synchronous = FULL')
   const get = db.prepare<[bigint], Row>('SELECT id, name, tag FROM plants WHERE id = ?')
   // 100 plants a statement: a call into SQLite costs about as much as storing one plant.
   const put = (count: number) => db.prepare('INSERT INTO plants (id, name, tag) VALUES ' +
@@ -16,9 +16,8 @@ export function openSqlite (path: string, write: boolean): BulkStore {
   const insertAll = db.transaction((rows: Row[]) => {
     let added = 0
     for (let i = 0; i < rows.length; i += 100) {
-      const some = rows.slice(i, i + 100)
-      const values = some.flatMap((row) => [row.id, row.name, row.tag])
-      added += (some.length === 100 ? hundred : put(some.length)).run(values).changes
+      const values = rows.slice(i, i + 100).flatMap((row) => [row.id, row.name, row.tag])
+      added += (values.length === 300 ? hundred : put(values.length / 3)).run(values).changes
     }
     return added
   })
@@ -33,10 +32,7 @@ export function openSqlite (path: string, write: boolean): BulkStore {
     },
     insert: async (rows) => insertAll.immediate(rows),
     find: async (ids) => ids.flatMap((id) => get.get(BigInt(id)) ?? []),
-    async close () {
-      if (write && db.open) fsync(`${path}-wal`)
-      db.close()
-    }
+    close: async () => { db.close() }
   }
 }
 
@@ -44,10 +40,11 @@ export function openSqlite (path: string, write: boolean): BulkStore {
  * An online copy (VACUUM INTO reads one snapshot while the service writes) under a temporary name, checked with
  * integrity_check, flushed, then renamed: a file under the given name is always a whole backup.
  */
-export function backupSqlite (path: string, file: string): number {
+export function backupSqlite (url: string, file: string): number {
   const partial = `${file}.partial`
   rmSync(partial, { force: true })
-  new Database(path, { readonly: true, fileMustExist: true, timeout: 5000 }).prepare('VACUUM INTO ?').run(partial)
+  const db = new Database(url.slice('sqlite:'.length), { readonly: true, fileMustExist: true, timeout: 5000 })
+  db.prepare('VACUUM INTO ?').run(partial)
   const copy = new Database(partial, { readonly: true })
   const check = copy.pragma('integrity_check', { simple: true })
   const count = copy.prepare('SELECT count(*) FROM plants').pluck().get()

@@ -1,17 +1,15 @@
 import { hash } from 'node:crypto'
-import type { PlantId } from '../schemas.js'
 
 /** A plant as the commands move it: the id exact (as the store or the parser gives it), no tag as null. */
-export interface Row { id: PlantId | string, name: string, tag: string | null }
+export interface Row { id: number | bigint | string, name: string, tag: string | null }
 
 /** A store in bulk, on one connection. */
 export interface BulkStore {
   /** Every plant in id order, from one snapshot, a page at a time. */
   plants (): AsyncIterable<Row[]>
-  /** Stores the rows whose id is free (the first of an id), atomically, never overwriting; returns how many. */
+  /** Stores each row whose id is free (the first of an id) in one durable commit; returns how many. */
   insert (rows: Row[]): Promise<number>
   find (ids: string[]): Promise<Row[]>
-  /** Makes what insert() stored durable; may be called again. */
   close (): Promise<void>
 }
 

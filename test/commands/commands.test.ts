@@ -65,13 +65,19 @@ function mixedInput (stored: { id: bigint, name: string }): { text: Buffer, conf
 
 describe('plant-store commands', () => {
   it('refuse the memory store in one line, before anything else (exit 2)', async () => {
-    for (const env of [{ DATABASE_URL: 'memory:' }, {}]) {
-      const ran = await plantStore(['export'], env)
-      expect(ran.status).toBe(2)
+    const commands = [['export'], ['import'], ['verify', '--from', 'plants.jsonl'], ['backup', 'plants.db']]
+    for (const [args, env] of commands.flatMap((args) => [[args, { DATABASE_URL: 'memory:' }], [args, {}]] as const)) {
+      const ran = await plantStore([...args], env)
+      expect(ran.status, args.join(' ')).toBe(2)
       expect(ran.stdout).toBe('')
-      expect(ran.stderr).toBe('plant-store: DATABASE_URL is memory:, a store inside the service\'s process; ' +
-        'use sqlite:<path> or postgres://…\n')
+      expect(ran.stderr).toBe('plant-store: DATABASE_URL: memory: lives in the service; use sqlite:<path> or postgres://\n')
     }
+  })
+
+  it('refuse a DATABASE_URL of another scheme in one line naming it (exit 2)', async () => {
+    const ran = await plantStore(['export'], { DATABASE_URL: 'mysql://nobody@127.0.0.1/plants' })
+    expect(ran.status).toBe(2)
+    expect(ran.stderr).toBe('plant-store: DATABASE_URL: not a postgres:// URL\n')
   })
 
   it('answer a usage line with exit 2 for an unknown command or a wrong argument', async () => {
@@ -97,11 +103,25 @@ describe('plant-store commands', () => {
     const ran = await plantStore(['import', '--from', writeTo('mixed.jsonl', text)], env)
     expect(ran.stderr.split('\n').filter(Boolean)).toEqual([
       ...REFUSED.map(([, message], index) => `line ${refusedLines[index]}: ${message}`),
-      `line ${conflictLine}: a plant with id ${stored.id} already exists with another name or tag`
+      `line ${conflictLine}: id ${stored.id} is stored as {"id":${stored.id},"name":"kept"}`
     ])
     expect(ran.stdout).toBe(`read ${REFUSED.length + 2}, stored 0, present 1, conflicts 1, refused ${REFUSED.length}\n`)
     expect(ran.status).toBe(1)
     expect((await plantStore(['export'], env)).stdout).toBe(jsonLines([stored]))
+  })
+
+  it('verify reports the first ten differences by line on standard error, every count on standard output, exit 1', async () => {
+    const env = { DATABASE_URL: sqliteStore() }
+    expect((await plantStore(['import'], env, { text: jsonLines([{ id: 1n, name: 'stored' }]) })).status).toBe(0)
+    const input = writeTo('twelve.jsonl', jsonLines(Array.from({ length: 12 }, (_, n) => ({ id: BigInt(n + 1), name: 'other' }))))
+    const ran = await plantStore(['verify', '--from', input], env)
+    expect(ran.stderr.split('\n').filter(Boolean)).toEqual([
+      'line 1: id 1 is stored as {"id":1,"name":"stored"}',
+      ...Array.from({ length: 9 }, (_, n) => `line ${n + 2}: id ${n + 2} is not stored`)
+    ])
+    expect(ran.stdout).toMatch(/^export: 12 plants, checksum [0-9a-f]{16}\nstore: 1 plants, checksum [0-9a-f]{16}\n/)
+    expect(ran.stdout).toMatch(/\nidentical 0, missing 11, differing 1, refused 0\n$/)
+    expect(ran.status).toBe(1)
   })
 
   it('import refuses a line far past BODY_LIMIT within 150 MB, and goes on with the next line', async () => {
@@ -215,15 +235,15 @@ describe.skipIf(noPostgres !== undefined)('plant-store commands between SQLite a
       expect(ran.stdout).toBe(`read ${EXTREMES.length + REFUSED.length + 2}, stored ${EXTREMES.length - 2 + 1}, ` +
         `present 1, conflicts 2, refused ${REFUSED.length}\n`)
       const reports = ran.stderr.split('\n').filter(Boolean)
-      expect(reports).toContain(`line ${EXTREMES.length}: a plant with id ${held.id} already exists with another name or tag`)
-      expect(reports).toContain(`line ${EXTREMES.length + REFUSED.length + 2}: a plant with id 5 already exists with another name or tag`)
+      expect(reports).toContain(`line ${EXTREMES.length}: id ${held.id} is stored as {"id":${held.id},"name":"the target's own"}`)
+      expect(reports).toContain(`line ${EXTREMES.length + REFUSED.length + 2}: id 5 is stored as {"id":5,"name":"another name"}`)
       for (const line of refusedLines) expect(reports.some((report) => report.startsWith(`line ${EXTREMES.length + line}: `))).toBe(true)
       expect(ran.status).toBe(1)
       const after = (await plantStore(['export'], { DATABASE_URL: target })).stdout
       expect(after).toContain(jsonLines([held]))
       const check = await plantStore(['verify', '--from', writeTo('source.jsonl', exported)], { DATABASE_URL: target })
-      expect(check.stdout).toContain(`line ${EXTREMES.length}: id ${held.id} is stored as {"id":${held.id},"name":"the target's own"}\n`)
-      expect(check.stdout).toContain('identical 4, missing 0, differing 1, refused 0\n')
+      expect(check.stderr).toBe(`line ${EXTREMES.length}: id ${held.id} is stored as {"id":${held.id},"name":"the target's own"}\n`)
+      expect(check.stdout).toMatch(/\nidentical 4, missing 0, differing 1, refused 0\n$/)
       expect(check.status).toBe(1)
     })
   }
