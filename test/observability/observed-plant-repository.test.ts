@@ -59,7 +59,7 @@ describe('createObservedPlantRepository', () => {
     expect(text).not.toContain('plant_store_memory_')
   })
 
-  it('exports the memory store\'s fill, and nothing of a store that tells nothing about itself', async () => {
+  it('exports the memory store\'s fill, and of a store that tells nothing about itself no gauge, its batch sizes at 0', async () => {
     const metrics = createMetrics()
     const store = createObservedPlantRepository(createMemoryPlantRepository({ maxPlants: 1000 }), { log: silent, metrics })
     await store.insert(1, { name: 'fern' })
@@ -70,7 +70,8 @@ describe('createObservedPlantRepository', () => {
     createObservedPlantRepository({ insert: async () => 'created', ready: async () => {}, close: async () => {} }, { log: silent, metrics: bare })
     const bareText = await bare.exposition.metrics()
     expect(bareText).not.toContain('plant_store_memory_')
-    expect(bareText).not.toContain('plant_store_group_commit_batch_size')
+    expect(bareText).not.toContain('plant_store_pool_')
+    expect(sampleValue(bareText, 'plant_store_group_commit_batch_size_count')).toBe(0)
   })
 
   it('passes outcomes and errors through unchanged, counting and timing each, a lost write as unknown and not as error', async () => {
