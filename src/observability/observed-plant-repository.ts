@@ -16,7 +16,7 @@ export function failureKind (error: unknown): string {
   const code = String(cause.code)
   if (code === 'ECONNREFUSED') return 'refused'
   if (['57014', '55P03', 'ETIMEDOUT'].includes(code) || /timeout/i.test(cause.message)) return 'timeout'
-  return /^SQLITE_(BUSY|LOCKED)/.test(code) ? 'busy' : 'down'
+  return code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED') ? 'busy' : 'down'
 }
 
 /** Any store, observed the same way: each insert counted by outcome and timed (`metrics`), traced (`tracing`); failures
