@@ -1,17 +1,8 @@
 /** The two levels a failure log writes at (a pino logger has them). */
 export type FailureLogger = Record<'warn' | 'info', (fields: object, message: string) => void>
 
-export interface FailureLogOptions {
-  log: FailureLogger
-  /** What fails, in the messages and as the `subject` field: "store", "rate limit store (Redis)". */
-  subject: string
-  /** The name of the count field: "refused" (requests answered 503/507), "errors". */
-  counted: string
-  /** What a failure means for the requests, appended to the failure lines' message. */
-  effect?: string
-  /** At most one line per kind of failure per this interval. Default 1000 ms. */
-  intervalMs?: number
-}
+/** At most one line per kind of failure per this interval. */
+const INTERVAL_MS = 1000
 
 type Chain = { cause?: unknown, code?: unknown } | null | undefined
 
@@ -28,9 +19,12 @@ export function summarizeCause (error: unknown): { code?: string, message: strin
   return typeof code === 'string' || typeof code === 'number' ? { code: String(code), ...summary } : summary
 }
 
-/** A dependency's failures without flooding the log: per kind at most one line per interval, with the count since
- * the last line and the cause; one line when it works again, with the outage's total. */
-export function createFailureLog ({ log, subject, counted, effect, intervalMs = 1000 }: FailureLogOptions) {
+/** A dependency's failures without flooding the log: per kind at most one line a second, with the count since the
+ * last (as field `counted`) and the cause; one line when it works again, with the outage's total. `subject` names what
+ * fails; `effect`, what a failure means for the requests, ends the failure lines' message. */
+export function createFailureLog ({ log, subject, counted, effect }: {
+  log: FailureLogger, subject: string, counted: string, effect?: string
+}) {
   // Since the first failure: their count and, per kind (where and what), those not logged yet and its last line's time.
   let outage: { since: number, failures: number, kinds: Map<string, { pending: number, loggedAt: number }> } | undefined
 
@@ -43,9 +37,9 @@ export function createFailureLog ({ log, subject, counted, effect, intervalMs = 
       const key = `${during}\0${kind}`
       const state = outage.kinds.get(key) ?? { pending: 0, loggedAt: -Infinity }
       state.pending++
-      if (now - state.loggedAt < intervalMs) return
-      const cause = summarizeCause(error)
-      log.warn({ subject, failure: kind, during, [counted]: state.pending, ...(cause && { cause }) },
+      if (now - state.loggedAt < INTERVAL_MS) return
+      // pino leaves out a field whose value is undefined: no cause, no field.
+      log.warn({ subject, failure: kind, during, [counted]: state.pending, cause: summarizeCause(error) },
         `${subject} failing (${kind}, ${during})${effect === undefined ? '' : `: ${effect}`}`)
       outage.kinds.set(key, { pending: 0, loggedAt: now })
     },

@@ -1,5 +1,4 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
-import { parseTraceparent } from './trace-context.js'
 import type { Metrics } from './metrics.js'
 
 /** Every request's one access line (Fastify writes two) and its count in the request histogram, whoever answered
@@ -19,15 +18,22 @@ export class AccessLog extends LogController {
     // Fastify starts no clock for a request it could not route (a bad URL).
     const seconds = (reply.elapsedTime || 0) / 1000
     this.#metrics?.requestDone(method, route, reply.statusCode, seconds)
-    const line = Object.assign({
-      method,
-      route,
-      client: request.client?.name,
-      status: reply.statusCode,
-      ms: Math.round(seconds * 100000) / 100
-    }, parseTraceparent(request.headers.traceparent))
+    const ms = Math.round(seconds * 100000) / 100
+    const trace = parseTraceparent(request.headers.traceparent)
+    const line = { method, route, client: request.client?.name, status: reply.statusCode, ms, ...trace }
     // The request's child logger writes its id.
     if (error) request.log.error({ ...line, err: error }, 'request failed')
     else request.log.info(line, 'request')
   }
+}
+
+/** `version-traceid-parentid-flags`, lowercase hex; ids of all zeros are invalid. */
+const TRACEPARENT = /^[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}(?:-.*)?$/
+
+/** The trace and the caller's span from a W3C `traceparent` (https://www.w3.org/TR/trace-context/), else undefined.
+ * Version ff is invalid, version 00 ends at the flags, a later version may add `-` fields. */
+export function parseTraceparent (header: string | string[] | undefined) {
+  if (typeof header !== 'string' || header.length > 512 || !TRACEPARENT.test(header)) return undefined
+  if (header.startsWith('ff') || (header.startsWith('00') && header.length !== 55)) return undefined
+  return { traceId: header.slice(3, 35), parentSpanId: header.slice(36, 52) }
 }

@@ -1,5 +1,5 @@
 import { once } from 'node:events'
-import { createServer, type ServerResponse } from 'node:http'
+import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Registry } from 'prom-client'
@@ -15,28 +15,24 @@ export async function listenMetrics ({ registry, host, port, log }: {
   const server = createServer({ headersTimeout: 10000, requestTimeout: 15000 }, (request, response) => {
     const path = (request.url ?? '/').replace(/\?.*/s, '')
     if (request.method !== 'GET' || path !== '/metrics') {
-      send(response, 404, `no route for ${request.method ?? ''} ${path.slice(0, 200)}`)
+      const { body, headers } = bareError(404, `no route for ${request.method ?? ''} ${path.slice(0, 200)}`)
+      response.writeHead(404, headers).end(body)
       return
     }
     registry.metrics().then((text) => {
       response.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' }).end(text)
     }, (error: unknown) => {
       log.error({ err: error }, 'metrics scrape failed')
-      send(response, 500, 'internal server error')
+      const { body, headers } = bareError(500, 'internal server error')
+      response.writeHead(500, headers).end(body)
     })
   })
   server.on('clientError', clientErrorHandler)
   await once(server.listen({ port, host }), 'listening').catch((error: NodeJS.ErrnoException) => {
     throw new Error(`METRICS_PORT: cannot listen on ${host}:${port}: ${error.code ?? String(error)}`, { cause: error })
   })
-  const address = server.address() as AddressInfo
-  const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}/metrics`
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${(server.address() as AddressInfo).port}/metrics`
   log.info({ url }, `Metrics listening at ${url}`)
   // close() also ends a scraper's idle keep-alive connection, which must not hold the exit back.
   return { url, close: async (): Promise<void> => { await once(server.close(), 'close') } }
-}
-
-function send (response: ServerResponse, status: number, message: string): void {
-  const { body, headers } = bareError(status, message)
-  response.writeHead(status, headers).end(body)
 }

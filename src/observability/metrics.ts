@@ -2,10 +2,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { InsertOutcome, PlantRepository, StoreStats } from '../plants/plant-repository.js'
 
 /** Seconds: from 0.5 ms (a request served from memory) to 10 s (past every timeout). */
-export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
-
-/** `http_route` of a request that matched no route (404s, bad URLs, malformed HTTP): never the raw path. */
-export const UNMATCHED_ROUTE = 'unmatched'
+const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
 /** The gauges a store's stats() can feed, by the field that feeds each. */
 const STAT_GAUGES: ReadonlyArray<[keyof StoreStats, string, string]> = [
@@ -40,18 +37,20 @@ export function createMetrics () {
     new Histogram({ name, help, labelNames, buckets, registers: [registry] })
   const insertSeconds = histogram('plant_store_insert_duration_seconds',
     'Time of one store insert, group-commit wait included, in seconds.')
-  const requestSeconds = histogram('http_server_request_duration_seconds',
+  const requests = histogram('http_server_request_duration_seconds',
     'Duration of HTTP server requests, from arrival to the end of the reply, in seconds.',
     ['http_request_method', 'http_route', 'http_response_status_code'])
+  // Exported for every store, at 0 for one that does not commit in groups. A PostgreSQL batch holds at most 1000.
+  const batches = histogram('plant_store_group_commit_batch_size',
+    'Inserts per group commit (one SQLite transaction, or one PostgreSQL statement).', [],
+    [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000])
 
   return {
     /** What GET /metrics serves. */
     exposition: registry,
-    /** One request done; no `route` when none matched. Node's parser bounds the method to http.METHODS. */
-    requestDone (method: string, route = UNMATCHED_ROUTE, status: number, seconds: number): void {
-      const labels = { http_request_method: method, http_route: route, http_response_status_code: status }
-      requestSeconds.observe(labels, seconds)
-    },
+    /** One request done, its route `unmatched` when none matched (never the raw path); Node bounds the method. */
+    requestDone: (method: string, route = 'unmatched', status: number, seconds: number): void =>
+      requests.observe({ http_request_method: method, http_route: route, http_response_status_code: status }, seconds),
     /** A reload of API_TOKENS_FILE: taken, or refused (the previous tokens stay). */
     tokenReload: (taken: boolean) => { reloads.inc({ result: taken ? 'ok' : 'refused' }) },
     logLineDropped: () => { dropped.inc() },
@@ -62,13 +61,7 @@ export function createMetrics () {
     },
     /** Exports what this store tells of itself: group-commit sizes, its pool or fill (read when scraped). */
     watchStore (store: PlantRepository) {
-      if (store.observe !== undefined) {
-        // A PostgreSQL batch holds at most 1000.
-        const batches = histogram('plant_store_group_commit_batch_size',
-          'Inserts per group commit (one SQLite transaction, or one PostgreSQL statement).', [],
-          [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000])
-        store.observe({ batch: (size) => { batches.observe(size) } })
-      }
+      store.observe?.({ batch: (size) => { batches.observe(size) } })
       // Read when scraped, never per request.
       const stats = (): StoreStats => store.stats?.() ?? {}
       for (const [field, name, help] of STAT_GAUGES.filter(([field]) => stats()[field] !== undefined)) {

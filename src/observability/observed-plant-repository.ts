@@ -1,16 +1,8 @@
 import { isStoreError, StoreFullError, StoreOutcomeUnknownError, WritesFailingError } from '../errors.js'
-import { createFailureLog, summarizeCause, type FailureLogOptions } from '../lib/failure-log.js'
+import { createFailureLog, summarizeCause, type FailureLogger } from '../lib/failure-log.js'
 import type { Metrics } from './metrics.js'
 import type { Tracing } from './tracing.js'
 import type { PlantRepository } from '../plants/plant-repository.js'
-
-/** The failure log's `log` and `intervalMs`, and what counts and traces the inserts. */
-export interface ObservedPlantRepositoryOptions extends Pick<FailureLogOptions, 'log' | 'intervalMs'> {
-  /** Where inserts are counted and timed (METRICS_PORT); absent: not counted. */
-  metrics?: Pick<Metrics, 'storeInsert' | 'watchStore'> | undefined
-  /** OpenTelemetry (OTEL_EXPORTER_OTLP_ENDPOINT): a span per insert within a request's span. */
-  tracing?: Pick<Tracing, 'startInsert'> | undefined
-}
 
 /** What a store failure is, from the driver's error under the named one, for the log to group by. PostgreSQL
  * SQLSTATEs: 57014 statement timeout (or cancel), 55P03 lock not available, 53100 disk full. */
@@ -24,23 +16,23 @@ export function failureKind (error: unknown): string {
   const code = String(cause.code)
   if (code === 'ECONNREFUSED') return 'refused'
   if (['57014', '55P03', 'ETIMEDOUT'].includes(code) || /timeout/i.test(cause.message)) return 'timeout'
-  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return 'busy'
-  return 'down'
+  return code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED') ? 'busy' : 'down'
 }
 
-/** Any store, observed the same way: each insert counted by outcome, timed and traced; failures logged throttled
- * (lib/failure-log.ts), which the error handler leaves to this wrapper. */
-export function createObservedPlantRepository (
-  inner: PlantRepository,
-  { metrics, tracing, ...logOptions }: ObservedPlantRepositoryOptions
-): PlantRepository {
-  const failures = createFailureLog({ ...logOptions, subject: 'store', counted: 'refused' })
+/** Any store, observed the same way: each insert counted by outcome and timed (`metrics`), traced (`tracing`); failures
+ * logged throttled to `log` (lib/failure-log.ts), which the error handler leaves to this wrapper. */
+export function createObservedPlantRepository (inner: PlantRepository, { log, metrics, tracing }: {
+  log: FailureLogger, metrics?: Metrics | undefined, tracing?: Tracing | undefined
+}): PlantRepository {
+  const failures = createFailureLog({ log, subject: 'store', counted: 'refused' })
   metrics?.watchStore(inner)
   const failed = (during: string, error: unknown): never => {
     if (isStoreError(error)) failures.failed(failureKind(error), during, error)
     throw error
   }
   return {
+    // close, and what the metrics read (stats, observe), are the store's own.
+    ...inner,
     insert (id, plant) {
       const start = performance.now()
       const span = tracing?.startInsert()
@@ -56,7 +48,6 @@ export function createObservedPlantRepository (
         return failed('insert', error)
       })
     },
-    ready: () => inner.ready().then(() => { failures.recovered() }, (error: unknown) => failed('readyz', error)),
-    close: () => inner.close()
+    ready: () => inner.ready().then(() => { failures.recovered() }, (error: unknown) => failed('readyz', error))
   }
 }

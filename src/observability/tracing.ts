@@ -5,7 +5,6 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core'
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
-import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { InsertOutcome } from '../plants/plant-repository.js'
 
@@ -28,16 +27,14 @@ export function createTracing (endpoint: string) {
   const instrumentation = new FastifyOtelInstrumentation({
     instrumentHooks: false,
     instrumentHandler: false,
-    requestHook: (span, { method, routeOptions: { url } }) => {
-      span.updateName(url === undefined ? method : `${method} ${url}`)
-    }
+    requestHook: (span, { method, routeOptions: { url } }) => span.updateName(url ? `${method} ${url}` : method)
   })
   instrumentation.setTracerProvider(provider)
-  // The request's span while its handler runs (null: not traced), for the store's span without a context manager.
+  // The request's span while its handler runs, for the store's span (null: OTEL_FASTIFY_IGNORE_PATHS skipped it).
   const active = new AsyncLocalStorage<Context | null>()
 
   return {
-    plugin: fp(async function tracing (app: FastifyInstance) {
+    plugin: fp(async function tracing (app) {
       await app.register(instrumentation.plugin())
       app.addHook('preHandler', (request, _reply, done) => { active.run(request.opentelemetry().context, done) })
       // After the last request: what is still buffered is sent before the process exits.

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
-import { describe, expect, it, onTestFinished } from 'vitest'
+import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { StoreFullError, StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../../src/errors.js'
 import { createMemoryPlantRepository } from '../../src/plants/memory-plant-repository.js'
 import { createSqlitePlantRepository } from '../../src/plants/sqlite-plant-repository.js'
@@ -59,7 +59,7 @@ describe('createObservedPlantRepository', () => {
     expect(text).not.toContain('plant_store_memory_')
   })
 
-  it('exports the memory store\'s fill, and nothing of a store that tells nothing about itself', async () => {
+  it('exports the memory store\'s fill, and of a store that tells nothing about itself no gauge, its batch sizes at 0', async () => {
     const metrics = createMetrics()
     const store = createObservedPlantRepository(createMemoryPlantRepository({ maxPlants: 1000 }), { log: silent, metrics })
     await store.insert(1, { name: 'fern' })
@@ -70,7 +70,8 @@ describe('createObservedPlantRepository', () => {
     createObservedPlantRepository({ insert: async () => 'created', ready: async () => {}, close: async () => {} }, { log: silent, metrics: bare })
     const bareText = await bare.exposition.metrics()
     expect(bareText).not.toContain('plant_store_memory_')
-    expect(bareText).not.toContain('plant_store_group_commit_batch_size')
+    expect(bareText).not.toContain('plant_store_pool_')
+    expect(sampleValue(bareText, 'plant_store_group_commit_batch_size_count')).toBe(0)
   })
 
   it('passes outcomes and errors through unchanged, counting and timing each, a lost write as unknown and not as error', async () => {
@@ -105,7 +106,10 @@ describe('createObservedPlantRepository', () => {
       ready: async () => { if (down) throw new StoreUnavailableError({ cause: withCode('connect ECONNREFUSED 127.0.0.1:1', 'ECONNREFUSED') }) },
       close: async () => {}
     }
-    const store = createObservedPlantRepository(inner, { log, intervalMs: 60000 })
+    // A clock that stands still: every failure falls within the interval of the first line.
+    vi.useFakeTimers({ toFake: ['Date'] })
+    onTestFinished(() => { vi.useRealTimers() })
+    const store = createObservedPlantRepository(inner, { log })
     const outcomes = await Promise.allSettled(Array.from({ length: 100 }, (_, i) => store.insert(i, { name: 'fern' })))
     // The callers still get the store's own error, each one.
     expect(outcomes.every((outcome) => outcome.status === 'rejected' && outcome.reason instanceof StoreUnavailableError)).toBe(true)
@@ -182,8 +186,10 @@ describe('createObservedPlantRepository', () => {
       warn: (fields: object) => { lines.push(fields as Record<string, unknown>) },
       info: (fields: object) => { lines.push(fields as Record<string, unknown>) }
     }
+    vi.useFakeTimers({ toFake: ['Date'] })
+    onTestFinished(() => { vi.useRealTimers() })
     const busyPath = join(dir, 'busy.db')
-    const busy = createObservedPlantRepository(createSqlitePlantRepository({ path: busyPath, busyTimeoutMs: 20 }), { log, intervalMs: 60000 })
+    const busy = createObservedPlantRepository(createSqlitePlantRepository({ path: busyPath, busyTimeoutMs: 20 }), { log })
     onTestFinished(() => busy.close())
     const other = new Database(busyPath)
     onTestFinished(() => { other.close() })
@@ -191,7 +197,7 @@ describe('createObservedPlantRepository', () => {
     for (let i = 0; i < 3; i++) await expect(busy.insert(i, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
     other.exec('COMMIT')
 
-    const full = createObservedPlantRepository(createSqlitePlantRepository({ path: join(dir, 'full.db'), maxPageCount: 12 }), { log, intervalMs: 60000 })
+    const full = createObservedPlantRepository(createSqlitePlantRepository({ path: join(dir, 'full.db'), maxPageCount: 12 }), { log })
     onTestFinished(() => full.close())
     let refusals = 0
     for (let id = 0; id < 2000 && refusals < 3; id++) {

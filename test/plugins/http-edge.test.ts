@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createMetrics, UNMATCHED_ROUTE } from '../../src/observability/metrics.js'
+import { createMetrics } from '../../src/observability/metrics.js'
 import { buildTestApp, sampleValue } from '../helpers.js'
 
 describe('the HTTP edge', () => {
@@ -43,7 +43,7 @@ describe('the HTTP edge', () => {
       ms: 0,
       msg: 'request'
     }])
-    const labels = { http_request_method: 'GET', http_route: UNMATCHED_ROUTE, http_response_status_code: '400' }
+    const labels = { http_request_method: 'GET', http_route: 'unmatched', http_response_status_code: '400' }
     const text = await metrics.exposition.metrics()
     expect(sampleValue(text, 'http_server_request_duration_seconds_count', labels)).toBe(1)
     expect(sampleValue(text, 'http_server_request_duration_seconds_sum', labels)).toBe(0)
