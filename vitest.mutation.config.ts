@@ -12,6 +12,7 @@ export default defineConfig({
       'test/hardening/**/*.test.ts',
       'test/lib/**/*.test.ts',
       'test/openapi/**/*.test.ts',
+      'test/observability/**/*.test.ts',
       'test/plants/**/*.test.ts',
       'test/plugins/**/*.test.ts',
       'test/routes/**/*.test.ts'
