@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { STATUS_CODES, type IncomingMessage } from 'node:http'
+import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest, FastifyServerOptions, LogController } from 'fastify'
 import fp from 'fastify-plugin'
@@ -13,11 +13,6 @@ const REQUEST_ID = /^[\x21-\x7e]{1,128}$/
 /** This process's random prefix and a sequence number: unique per process, and cheaper than a UUID. */
 const ID_PREFIX = `${randomBytes(8).toString('hex')}-`
 let sequence = 0
-
-function requestId (request: IncomingMessage): string {
-  const given = request.headers['x-request-id']
-  return typeof given === 'string' && REQUEST_ID.test(given) ? given : ID_PREFIX + (++sequence).toString(36)
-}
 
 /**
  * What Node would answer with a bare reply, and what no route answers, get the Error record here,
@@ -38,11 +33,12 @@ function refusal (request: FastifyRequest, reply: FastifyReply) {
   }
 }
 
-/** Every reply carries its request id, no content sniffing and no caching (replies answer writes). */
-function setReplyHeaders (request: FastifyRequest, reply: FastifyReply): void {
+/** An onRequest hook: each reply carries its request id, no content sniffing and no caching (replies answer writes). */
+function setReplyHeaders (request: FastifyRequest, reply: FastifyReply, done = () => {}): void {
   reply.header('x-request-id', request.id)
   reply.header('x-content-type-options', 'nosniff')
   reply.header('cache-control', 'no-store')
+  done()
 }
 
 export const httpEdge = fp<{ corsOrigins?: readonly string[] | undefined }>(async function httpEdge (app, options) {
@@ -50,10 +46,7 @@ export const httpEdge = fp<{ corsOrigins?: readonly string[] | undefined }>(asyn
   // Node answers an Expect other than 100-continue with a bare 417 unless the server has a listener for it:
   // routed like any request, it meets refusal() below and gets the Error record.
   app.server.on('checkExpectation', app.routing)
-  app.addHook('onRequest', (request, reply, done) => {
-    setReplyHeaders(request, reply)
-    done()
-  })
+  app.addHook('onRequest', setReplyHeaders)
   // CORS_ORIGINS (exact origins, or `*` alone), between the two hooks: a preflight's 204 carries the headers above,
   // and every refusal the CORS headers. No credentials mode: a page sends the token in Authorization itself.
   if (options.corsOrigins !== undefined) {
@@ -78,7 +71,10 @@ export const httpEdge = fp<{ corsOrigins?: readonly string[] | undefined }>(asyn
  */
 export function edgeOptions (accessLog: LogController) {
   return {
-    genReqId: requestId,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id']
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : ID_PREFIX + (++sequence).toString(36)
+    },
     frameworkErrors: (error, request, reply) => {
       setReplyHeaders(request, reply)
       reply.raw.once('finish', () => { accessLog.requestCompleted(null, request, reply) })
