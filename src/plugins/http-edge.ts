@@ -52,8 +52,6 @@ export const httpEdge = fp<{ corsOrigins?: readonly string[] | undefined }>(asyn
   if (options.corsOrigins !== undefined) {
     await app.register((await import('@fastify/cors')).default, {
       origin: [...options.corsOrigins],
-      methods: PLANTS_ALLOW,
-      allowedHeaders: 'authorization, content-type, content-encoding, x-request-id',
       // So that a page can read every Error record's context.
       exposedHeaders: 'x-request-id, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset, ' +
         'www-authenticate, allow, accept-encoding',
