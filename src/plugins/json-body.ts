@@ -17,11 +17,10 @@ const LONG_OR_DECIMAL_NUMBER = /\d{16}|\d[.eE]/
 const isIntegerOrSpace = (code: number) => code === 45 || (code >= 48 && code <= 57) || code <= 32
 const NUMBER = /(-?\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?/
 
-/** The body before its Content-Encoding: one coding at most, its output capped at `limit` (a bomb is a 413). */
+/** The body before its one Content-Encoding (or identity), its output capped at `limit`: a bomb is a 413. */
 function decode (body: Buffer, header: string, limit: number): Buffer {
-  const codings = header.toLowerCase().split(',').map((c) => c.trim()).filter((c) => c !== '' && c !== 'identity')
-  if (codings.length === 0) return body
-  const coding = codings.join(', ')
+  const coding = header.trim().toLowerCase()
+  if (coding === '' || coding === 'identity') return body
   const decoder = DECODERS.get(coding)
   if (decoder === undefined) {
     throw Object.assign(new UnsupportedEncodingError(coding.slice(0, 100), ACCEPTED), { headers: ACCEPT_ENCODING })
