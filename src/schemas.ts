@@ -61,18 +61,18 @@ const example = (error: number, message: string) => ({ value: { error, message }
 
 export const errorExamples = {
   400: example(400, `body/id must be an integer between ${INT64_MIN} and ${INT64_MAX}`),
-  401: example(401, 'a bearer token is required: send "Authorization: Bearer <token>"'),
+  401: example(401, 'missing authorization header'),
   409: example(409, CONFLICT),
-  413: example(413, 'body must not be larger than 16384 bytes'),
-  415: example(415, 'content-type must be application/json'),
-  417: example(417, 'the expectation "x-fancy" cannot be met: send no Expect header, or Expect: 100-continue'),
+  413: example(413, 'Request body is too large'),
+  415: example(415, 'Unsupported Media Type'),
+  417: example(417, 'Expect must be 100-continue'),
   429: example(429, 'too many requests with this token: at most 600 per minute, retry in 42 s'),
-  500: example(500, 'internal server error'),
+  500: example(500, 'Internal Server Error'),
   503: example(503, 'the plant store is unavailable, retry later'),
   507: example(507, 'the plant store is full'),
   missingHost: example(400, 'an HTTP/1.1 request must carry a Host header'),
-  408: example(408, 'the request took too long to arrive'),
-  431: example(431, 'request headers are too large')
+  408: example(408, 'Request Timeout'),
+  431: example(431, 'Request Header Fields Too Large')
 } satisfies Record<number | string, { value: ErrorRecord }>
 
 const header = (description: string) => Type.String({ description })

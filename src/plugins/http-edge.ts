@@ -28,9 +28,7 @@ function refusal (request: FastifyRequest, reply: FastifyReply) {
     return new MethodNotAllowedError(request.method, path, PLANTS_ALLOW)
   }
   const expect = request.headers.expect
-  if (expect !== undefined && expect.toLowerCase() !== '100-continue') {
-    return new ExpectationFailedError(expect.slice(0, 100))
-  }
+  if (expect !== undefined && expect.toLowerCase() !== '100-continue') return new ExpectationFailedError()
 }
 
 /** An onRequest hook: each reply carries its request id, no content sniffing and no caching (replies answer writes). */
@@ -82,40 +80,23 @@ export function edgeOptions (accessLog: LogController) {
   } satisfies FastifyServerOptions
 }
 
-const MISSING_TOKEN = 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER'
-
-/** Messages for the 4xx errors of Fastify and @fastify/bearer-auth, written for the people who call this API. */
-const frameworkMessages: Record<string, (request: FastifyRequest) => string> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: (request) => `body must not be larger than ${request.routeOptions.bodyLimit} bytes`,
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: () => 'content-type must be application/json',
-  [MISSING_TOKEN]: () => 'a bearer token is required: send "Authorization: Bearer <token>"',
-  FST_BEARER_AUTH_INVALID_AUTHORIZATION_HEADER: () => 'the bearer token is not valid'
-}
-
 /**
- * Turns any error into the Error record. 5xx details go to the log, never to the client. An error
- * may carry reply headers in `headers` (the http-errors convention), e.g. a 415's Accept-Encoding.
+ * Turns any error into the Error record, in Fastify's and bearer-auth's words for theirs. 5xx details go to the
+ * log, never to the client. An error may carry reply headers in `headers` (the http-errors convention).
  */
 export function sendError (error: FastifyError & { headers?: Record<string, string> }, request: FastifyRequest,
   reply: FastifyReply): void {
   const given = error.statusCode ?? 500
   const status = given >= 400 && given <= 599 ? given : 500
   if (error.headers !== undefined) reply.headers(error.headers)
-  let message = error.message
-  if (status < 500) message = frameworkMessages[error.code]?.(request) ?? message
-  else if (status === 500) {
-    request.log.error({ err: error }, 'request failed')
-    message = 'internal server error'
-  } else if (error.code?.startsWith('PLANTS_') !== true) {
-    // Ours (shedding, not ready, store failures) are logged once per interval where they happen, not per request.
-    request.log.warn({ err: error }, 'request refused')
-    message = STATUS_CODES[status] ?? 'server error'
-  }
+  // A 5xx of ours (shedding, not ready, store failures) is logged once per interval where it happens, not per request.
+  const masked = status >= 500 && error.code?.startsWith('PLANTS_') !== true
+  if (masked) request.log.error({ err: error }, 'request failed')
   if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '1')
-  const refused = error.code === MISSING_TOKEN ? '' : ', error="invalid_token"'
+  const refused = error.code === 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER' ? '' : ', error="invalid_token"'
   if (status === 401) reply.header('www-authenticate', `Bearer realm="plants"${refused}`)
   // Fastify clears the content-type before an error handler, and types an object as JSON in UTF-8.
-  reply.code(status).send({ error: status, message })
+  reply.code(status).send({ error: status, message: masked ? STATUS_CODES[status] ?? 'server error' : error.message })
 }
 
 /** An Error record with its headers, for a reply that Fastify does not send (malformed HTTP, metrics). */
@@ -130,23 +111,17 @@ export function bareError (status: number, message: string) {
   return { body, headers }
 }
 
-const CLIENT_ERRORS = new Map<string | undefined, [status: number, message: string]>([
-  ['HPE_HEADER_OVERFLOW', [431, 'request headers are too large']],
-  ['ERR_HTTP_REQUEST_TIMEOUT', [408, 'the request took too long to arrive']]
-])
-
 /**
- * Malformed HTTP never reaches Fastify: Node hands the socket here (its `clientError` event). Bytes after a
- * request that said `Connection: close` are left to Node, which closes once that reply is written.
+ * Malformed HTTP never reaches Fastify: Node hands the socket here (its `clientError` event), and its statuses and
+ * words are kept. Bytes after a request that said `Connection: close` are left to Node, which closes after that reply.
  */
 export function clientErrorHandler (error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'HPE_CLOSED_CONNECTION') return
-  if (error.code === 'ECONNRESET' || !socket.writable) {
-    socket.destroy()
-    return
+  if (error.code === 'ECONNRESET' || !socket.writable) socket.destroy()
+  else {
+    const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
+    const { body, headers } = bareError(status, String(STATUS_CODES[status]))
+    const fields = Object.entries({ ...headers, Connection: 'close' }).map(([name, value]) => `${name}: ${value}\r\n`)
+    socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${fields.join('')}\r\n${body}`)
   }
-  const [status, message] = CLIENT_ERRORS.get(error.code) ?? [400, 'the request is not valid HTTP']
-  const { body, headers } = bareError(status, message)
-  const fields = Object.entries({ ...headers, Connection: 'close' }).map(([name, value]) => `${name}: ${value}\r\n`)
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${fields.join('')}\r\n${body}`)
 }

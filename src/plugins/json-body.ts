@@ -1,8 +1,9 @@
 import { isUtf8 } from 'node:buffer'
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib'
+import { errorCodes } from 'fastify'
 import fp from 'fastify-plugin'
 import secureJson from 'secure-json-parse'
-import { DecodedBodyTooLargeError, InvalidBodyError, UnsupportedEncodingError } from '../errors.js'
+import { InvalidBodyError, UnsupportedEncodingError } from '../errors.js'
 import { INT64_MAX, INT64_MIN } from '../schemas.js'
 
 // RFC 9110 §8.4.1: `deflate` is the zlib format, `x-gzip` is gzip.
@@ -28,8 +29,8 @@ function decode (body: Buffer, header: string, limit: number): Buffer {
   try {
     return decoder(body, { maxOutputLength: limit })
   } catch (error) {
-    const tooLarge = (error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE'
-    throw tooLarge ? new DecodedBodyTooLargeError(limit) : new InvalidBodyError(`${coding.replace('x-', '')} data`)
+    if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE()
+    throw new InvalidBodyError(`${coding.replace('x-', '')} data`)
   }
 }
 
