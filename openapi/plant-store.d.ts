@@ -44,7 +44,7 @@ export interface paths {
         put?: never;
         /**
          * Create a plant
-         * @description Stores a new plant; sending the identical plant again answers 200 again (a safe retry), and another plant with a stored id answers 409. The body may be sent with `Content-Encoding: gzip`, `deflate` or `br`; decoded, it must still fit BODY_LIMIT.
+         * @description Stores a plant; the identical plant again is a 200 (a safe retry), another plant with its id a 409
          */
         post: operations["addPlant"];
         delete?: never;
@@ -58,7 +58,7 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
-         * @description A plant to create. Properties other than id, name and tag are accepted and ignored, at any depth: `__proto__` and `constructor.prototype` keys too, which are dropped as the body is parsed (they never reach an object).
+         * @description A plant to create; properties other than id, name and tag are accepted and ignored
          * @example {
          *       "id": 10,
          *       "name": "Monstera",
@@ -68,17 +68,17 @@ export interface components {
         NewPlant: {
             /**
              * Format: int64
-             * @description Identification number of the plant: an integer from -9223372036854775808 to 9223372036854775807, exact over the whole range
+             * @description Identification number of the plant: an exact integer from -9223372036854775808 to 9223372036854775807
              * @example 10
              */
             id: number | bigint;
             /**
-             * @description The name of the plant. No U+0000 and no unpaired surrogate (a \uD800-\uDFFF escape that is not a high-low pair): the service refuses either with 400
+             * @description The name of the plant. No U+0000 and no unpaired surrogate: the service refuses either with 400
              * @example Monstera
              */
             name: string;
             /**
-             * @description Tag that specifies the type of the plant. No U+0000 and no unpaired surrogate (a \uD800-\uDFFF escape that is not a high-low pair): the service refuses either with 400
+             * @description Tag that specifies the type of the plant. No U+0000 and no unpaired surrogate: the service refuses either with 400
              * @example tropical
              */
             tag?: string;
@@ -92,12 +92,12 @@ export interface components {
          */
         Plant: {
             /**
-             * @description The name of the plant. No U+0000 and no unpaired surrogate (a \uD800-\uDFFF escape that is not a high-low pair): the service refuses either with 400
+             * @description The name of the plant. No U+0000 and no unpaired surrogate: the service refuses either with 400
              * @example Monstera
              */
             name: string;
             /**
-             * @description Tag that specifies the type of the plant. No U+0000 and no unpaired surrogate (a \uD800-\uDFFF escape that is not a high-low pair): the service refuses either with 400
+             * @description Tag that specifies the type of the plant. No U+0000 and no unpaired surrogate: the service refuses either with 400
              * @example tropical
              */
             tag?: string;
@@ -153,10 +153,10 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The process answers: `{"status":"ok"}` */
+            /** @description The process is up */
             200: {
                 headers: {
-                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
+                    /** @description The caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new id */
                     "x-request-id"?: string;
                     [name: string]: unknown;
                 };
@@ -164,10 +164,10 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            /** @description A malformed request, such as HTTP/1.1 without Host */
+            /** @description Malformed HTTP, such as HTTP/1.1 without Host */
             "4XX": {
                 headers: {
-                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
+                    /** @description The caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new id */
                     "x-request-id"?: string;
                     [name: string]: unknown;
                 };
@@ -186,10 +186,10 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Ready for traffic: `{"status":"ready"}` */
+            /** @description The store is reachable and the service is not shutting down */
             200: {
                 headers: {
-                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
+                    /** @description The caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new id */
                     "x-request-id"?: string;
                     [name: string]: unknown;
                 };
@@ -197,10 +197,10 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            /** @description Not ready: the store is unreachable or failing, the service is shutting down, or it is overloaded */
+            /** @description The store is failing, or the service is closing or overloaded */
             503: {
                 headers: {
-                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
+                    /** @description The caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new id */
                     "x-request-id"?: string;
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: number;
@@ -210,10 +210,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A malformed request, such as HTTP/1.1 without Host */
+            /** @description Malformed HTTP, such as HTTP/1.1 without Host */
             "4XX": {
                 headers: {
-                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
+                    /** @description The caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new id */
                     "x-request-id"?: string;
                     [name: string]: unknown;
                 };
@@ -239,7 +239,7 @@ export interface operations {
             /** @description The plant as stored; tag only when it was given */
             200: {
                 headers: {
-                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
+                    /** @description The caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new id */
                     "x-request-id"?: string;
                     /** @description With RATE_LIMIT_PER_MINUTE: the requests allowed per minute for this client */
                     "ratelimit-limit"?: number;
@@ -256,7 +256,7 @@ export interface operations {
             /** @description The body is not a NewPlant in UTF-8 JSON (no type coercion), or the request is malformed */
             400: {
                 headers: {
-                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
+                    /** @description The caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new id */
                     "x-request-id"?: string;
                     [name: string]: unknown;
                 };
@@ -264,12 +264,12 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The bearer token is missing or not valid */
+            /** @description The token is missing or not valid */
             401: {
                 headers: {
-                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
+                    /** @description The caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new id */
                     "x-request-id"?: string;
-                    /** @description The bearer challenge: `Bearer realm="plants"`, with `error="invalid_token"` when a token was refused */
+                    /** @description `Bearer realm="plants"`, with `error="invalid_token"` when a token was refused */
                     "www-authenticate"?: string;
                     [name: string]: unknown;
                 };
@@ -277,7 +277,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The headers or the body took longer than HEADERS_TIMEOUT_MS or REQUEST_TIMEOUT_MS; nothing was stored and the connection closes */
+            /** @description The request took over HEADERS_TIMEOUT_MS or REQUEST_TIMEOUT_MS */
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -289,7 +289,7 @@ export interface operations {
             /** @description A plant with this id exists with another name or tag */
             409: {
                 headers: {
-                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
+                    /** @description The caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new id */
                     "x-request-id"?: string;
                     [name: string]: unknown;
                 };
@@ -297,10 +297,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body is larger than BODY_LIMIT, as sent or once decoded */
+            /** @description The body is over BODY_LIMIT, as sent or once decoded */
             413: {
                 headers: {
-                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
+                    /** @description The caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new id */
                     "x-request-id"?: string;
                     [name: string]: unknown;
                 };
@@ -308,10 +308,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The content type is not application/json, or the Content-Encoding is not decoded here */
+            /** @description The body is not JSON, or its Content-Encoding is unknown */
             415: {
                 headers: {
-                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
+                    /** @description The caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new id */
                     "x-request-id"?: string;
                     /** @description The content codings the service decodes: gzip, deflate, br */
                     "accept-encoding"?: string;
@@ -324,7 +324,7 @@ export interface operations {
             /** @description An Expect other than 100-continue; nothing was stored */
             417: {
                 headers: {
-                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
+                    /** @description The caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new id */
                     "x-request-id"?: string;
                     [name: string]: unknown;
                 };
@@ -335,7 +335,7 @@ export interface operations {
             /** @description Over RATE_LIMIT_PER_MINUTE for this token */
             429: {
                 headers: {
-                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
+                    /** @description The caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new id */
                     "x-request-id"?: string;
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: number;
@@ -351,7 +351,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The headers are larger than MAX_HEADER_BYTES; the connection closes */
+            /** @description The headers are larger than MAX_HEADER_BYTES */
             431: {
                 headers: {
                     [name: string]: unknown;
@@ -363,7 +363,7 @@ export interface operations {
             /** @description An unexpected error; the detail is in the log only */
             500: {
                 headers: {
-                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
+                    /** @description The caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new id */
                     "x-request-id"?: string;
                     [name: string]: unknown;
                 };
@@ -371,10 +371,10 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Overloaded, not ready, or the store did not take the write; the message says whether the outcome is unknown, and the identical request is always safe to send again */
+            /** @description Overloaded, not ready, or the write unconfirmed; retrying it is safe */
             503: {
                 headers: {
-                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
+                    /** @description The caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new id */
                     "x-request-id"?: string;
                     /** @description Seconds to wait before retrying */
                     "retry-after"?: number;
@@ -387,7 +387,7 @@ export interface operations {
             /** @description The memory store holds MAX_PLANTS plants */
             507: {
                 headers: {
-                    /** @description The request's id, in its access line: the caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else one the service made */
+                    /** @description The caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new id */
                     "x-request-id"?: string;
                     [name: string]: unknown;
                 };

@@ -3,8 +3,6 @@ import createError from '@fastify/error'
 // Named errors that carry their status. The service and the plugins throw these; routes never map statuses.
 /** 'JSON', 'UTF-8', or a content coding's data ('gzip data'). */
 export const InvalidBodyError = createError('PLANTS_INVALID_BODY', 'body is not valid %s', 400)
-export const DecodedBodyTooLargeError = createError('PLANTS_DECODED_BODY_TOO_LARGE',
-  'body must not be larger than %s bytes once decoded', 413)
 export const UnsupportedEncodingError = createError('PLANTS_UNSUPPORTED_ENCODING',
   'content-encoding "%s" is not supported: send the body with one of %s, or with none', 415)
 export const PlantConflictError = createError('PLANTS_CONFLICT',
@@ -27,8 +25,7 @@ export const RouteNotFoundError = createError('PLANTS_ROUTE_NOT_FOUND', 'no rout
 export const MethodNotAllowedError = createError('PLANTS_METHOD_NOT_ALLOWED',
   '%s is not allowed on %s; allowed: %s', 405)
 export const MissingHostError = createError('PLANTS_MISSING_HOST', 'an HTTP/1.1 request must carry a Host header', 400)
-export const ExpectationFailedError = createError('PLANTS_EXPECTATION_FAILED',
-  'the expectation "%s" cannot be met: send no Expect header, or Expect: 100-continue', 417)
+export const ExpectationFailedError = createError('PLANTS_EXPECTATION_FAILED', 'Expect must be 100-continue', 417)
 
 /** A store's named failures (plants/plant-repository.ts): the one list of them. */
 const STORE_ERRORS = [StoreUnavailableError, StoreOutcomeUnknownError, StoreFullError, WritesFailingError]

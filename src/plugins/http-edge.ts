@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { STATUS_CODES, type IncomingMessage } from 'node:http'
+import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest, FastifyServerOptions, LogController } from 'fastify'
 import fp from 'fastify-plugin'
@@ -13,11 +13,6 @@ const REQUEST_ID = /^[\x21-\x7e]{1,128}$/
 /** This process's random prefix and a sequence number: unique per process, and cheaper than a UUID. */
 const ID_PREFIX = `${randomBytes(8).toString('hex')}-`
 let sequence = 0
-
-function requestId (request: IncomingMessage): string {
-  const given = request.headers['x-request-id']
-  return typeof given === 'string' && REQUEST_ID.test(given) ? given : ID_PREFIX + (++sequence).toString(36)
-}
 
 /**
  * What Node would answer with a bare reply, and what no route answers, get the Error record here,
@@ -33,16 +28,15 @@ function refusal (request: FastifyRequest, reply: FastifyReply) {
     return new MethodNotAllowedError(request.method, path, PLANTS_ALLOW)
   }
   const expect = request.headers.expect
-  if (expect !== undefined && expect.toLowerCase() !== '100-continue') {
-    return new ExpectationFailedError(expect.slice(0, 100))
-  }
+  if (expect !== undefined && expect.toLowerCase() !== '100-continue') return new ExpectationFailedError()
 }
 
-/** Every reply carries its request id, no content sniffing and no caching (replies answer writes). */
-function setReplyHeaders (request: FastifyRequest, reply: FastifyReply): void {
+/** An onRequest hook: each reply carries its request id, no content sniffing and no caching (replies answer writes). */
+function setReplyHeaders (request: FastifyRequest, reply: FastifyReply, done = () => {}): void {
   reply.header('x-request-id', request.id)
   reply.header('x-content-type-options', 'nosniff')
   reply.header('cache-control', 'no-store')
+  done()
 }
 
 export const httpEdge = fp<{ corsOrigins?: readonly string[] | undefined }>(async function httpEdge (app, options) {
@@ -50,17 +44,12 @@ export const httpEdge = fp<{ corsOrigins?: readonly string[] | undefined }>(asyn
   // Node answers an Expect other than 100-continue with a bare 417 unless the server has a listener for it:
   // routed like any request, it meets refusal() below and gets the Error record.
   app.server.on('checkExpectation', app.routing)
-  app.addHook('onRequest', (request, reply, done) => {
-    setReplyHeaders(request, reply)
-    done()
-  })
+  app.addHook('onRequest', setReplyHeaders)
   // CORS_ORIGINS (exact origins, or `*` alone), between the two hooks: a preflight's 204 carries the headers above,
   // and every refusal the CORS headers. No credentials mode: a page sends the token in Authorization itself.
   if (options.corsOrigins !== undefined) {
     await app.register((await import('@fastify/cors')).default, {
       origin: [...options.corsOrigins],
-      methods: PLANTS_ALLOW,
-      allowedHeaders: 'authorization, content-type, content-encoding, x-request-id',
       // So that a page can read every Error record's context.
       exposedHeaders: 'x-request-id, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset, ' +
         'www-authenticate, allow, accept-encoding',
@@ -78,7 +67,10 @@ export const httpEdge = fp<{ corsOrigins?: readonly string[] | undefined }>(asyn
  */
 export function edgeOptions (accessLog: LogController) {
   return {
-    genReqId: requestId,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id']
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : ID_PREFIX + (++sequence).toString(36)
+    },
     frameworkErrors: (error, request, reply) => {
       setReplyHeaders(request, reply)
       reply.raw.once('finish', () => { accessLog.requestCompleted(null, request, reply) })
@@ -88,40 +80,23 @@ export function edgeOptions (accessLog: LogController) {
   } satisfies FastifyServerOptions
 }
 
-const MISSING_TOKEN = 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER'
-
-/** Messages for the 4xx errors of Fastify and @fastify/bearer-auth, written for the people who call this API. */
-const frameworkMessages: Record<string, (request: FastifyRequest) => string> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: (request) => `body must not be larger than ${request.routeOptions.bodyLimit} bytes`,
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: () => 'content-type must be application/json',
-  [MISSING_TOKEN]: () => 'a bearer token is required: send "Authorization: Bearer <token>"',
-  FST_BEARER_AUTH_INVALID_AUTHORIZATION_HEADER: () => 'the bearer token is not valid'
-}
-
 /**
- * Turns any error into the Error record. 5xx details go to the log, never to the client. An error
- * may carry reply headers in `headers` (the http-errors convention), e.g. a 415's Accept-Encoding.
+ * Turns any error into the Error record, in Fastify's and bearer-auth's words for theirs. 5xx details go to the
+ * log, never to the client. An error may carry reply headers in `headers` (the http-errors convention).
  */
 export function sendError (error: FastifyError & { headers?: Record<string, string> }, request: FastifyRequest,
   reply: FastifyReply): void {
   const given = error.statusCode ?? 500
   const status = given >= 400 && given <= 599 ? given : 500
   if (error.headers !== undefined) reply.headers(error.headers)
-  let message = error.message
-  if (status < 500) message = frameworkMessages[error.code]?.(request) ?? message
-  else if (status === 500) {
-    request.log.error({ err: error }, 'request failed')
-    message = 'internal server error'
-  } else if (error.code?.startsWith('PLANTS_') !== true) {
-    // Ours (shedding, not ready, store failures) are logged once per interval where they happen, not per request.
-    request.log.warn({ err: error }, 'request refused')
-    message = STATUS_CODES[status] ?? 'server error'
-  }
+  // A 5xx of ours (shedding, not ready, store failures) is logged once per interval where it happens, not per request.
+  const masked = status >= 500 && error.code?.startsWith('PLANTS_') !== true
+  if (masked) request.log.error({ err: error }, 'request failed')
   if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '1')
-  const refused = error.code === MISSING_TOKEN ? '' : ', error="invalid_token"'
+  const refused = error.code === 'FST_BEARER_AUTH_MISSING_AUTHORIZATION_HEADER' ? '' : ', error="invalid_token"'
   if (status === 401) reply.header('www-authenticate', `Bearer realm="plants"${refused}`)
   // Fastify clears the content-type before an error handler, and types an object as JSON in UTF-8.
-  reply.code(status).send({ error: status, message })
+  reply.code(status).send({ error: status, message: masked ? STATUS_CODES[status] ?? 'server error' : error.message })
 }
 
 /** An Error record with its headers, for a reply that Fastify does not send (malformed HTTP, metrics). */
@@ -136,23 +111,17 @@ export function bareError (status: number, message: string) {
   return { body, headers }
 }
 
-const CLIENT_ERRORS = new Map<string | undefined, [status: number, message: string]>([
-  ['HPE_HEADER_OVERFLOW', [431, 'request headers are too large']],
-  ['ERR_HTTP_REQUEST_TIMEOUT', [408, 'the request took too long to arrive']]
-])
-
 /**
- * Malformed HTTP never reaches Fastify: Node hands the socket here (its `clientError` event). Bytes after a
- * request that said `Connection: close` are left to Node, which closes once that reply is written.
+ * Malformed HTTP never reaches Fastify: Node hands the socket here (its `clientError` event), and its statuses and
+ * words are kept. Bytes after a request that said `Connection: close` are left to Node, which closes after that reply.
  */
 export function clientErrorHandler (error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'HPE_CLOSED_CONNECTION') return
-  if (error.code === 'ECONNRESET' || !socket.writable) {
-    socket.destroy()
-    return
+  if (error.code === 'ECONNRESET' || !socket.writable) socket.destroy()
+  else {
+    const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
+    const { body, headers } = bareError(status, String(STATUS_CODES[status]))
+    const fields = Object.entries({ ...headers, Connection: 'close' }).map(([name, value]) => `${name}: ${value}\r\n`)
+    socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${fields.join('')}\r\n${body}`)
   }
-  const [status, message] = CLIENT_ERRORS.get(error.code) ?? [400, 'the request is not valid HTTP']
-  const { body, headers } = bareError(status, message)
-  const fields = Object.entries({ ...headers, Connection: 'close' }).map(([name, value]) => `${name}: ${value}\r\n`)
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${fields.join('')}\r\n${body}`)
 }

@@ -1,8 +1,9 @@
 import { isUtf8 } from 'node:buffer'
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib'
+import { errorCodes } from 'fastify'
 import fp from 'fastify-plugin'
 import secureJson from 'secure-json-parse'
-import { DecodedBodyTooLargeError, InvalidBodyError, UnsupportedEncodingError } from '../errors.js'
+import { InvalidBodyError, UnsupportedEncodingError } from '../errors.js'
 import { INT64_MAX, INT64_MIN } from '../schemas.js'
 
 // RFC 9110 §8.4.1: `deflate` is the zlib format, `x-gzip` is gzip.
@@ -17,11 +18,10 @@ const LONG_OR_DECIMAL_NUMBER = /\d{16}|\d[.eE]/
 const isIntegerOrSpace = (code: number) => code === 45 || (code >= 48 && code <= 57) || code <= 32
 const NUMBER = /(-?\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?/
 
-/** The body before its Content-Encoding: one coding at most, its output capped at `limit` (a bomb is a 413). */
+/** The body before its one Content-Encoding (or identity), its output capped at `limit`: a bomb is a 413. */
 function decode (body: Buffer, header: string, limit: number): Buffer {
-  const codings = header.toLowerCase().split(',').map((c) => c.trim()).filter((c) => c !== '' && c !== 'identity')
-  if (codings.length === 0) return body
-  const coding = codings.join(', ')
+  const coding = header.trim().toLowerCase()
+  if (coding === '' || coding === 'identity') return body
   const decoder = DECODERS.get(coding)
   if (decoder === undefined) {
     throw Object.assign(new UnsupportedEncodingError(coding.slice(0, 100), ACCEPTED), { headers: ACCEPT_ENCODING })
@@ -29,8 +29,8 @@ function decode (body: Buffer, header: string, limit: number): Buffer {
   try {
     return decoder(body, { maxOutputLength: limit })
   } catch (error) {
-    const tooLarge = (error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE'
-    throw tooLarge ? new DecodedBodyTooLargeError(limit) : new InvalidBodyError(`${coding.replace('x-', '')} data`)
+    if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE()
+    throw new InvalidBodyError(`${coding.replace('x-', '')} data`)
   }
 }
 

@@ -15,10 +15,9 @@ export const openapi = fp(async function openapi (app: FastifyInstance) {
       info: {
         title: 'Plant Store',
         version: '1.0.0',
-        description: 'Keeps a store of plants. Every error reply with a body is an Error record whose `error` is ' +
-          'the HTTP status code: also a 405 with `Allow: POST` for any other method on /plants, a 404 for any ' +
-          'other path, and 400, 408 or 431 for malformed HTTP, after which the connection closes. With ' +
-          'CORS_ORIGINS set, an OPTIONS on any path is a CORS preflight, answered 204 without a token.',
+        description: 'Keeps a store of plants. Every error reply with a body is an Error record whose `error` is the ' +
+          'HTTP status: also a 404 for another path, a 405 with `Allow: POST` for another method on /plants, ' +
+          '400, 408 or 431 for malformed HTTP (the connection closes), and with CORS_ORIGINS a 204 to any preflight.',
         license: { name: 'MIT', identifier: 'MIT' }
       },
       servers: [{ url: '/', description: 'The host that serves this document' }],

@@ -33,7 +33,7 @@ describe('a gzip bomb against the built server', () => {
 
     const res = await post(bomb)
     expect(res.status).toBe(413)
-    expect(await res.json()).toEqual({ error: 413, message: 'body must not be larger than 131072 bytes once decoded' })
+    expect(await res.json()).toEqual({ error: 413, message: 'Request body is too large' })
     // Decoding it whole would hold at least its 100 MiB at once; cut off at BODY_LIMIT it holds about 128 kB.
     expect(peakRss(pid) - before).toBeLessThan(16 * MiB)
     expect((await post(gzipSync('{"id":2,"name":"moss"}'))).status).toBe(200)
@@ -50,7 +50,7 @@ describe('CORS in the built server', () => {
     })
     expect(pre.status).toBe(204)
     expect(pre.headers.get('access-control-allow-origin')).toBe(origin)
-    expect(pre.headers.get('access-control-allow-headers')).toBe('authorization, content-type, content-encoding, x-request-id')
+    expect(pre.headers.get('access-control-allow-headers')).toBe('authorization, content-type')
     expect(pre.headers.get('access-control-max-age')).toBe('600')
     const res = await fetch(`${server.url}/plants`, {
       method: 'POST',

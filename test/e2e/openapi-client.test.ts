@@ -51,7 +51,7 @@ describe('a client generated from the committed document (openapi-fetch + openap
     const { error, response } = await plants.POST('/plants', { body: { id: 10, name: 'Monstera' } })
     expect(response.status).toBe(401)
     expect(response.headers.get('www-authenticate')).toBe('Bearer realm="plants", error="invalid_token"')
-    expect(error).toEqual({ error: 401, message: 'the bearer token is not valid' })
+    expect(error).toEqual({ error: 401, message: 'invalid authorization header' })
   })
 
   it('409: another plant with a stored id', async () => {

@@ -53,7 +53,7 @@ describe('an HTTP/1.1 request without Host', () => {
 })
 
 describe('an Expect other than 100-continue', () => {
-  const message = 'the expectation "x-fancy" cannot be met: send no Expect header, or Expect: 100-continue'
+  const message = 'Expect must be 100-continue'
 
   for (const [name, auth] of [['without a token', ''], ['with a valid token', `Authorization: Bearer ${TOKEN}\r\n`]] as const) {
     it(`answers 417 Error on POST /plants ${name}, before the token is checked, and stores nothing`, async () => {
@@ -64,11 +64,10 @@ describe('an Expect other than 100-continue', () => {
     })
   }
 
-  it('answers 417 Error on a route that needs no token, quoting at most 100 characters of the expectation', async () => {
+  it('answers 417 Error on a route that needs no token, without quoting the expectation', async () => {
     const { port } = await listening()
-    const long = `x-${'e'.repeat(98)}${'f'.repeat(300)}`
-    const text = await rawExchange(port, request(`GET /livez HTTP/1.1\r\nHost: localhost\r\nExpect: ${long}`))
-    expectErrorRecord(parseRawReply(text), 417, `the expectation "x-${'e'.repeat(98)}" cannot be met: send no Expect header, or Expect: 100-continue`)
+    const text = await rawExchange(port, request(`GET /livez HTTP/1.1\r\nHost: localhost\r\nExpect: x-${'e'.repeat(400)}`))
+    expectErrorRecord(parseRawReply(text), 417, message)
   })
 
   it('answers 417 Error to "Expect: 100-continue, foo", after the 100 Continue Node writes for any mention of 100-continue', async () => {
@@ -102,7 +101,7 @@ describe('edges where Node\'s own answer is kept', () => {
     expect(valid.status).toBe(200)
     const wrong = parseRawReply(await rawExchange(port,
       request(`POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\nAuthorization: Bearer ${TOKEN}`, BODY)))
-    expectErrorRecord(wrong, 401, 'the bearer token is not valid')
+    expectErrorRecord(wrong, 401, 'invalid authorization header')
     expect(repository.inserts).toBe(1)
   })
 

@@ -9,60 +9,60 @@ const post = (head: string): string =>
 
 /** Requests that are not HTTP a server may act on, each with the status it must get. */
 const cases: { name: string, request: string, status: number, message: string }[] = [
-  { name: 'a request line that is not HTTP', request: 'GARBAGE\r\n\r\n', status: 400, message: 'the request is not valid HTTP' },
+  { name: 'a request line that is not HTTP', request: 'GARBAGE\r\n\r\n', status: 400, message: 'Bad Request' },
   {
     name: 'a header line without a colon',
     request: post(`Content-Length: ${BODY.length}\r\nNo colon here\r\n`),
     status: 400,
-    message: 'the request is not valid HTTP'
+    message: 'Bad Request'
   },
   {
     name: 'a control character in a header value',
     request: post(`Content-Length: ${BODY.length}\r\nX-Bad: a\x01b\r\n`),
     status: 400,
-    message: 'the request is not valid HTTP'
+    message: 'Bad Request'
   },
   {
     name: 'both Content-Length and Transfer-Encoding (request smuggling)',
     request: post(`Content-Length: ${BODY.length}\r\nTransfer-Encoding: chunked\r\n`),
     status: 400,
-    message: 'the request is not valid HTTP'
+    message: 'Bad Request'
   },
   {
     name: 'two different Content-Length headers',
     request: post(`Content-Length: ${BODY.length}\r\nContent-Length: 3\r\n`),
     status: 400,
-    message: 'the request is not valid HTTP'
+    message: 'Bad Request'
   },
   {
     name: 'headers larger than 16 KiB',
     request: post(`Content-Length: ${BODY.length}\r\nX-Big: ${'a'.repeat(20000)}\r\n`),
     status: 431,
-    message: 'request headers are too large'
+    message: 'Request Header Fields Too Large'
   },
   {
     name: 'a bad chunk size',
     request: post('Transfer-Encoding: chunked\r\n').replace(BODY, 'zz\r\nabc\r\n0\r\n\r\n'),
     status: 400,
-    message: 'the request is not valid HTTP'
+    message: 'Bad Request'
   },
   {
     name: 'an HTTP version that does not exist (Node\'s parser refuses it)',
     request: 'GET /livez HTTP/9.9\r\nHost: x\r\n\r\n',
     status: 400,
-    message: 'the request is not valid HTTP'
+    message: 'Bad Request'
   },
   {
     name: 'HTTP/1.2, a version Node\'s parser refuses',
     request: 'GET /livez HTTP/1.2\r\nHost: x\r\n\r\n',
     status: 400,
-    message: 'the request is not valid HTTP'
+    message: 'Bad Request'
   },
   {
     name: 'the HTTP/2 connection preface (HTTP/2 with prior knowledge, in cleartext)',
     request: 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n',
     status: 400,
-    message: 'the request is not valid HTTP'
+    message: 'Bad Request'
   }
 ]
 

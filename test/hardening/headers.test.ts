@@ -43,7 +43,7 @@ describe('reply headers and exposure', () => {
     const app = await buildTestApp({ repository: failing })
     const res = await postPlant(app, { id: 1, name: 'fern' }, JSON_AUTH)
     expect(res.statusCode).toBe(500)
-    expect(res.json()).toEqual({ error: 500, message: 'internal server error' })
+    expect(res.json()).toEqual({ error: 500, message: 'Internal Server Error' })
     expect(res.body).not.toMatch(/secret|internal_table|db\.js|at /)
   })
 })

@@ -79,7 +79,7 @@ describe('slow clients', () => {
     for (const s of slow) {
       const reply = parseRawReply(s.received)
       expect(reply.status).toBe(408)
-      expect(JSON.parse(reply.body)).toEqual({ error: 408, message: 'the request took too long to arrive' })
+      expect(JSON.parse(reply.body)).toEqual({ error: 408, message: 'Request Timeout' })
     }
     expect(repository.inserts).toBe(0)
     console.log(`slow clients: ${SLOW_CONNECTIONS} open; /livez on a new connection in ${live.ms} ms; cut off after ` +

@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { StoreUnavailableError } from '../../src/errors.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
-import { errorExamples, type ErrorRecord } from '../../src/schemas.js'
+import type { ErrorRecord } from '../../src/schemas.js'
 import { parseRawReply, rawExchange } from '../hardening/hardening-helpers.js'
 import { AUTH, buildTestApp, postPlant, TOKEN } from '../helpers.js'
 
@@ -26,40 +26,46 @@ async function rawReply (request: string, config: Parameters<typeof buildTestApp
   return JSON.parse(parseRawReply(await rawExchange((app.server.address() as AddressInfo).port, request)).body) as ErrorRecord
 }
 
-/** For each status shown: provoke it and return the Error record the service answered. */
-const provoke: Record<keyof typeof errorExamples, () => Promise<ErrorRecord>> = {
-  400: async () => (await postPlant(await buildTestApp(), '{"id":"10","name":"Monstera"}')).json(),
-  401: async () => (await postPlant(await buildTestApp(), { id: 10, name: 'Monstera' }, { 'content-type': 'application/json' })).json(),
-  409: async () => {
+/** For each error response shown (path and status): provoke it and return the Error record the service answered. */
+const provoke: Record<string, () => Promise<ErrorRecord>> = {
+  '/plants 400': async () => (await postPlant(await buildTestApp(), '{"id":"10","name":"Monstera"}')).json(),
+  '/plants 401': async () => (await postPlant(await buildTestApp(), { id: 10, name: 'Monstera' }, { 'content-type': 'application/json' })).json(),
+  '/plants 409': async () => {
     const app = await buildTestApp()
     expect((await postPlant(app, { id: 10, name: 'Monstera', tag: 'tropical' })).statusCode).toBe(200)
     return (await postPlant(app, { id: 10, name: 'Fern' })).json()
   },
-  413: async () => (await postPlant(await buildTestApp(), { id: 10, name: 'M'.repeat(16384) })).json(),
-  415: async () => (await postPlant(await buildTestApp(), 'Monstera', { ...AUTH, 'content-type': 'text/plain' })).json(),
-  417: async () => rawReply(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nExpect: x-fancy\r\nContent-Type: ` +
+  '/plants 413': async () => (await postPlant(await buildTestApp(), { id: 10, name: 'M'.repeat(16384) })).json(),
+  '/plants 415': async () => (await postPlant(await buildTestApp(), 'Monstera', { ...AUTH, 'content-type': 'text/plain' })).json(),
+  '/plants 417': async () => rawReply(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nExpect: x-fancy\r\nContent-Type: ` +
     'application/json\r\nContent-Length: 27\r\nConnection: close\r\n\r\n{"id":10,"name":"Monstera"}'),
-  429: async () => {
+  '/plants 429': async () => {
     const app = await buildTestApp({ config: { RATE_LIMIT_PER_MINUTE: 600 } })
     for (let i = 0; i < 600; i++) await postPlant(app, { id: 10, name: 'Monstera' })
     const reply = (await postPlant(app, { id: 10, name: 'Monstera' })).json() as ErrorRecord
     // The seconds left in the window are whatever they are when the limit is hit.
     return { ...reply, message: reply.message.replace(/retry in \d+ s$/, 'retry in 42 s') }
   },
-  500: async () => (await postPlant(await buildTestApp({ repository: failing(async () => { throw new Error('disk on fire') }) }), {
+  '/plants 500': async () => (await postPlant(await buildTestApp({ repository: failing(async () => { throw new Error('disk on fire') }) }), {
     id: 10,
     name: 'Monstera'
   })).json(),
-  503: async () => (await postPlant(await buildTestApp({ repository: failing(async () => { throw new StoreUnavailableError() }) }), {
+  '/plants 503': async () => (await postPlant(await buildTestApp({ repository: failing(async () => { throw new StoreUnavailableError() }) }), {
     id: 10,
     name: 'Monstera'
   })).json(),
-  missingHost: async () => rawReply('GET /livez HTTP/1.1\r\nConnection: close\r\n\r\n'),
+  '/livez 4XX': async () => rawReply('GET /livez HTTP/1.1\r\nConnection: close\r\n\r\n'),
+  '/readyz 4XX': async () => rawReply('GET /readyz HTTP/1.1\r\nConnection: close\r\n\r\n'),
+  '/readyz 503': async () => (await (await buildTestApp({
+    repository: failing(async () => 'created', async () => {
+      throw new Error('store down')
+    })
+  })).inject({ method: 'GET', url: '/readyz' })).json(),
   // Headers that never end, cut off at HEADERS_TIMEOUT_MS.
-  408: async () => rawReply(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\n`,
+  '/plants 408': async () => rawReply(`POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\n`,
     { config: { HEADERS_TIMEOUT_MS: 200, REQUEST_TIMEOUT_MS: 400 } }),
-  431: async () => rawReply(`POST /plants HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20000)}\r\n\r\n`),
-  507: async () => {
+  '/plants 431': async () => rawReply(`POST /plants HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20000)}\r\n\r\n`),
+  '/plants 507': async () => {
     const app = await buildTestApp({ maxPlants: 1 })
     await postPlant(app, { id: 9, name: 'Fern' })
     return (await postPlant(app, { id: 10, name: 'Monstera' })).json()
@@ -99,13 +105,12 @@ describe('the examples in /openapi.json', () => {
 
   it('every Error example is the reply the service really gives', async () => {
     const { paths } = await servedDocument()
-    const shown = new Set(Object.values(paths).flatMap((operations) => Object.values(operations))
-      .flatMap((operation) => Object.values(operation.responses))
-      .flatMap((response) => Object.keys(response.content?.['application/json']?.examples ?? {})))
+    const shown = new Map(Object.entries(paths).flatMap(([path, operations]) => Object.values(operations)
+      .flatMap((operation) => Object.entries(operation.responses))
+      .flatMap(([status, response]) => Object.values(response.content?.['application/json']?.examples ?? {})
+        .map(({ value }): [string, unknown] => [`${path} ${status}`, value]))))
     // Every example the document shows is checked here, and every one checked is shown.
-    expect([...shown].sort()).toEqual(Object.keys(provoke).sort())
-    for (const [status, run] of Object.entries(provoke)) {
-      expect(await run(), status).toEqual(errorExamples[status as keyof typeof errorExamples].value)
-    }
+    expect([...shown.keys()].sort()).toEqual(Object.keys(provoke).sort())
+    for (const [shownAt, run] of Object.entries(provoke)) expect(await run(), shownAt).toEqual(shown.get(shownAt))
   })
 })

@@ -135,7 +135,7 @@ describe('auth with named and hashed tokens (app)', () => {
     expect((await postPlant(app, { id: 1, name: 'fern' }, json('billing-secret-1'))).statusCode).toBe(200)
     const wrong = await postPlant(app, { id: 2, name: 'fern' }, json('billing-secret-2'))
     expect(wrong.statusCode).toBe(401)
-    expect(wrong.json()).toEqual({ error: 401, message: 'the bearer token is not valid' })
+    expect(wrong.json()).toEqual({ error: 401, message: 'invalid authorization header' })
   })
 })
 
@@ -168,7 +168,7 @@ describe('auth refusals and failures (app)', () => {
     const app = await buildTestApp({ tokenSet })
     const res = await postPlant(app, { id: 1, name: 'fern' })
     expect(res.statusCode).toBe(500)
-    expect(res.json()).toEqual({ error: 500, message: 'internal server error' })
+    expect(res.json()).toEqual({ error: 500, message: 'Internal Server Error' })
     expect(res.headers['www-authenticate']).toBeUndefined()
   })
 })

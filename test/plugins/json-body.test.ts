@@ -47,13 +47,14 @@ describe('request bodies with a content coding (RFC 9110 §8.4)', () => {
     }
   })
 
-  it('takes identity as no coding, alone or beside one other coding, in any order, and skips empty list entries', async () => {
+  it('takes identity or an empty header as no coding, and refuses a list of codings (one coding at most) with 415', async () => {
     const app = await buildTestApp()
-    expect((await postEncoded(app, Buffer.from('{"id":1,"name":"fern"}'), 'identity')).statusCode).toBe(200)
-    expect((await postEncoded(app, gzipSync('{"id":2,"name":"fern"}'), 'gzip, identity')).statusCode).toBe(200)
-    expect((await postEncoded(app, gzipSync('{"id":3,"name":"fern"}'), 'identity,gzip')).statusCode).toBe(200)
-    expect((await postEncoded(app, Buffer.from('{"id":4,"name":"fern"}'), ', ,identity')).statusCode).toBe(200)
-    expect((await postEncoded(app, gzipSync('{"id":5,"name":"fern"}'), 'gzip, ,')).statusCode).toBe(200)
+    for (const coding of ['gzip, identity', 'identity,gzip', 'gzip, gzip']) {
+      expect((await postEncoded(app, gzipSync(FERN), coding)).json(), coding).toEqual(unsupported(coding))
+    }
+    expect(await isStored(app)).toBe(false)
+    expect((await postEncoded(app, Buffer.from('{"id":2,"name":"fern"}'), ' Identity ')).statusCode).toBe(200)
+    expect((await postEncoded(app, Buffer.from('{"id":3,"name":"fern"}'), '')).statusCode).toBe(200)
   })
 
   it('keeps the int64 id exact and checks UTF-8 after decoding', async () => {
@@ -120,7 +121,7 @@ describe('request bodies with a content coding (RFC 9110 §8.4)', () => {
     expect(body.length).toBeLessThan(100)
     const res = await postEncoded(app, body, 'gzip')
     expect(res.statusCode).toBe(413)
-    expect(res.json()).toEqual({ error: 413, message: 'body must not be larger than 100 bytes once decoded' })
+    expect(res.json()).toEqual({ error: 413, message: 'Request body is too large' })
     expect(await isStored(app)).toBe(false)
   })
 
@@ -137,19 +138,19 @@ describe('request bodies with a content coding (RFC 9110 §8.4)', () => {
     expect(bomb.length).toBeLessThan(16384)
     const res = await postEncoded(app, bomb, 'gzip')
     expect(res.statusCode).toBe(413)
-    expect(res.json()).toEqual({ error: 413, message: 'body must not be larger than 16384 bytes once decoded' })
+    expect(res.json()).toEqual({ error: 413, message: 'Request body is too large' })
   })
 
   it('answers 413 as before when the encoded body itself is over BODY_LIMIT', async () => {
     const app = await buildTestApp({ config: { BODY_LIMIT: 100 } })
     const res = await postEncoded(app, Buffer.alloc(200), 'gzip')
     expect(res.statusCode).toBe(413)
-    expect(res.json()).toEqual({ error: 413, message: 'body must not be larger than 100 bytes' })
+    expect(res.json()).toEqual({ error: 413, message: 'Request body is too large' })
   })
 
-  it('parses the bodies of routes outside its own scope: an unknown content type on /plants is a 415 with its message', async () => {
+  it('parses the bodies of routes outside its own scope: an unknown content type on /plants is a 415 in Fastify\'s words', async () => {
     const res = await postPlant(await buildTestApp(), FERN, { ...JSON_AUTH, 'content-type': 'text/plain' })
-    expect([res.statusCode, res.json()]).toEqual([415, { error: 415, message: 'content-type must be application/json' }])
+    expect([res.statusCode, res.json()]).toEqual([415, { error: 415, message: 'Unsupported Media Type' }])
   })
 
   it('checks the token before the coding: no token with an unknown coding is a 401', async () => {

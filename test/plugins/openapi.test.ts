@@ -13,7 +13,7 @@ describe('GET /openapi.json', () => {
     const doc = await document()
     expect(doc.openapi).toBe('3.1.0')
     expect(doc.info).toMatchObject({ title: 'Plant Store', version: '1.0.0', license: { name: 'MIT', identifier: 'MIT' } })
-    expect(doc.info.description).toContain('`error` is the HTTP status code')
+    expect(doc.info.description).toContain('`error` is the HTTP status')
   })
 
   it('names one server, relative: requests go to the host that served the document', async () => {
