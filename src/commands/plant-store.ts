@@ -69,7 +69,7 @@ async function replay (store: BulkStore, from: string | undefined, limit: number
     if (body.length === 0) return
     t.read++
     try {
-      if (body.length > limit) throw new Error(`body must not be larger than ${limit} bytes`)
+      if (body.length > limit) throw new Error('Request body is too large')
       const { value, error } = validate(parseBody(body, undefined, limit)) as { value?: NewPlant, error?: Error }
       if (value === undefined) throw error
       batch.push({ line, id: value.id, name: value.name, tag: value.tag ?? null })

@@ -48,7 +48,7 @@ const REFUSED: Array<[line: string | Buffer, message: string]> = [
   ['{"id":10,"name":', 'body is not valid JSON'],
   [Buffer.from([0x7b, 0x22, 0x69, 0x64, 0x22, 0x3a, 0x31, 0x31, 0x2c, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]),
     'body is not valid UTF-8'],
-  [`{"id":12,"name":"${'x'.repeat(20000)}"}`, 'body must not be larger than 16384 bytes']
+  [`{"id":12,"name":"${'x'.repeat(20000)}"}`, 'Request body is too large']
 ]
 
 /** Input with every refused line, then a conflict with `stored` (same id, another name) and the identical plant. */
@@ -127,7 +127,7 @@ describe('plant-store commands', () => {
   it('import refuses a line far past BODY_LIMIT within 150 MB, and goes on with the next line', async () => {
     const huge = `{"id":1,"name":"${'x'.repeat(64 * 1024 * 1024)}"}\n{"id":2,"name":"after"}\n`
     const ran = await plantStore(['import', '--from', writeTo('huge.jsonl', huge)], { DATABASE_URL: sqliteStore() })
-    expect(ran.stderr).toBe('line 1: body must not be larger than 16384 bytes\n')
+    expect(ran.stderr).toBe('line 1: Request body is too large\n')
     expect(ran.stdout).toBe('read 2, stored 1, present 0, conflicts 0, refused 1\n')
     expect(ran.peakRssKb / 1024, 'peak RSS MB').toBeLessThanOrEqual(150)
   })
