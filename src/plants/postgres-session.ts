@@ -58,7 +58,9 @@ export function parsePostgresUrl (url: string) {
  * A pool per host, the first in the URL's order that answers and suits target_session_attrs chosen (again after
  * leave()); one host that any server will do for is never checked. A pool left keeps its statements in flight.
  */
-function createHostPool (url: string, config: pg.PoolConfig, chosen: (label: string) => void) {
+function createHostPool (
+  url: string, config: pg.PoolConfig & { connectionTimeoutMillis: number }, chosen: (label: string) => void
+) {
   const { hosts, attrs } = parsePostgresUrl(url)
   // Without error listeners, a client's error (a restart, a failover) would end the process; a statement's own
   // failure comes as its rejection.
@@ -76,8 +78,16 @@ function createHostPool (url: string, config: pg.PoolConfig, chosen: (label: str
     const reasons: string[] = []
     for (const { label, pool } of pools) {
       try {
-        const { rows } = await pool.query<{ ok: boolean }>(check)
-        if (rows[0]?.ok !== true) reasons.push(`${label} is ${attrs === 'primary' ? 'a standby' : 'read-only'}`)
+        // Bounded as a connect is: a host that stalls once connected is passed over, its connection closed.
+        const client = await pool.connect()
+        let answer: pg.QueryResult<{ ok: boolean }> | undefined
+        try {
+          answer = await awaitAtMost(client.query<{ ok: boolean }>(check), config.connectionTimeoutMillis)
+        } finally {
+          client.release(answer === undefined)
+        }
+        if (answer === undefined) throw new Error('no answer to the host check in time')
+        if (answer.rows[0]?.ok !== true) reasons.push(`${label} is ${attrs === 'primary' ? 'a standby' : 'read-only'}`)
         else {
           chosen(label)
           return (current = pool)
