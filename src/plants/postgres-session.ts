@@ -80,12 +80,9 @@ function createHostPool (
       try {
         // Bounded as a connect is: a host that stalls once connected is passed over, its connection closed.
         const client = await pool.connect()
-        let answer: pg.QueryResult<{ ok: boolean }> | undefined
-        try {
-          answer = await awaitAtMost(client.query<{ ok: boolean }>(check), config.connectionTimeoutMillis)
-        } finally {
-          client.release(answer === undefined)
-        }
+        const answer = await awaitAtMost(client.query<{ ok: boolean }>(check), config.connectionTimeoutMillis)
+          .catch((error: unknown) => { client.release(true); throw error })
+        client.release(answer === undefined)
         if (answer === undefined) throw new Error('no answer to the host check in time')
         if (answer.rows[0]?.ok !== true) reasons.push(`${label} is ${attrs === 'primary' ? 'a standby' : 'read-only'}`)
         else {
