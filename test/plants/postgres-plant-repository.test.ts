@@ -421,7 +421,7 @@ function defineSuite (target: PostgresTarget): void {
       const connectionString = url.toString()
       const store = createPostgresPlantRepository({
         connectionString: connectionString.replace(`@${url.host}/`, `@127.0.0.1:${proxy.port},${url.host}/`),
-        statementTimeoutMs: 1000,
+        statementTimeoutMs: 2000,
         maxConnections: 2
       })
       onTestFinished(() => store.close())
