@@ -9,6 +9,7 @@ export default defineConfig({
   test: {
     include: [
       'test/*.test.ts',
+      'test/config/**/*.test.ts',
       'test/hardening/**/*.test.ts',
       'test/lib/**/*.test.ts',
       'test/openapi/**/*.test.ts',

@@ -70,7 +70,7 @@ export const jsonResponse = (description: string, schema: TSchema, headers: read
   examples?: Record<string, { value: ErrorRecord }>) => ({
   description,
   headers: Object.fromEntries((['x-request-id', ...headers] as const).map((name) => [name, replyHeaders[name]])),
-  content: { 'application/json': { schema: Type.Ref(schema), ...(examples !== undefined && { examples }) } }
+  content: { 'application/json': { schema: Type.Ref(schema), examples } }
 })
 
 /** An Error record response, with a reply the service really gives (test/openapi/examples.test.ts provokes each). */
