@@ -159,6 +159,8 @@ describe('loadConfig', () => {
     ['a CORS origin of a scheme that ends in https', { API_TOKENS: TOKEN, CORS_ORIGINS: 'xhttps://a.example' }, corsRefusal(1, 'xhttps://a.example')],
     ['a CORS origin pattern', { API_TOKENS: TOKEN, CORS_ORIGINS: 'https://*.example' }, corsRefusal(1, 'https://*.example')],
     ['a CORS origin pattern after its first letter', { API_TOKENS: TOKEN, CORS_ORIGINS: 'https://app*.example' }, corsRefusal(1, 'https://app*.example')],
+    ['a CORS origin that only looks like one (no URL parses it)', { API_TOKENS: TOKEN, CORS_ORIGINS: 'https://a b.example' },
+      corsRefusal(1, 'https://a b.example')],
     ['* beside other CORS origins', { API_TOKENS: TOKEN, CORS_ORIGINS: '*, https://a.example' }, corsRefusal(1, '*')],
     ['a DATABASE_URL of a store the service has not', { API_TOKENS: TOKEN, DATABASE_URL: 'mysql://user:secret@db/plants' },
       /^DATABASE_URL: Expected string to match '\^\(memory:\$\|sqlite:\|postgres\(ql\)\?:\/\/\)'$/],
