@@ -192,8 +192,9 @@ describe('hostile bodies (property tests)', () => {
       const replay = await post(app, text)
       expect(replay.statusCode).toBe(200)
       expect(replay.json()).toEqual(expected.plant)
-      const other = await post(app, JSON.stringify({ name: `${expected.plant.name}~`, tag: expected.plant.tag }).replace('{', `{"id":${expected.id},`))
-      expect(other.statusCode).toBe(409)
+      const otherText = JSON.stringify({ name: `${expected.plant.name}~`, tag: expected.plant.tag }).replace('{', `{"id":${expected.id},`)
+      // A name near the limit can make the longer body too large: that is a 413 before any store.
+      expect((await post(app, otherText)).statusCode).toBe(Buffer.byteLength(otherText) > BODY_LIMIT ? 413 : 409)
     }), { numRuns: RUNS * 3 })
   }, 60000)
 
