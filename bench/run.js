@@ -127,7 +127,8 @@ const pgProblem = targets.some((t) => t === 'postgres' || t === 'pgbench') ? awa
 for (const t of ['postgres', 'pgbench']) if (pgProblem !== undefined && targets.includes(t)) skipped[t] = pgProblem
 
 for (let round = 1; round <= options.rounds; round++) {
-  for (const name of targets) {
+  // Every other round in reverse: a host whose speed drifts during the run favours no server.
+  for (const name of round % 2 === 1 ? targets : targets.toReversed()) {
     if (skipped[name] !== undefined) continue
     let r
     try {
