@@ -258,8 +258,10 @@ describe('token entries: named, hashed and plain', () => {
     expect(parseTokens(`billing:sha256:${sha256(SECRET)}`, 'API_TOKENS')).toEqual([{ name: 'billing', sha256: sha256(SECRET) }])
   })
 
-  it('reserves a client name only for named entries: an unnamed token never clashes with a name', () => {
+  it('reserves a client name only for named entries: an unnamed token never clashes with a name, its prefixes included', () => {
     expect(parseTokens(`billing-0123456789,billing:${B}`, 'API_TOKENS')).toEqual([{ token: 'billing-0123456789' }, { name: 'billing', token: B }])
+    expect(parseTokens(`billing-0123456789,billing-012345678:${B}`, 'API_TOKENS'))
+      .toEqual([{ token: 'billing-0123456789' }, { name: 'billing-012345678', token: B }])
   })
 
   it('accepts a name of 64 characters from the whole name alphabet', () => {
