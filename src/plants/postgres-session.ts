@@ -6,7 +6,7 @@ import { cancel } from './postgres-cancel.js'
 
 /** A statement still running at its timeout is cancelled and answered within this (the rest of a second: the reply). */
 const CANCEL_ANSWER_MS = 600
-/** After that, a connection waits in quarantine this long for the answer (re-cancelled each second), then closes. */
+/** After that, a connection waits in quarantine this long for the answer (cancelled again meanwhile), then closes. */
 const QUARANTINE_MS = 10_000
 
 // SQLSTATEs after which nothing of the transaction is committed: classes 22, 23, 25, 26 (a statement name a pooler's
@@ -115,7 +115,7 @@ function createHostPool (
 /**
  * The store's statements on the host that takes writes, each answered within CANCEL_ANSWER_MS of its timeout
  * however the server stalls: a statement still running then gets the protocol's cancel. A connection whose
- * statement was given up on stays out of the pool, re-cancelled every second, until the server answers,
+ * statement was given up on stays out of the pool, cancelled again each second, until the server answers,
  * QUARANTINE_MS pass or the store closes, so there are never more backends than the pool.
  */
 export function createSession (url: string, max: number, connectTimeoutMs: number, chosen: (label: string) => void) {
@@ -147,12 +147,16 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
     const work = client.query<Row>(sent).then((result) => ({ result }), (error: unknown) => ({ error }))
     let answer = await awaitAtMost(work, timeoutAt - performance.now())
     const cancelled = answer === undefined
-    if (cancelled) void cancel(client, QUARANTINE_MS)
+    const cancelling = cancelled ? cancel(client, QUARANTINE_MS) : undefined
     answer ??= await awaitAtMost(work, timeoutAt + CANCEL_ANSWER_MS - performance.now())
     if (answer === undefined) {
       quarantined.add(client)
-      const recancel = setInterval(() => { void cancel(client, QUARANTINE_MS) }, 1000)
-      void work.finally(() => { clearInterval(recancel) })
+      // Cancelled again a second after the server closed the last cancel, never two at once: a frozen server is not
+      // left a queue of cancels to work through when it wakes.
+      void (async () => {
+        await cancelling
+        while (await awaitAtMost(work, 1000) === undefined) await cancel(client, QUARANTINE_MS)
+      })()
       void awaitAtMost(work, QUARANTINE_MS).then(() => { release(client) })
       hosts.leave(pool)
       throw new StoreOutcomeUnknownError({ cause: new Error('no answer to the statement or its cancel in time') })

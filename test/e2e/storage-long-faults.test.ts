@@ -271,7 +271,10 @@ describe.skipIf(noServer !== undefined)(noServer !== undefined
     expect(answers.filter((answer) => answer.status !== 200 && answer.status !== 503)).toEqual([])
     expect(answers.filter((answer) => answer.ms > STATEMENT_TIMEOUT_MS + 1000).map((answer) => Math.round(answer.ms))).toEqual([])
     expect(ready.filter((sample) => sample.t > STATEMENT_TIMEOUT_MS + 1000 && sample.status !== 503)).toEqual([])
-    expect(firstBack).toBeLessThan(5000)
+    const thawContext = `answers after SIGCONT (at, ms, status, message): ${JSON.stringify(answers.filter((answer) => answer.at >= thawed).slice(0, 40)
+      .map((answer) => [Math.round(answer.at - thawed), Math.round(answer.ms), answer.status, answer.message]))}\n${pair.logs().slice(-2000)}\n--- service\n` +
+      server.stdout.filter((line) => !line.includes('"request completed"')).slice(-20).join('\n')
+    expect(firstBack, thawContext).toBeLessThan(5000)
     const acknowledged = answers.filter((answer) => answer.status === 200).map((answer) => String(answer.id))
     const { rows } = await pair.primary.query<{ count: string }>('SELECT count(*)::text AS count FROM plants WHERE id = ANY ($1::int8[])', [acknowledged])
     expect(Number(rows[0]?.count), 'acknowledged plants stored').toBe(acknowledged.length)

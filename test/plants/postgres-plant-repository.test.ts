@@ -501,6 +501,29 @@ function defineSuite (target: PostgresTarget): void {
   })
 
   if (target.name === 'direct') {
+    it('sends a frozen server one cancel at a time for a statement given up on, not one a second to work through when it wakes', {
+      timeout: 30000
+    }, async () => {
+      const server = new URL(process.env.TEST_DATABASE_URL as string)
+      const proxy = await createSwitchableProxy({ host: server.hostname, port: Number(server.port || 5432) })
+      onTestFinished(() => proxy.down())
+      await proxy.up()
+      const store = createPostgresPlantRepository({ connectionString: await schemas.create({ port: proxy.port }), statementTimeoutMs: 300, maxConnections: 1 })
+      onTestFinished(() => store.close())
+      await untilReady(store)
+      expect(await store.insert(1, { name: 'fern' })).toBe('created')
+
+      proxy.freeze()
+      const before = proxy.accepted()
+      await expect(store.insert(2, { name: 'moss' })).rejects.toBeInstanceOf(StoreOutcomeUnknownError)
+      // Quarantined, the connection holds the pool's one slot: the only connections now are its cancels.
+      await new Promise((resolve) => setTimeout(resolve, 3500))
+      expect(proxy.accepted() - before).toBe(1)
+
+      proxy.thaw()
+      await vi.waitFor(async () => expect(await store.insert(3, { name: 'ivy' })).toBe('created'), { timeout: 15000, interval: 100 })
+    })
+
     it('probes readiness with one read at most per second, and none while creates succeed', { timeout: 30000 }, async () => {
       const url = new URL(await schemas.create())
       const schema = schemas.schemaOf(url.toString())

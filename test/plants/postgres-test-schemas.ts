@@ -155,6 +155,8 @@ export interface SwitchableProxy {
   /** A server that stalls: connections stay open (new ones too) and nothing passes either way until thaw(). */
   freeze (): void
   thaw (): void
+  /** Connections accepted so far. */
+  accepted (): number
 }
 
 export async function createSwitchableProxy (target: { host: string, port: number }): Promise<SwitchableProxy> {
@@ -163,6 +165,7 @@ export async function createSwitchableProxy (target: { host: string, port: numbe
   const pairs = new Set<[Socket, Socket]>()
   let server: Server | undefined
   let frozen = false
+  let accepted = 0
   const flow = ([client, upstream]: [Socket, Socket]): void => { client.pipe(upstream).pipe(client) }
   const stop = ([client, upstream]: [Socket, Socket]): void => {
     client.unpipe(upstream)
@@ -174,6 +177,7 @@ export async function createSwitchableProxy (target: { host: string, port: numbe
     port,
     async up () {
       const next = createServer((client) => {
+        accepted++
         const upstream = connect(target.port, target.host)
         const pair: [Socket, Socket] = [client, upstream]
         pairs.add(pair)
@@ -201,7 +205,8 @@ export async function createSwitchableProxy (target: { host: string, port: numbe
     thaw () {
       frozen = false
       for (const pair of pairs) flow(pair)
-    }
+    },
+    accepted: () => accepted
   }
 }
 
