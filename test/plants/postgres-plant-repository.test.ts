@@ -488,7 +488,8 @@ function defineSuite (target: PostgresTarget): void {
     }
     const readyStarted = performance.now()
     await expect(store.ready()).rejects.toBeInstanceOf(WritesFailingError)
-    expect(performance.now() - readyStarted).toBeLessThanOrEqual(statementTimeoutMs + 100)
+    // Within T, and 300 ms for a loaded machine's timers: waiting on the probe's own deadline would take T + 600 ms.
+    expect(performance.now() - readyStarted).toBeLessThanOrEqual(statementTimeoutMs + 300)
     const answers = await Promise.all(waves)
     expect(answers.filter(({ ms }) => ms > statementTimeoutMs + 1000).map(({ ms }) => Math.round(ms))).toEqual([])
     // Unsent (queued, no connection) is "nothing stored"; sent and never answered is "unknown".
