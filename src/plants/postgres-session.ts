@@ -115,8 +115,8 @@ function createHostPool (
 /**
  * The store's statements on the host that takes writes, each answered within CANCEL_ANSWER_MS of its timeout
  * however the server stalls: a statement still running then gets the protocol's cancel. A connection whose
- * statement was given up on stays out of the pool, cancelled again each second, until the server answers,
- * QUARANTINE_MS pass or the store closes, so there are never more backends than the pool.
+ * statement was given up on stays out of the pool, cancelled again a second after each cancel, until the server
+ * answers, QUARANTINE_MS pass or the store closes, so there are never more backends than the pool.
  */
 export function createSession (url: string, max: number, connectTimeoutMs: number, chosen: (label: string) => void) {
   // What every pooler passes: no startup parameter but application_name, no session state.

@@ -64,6 +64,15 @@ function defineSuite (target: PostgresTarget): void {
     return { connectionString, store, holder }
   }
 
+  /** A switchable proxy to the test server, down when the test ends; up unless told otherwise. */
+  async function proxyToServer ({ up = true } = {}) {
+    const server = new URL(process.env.TEST_DATABASE_URL as string)
+    const proxy = await createSwitchableProxy({ host: server.hostname, port: Number(server.port || 5432) })
+    onTestFinished(() => proxy.down())
+    if (up) await proxy.up()
+    return proxy
+  }
+
   function open (connectionString: string) {
     const store = createPostgresPlantRepository({ connectionString })
     onTestFinished(() => store.close())
@@ -209,9 +218,7 @@ function defineSuite (target: PostgresTarget): void {
   })
 
   it('becomes ready by itself when the database comes up, and recovers after losing it while running', async () => {
-    const server = new URL(process.env.TEST_DATABASE_URL as string)
-    const proxy = await createSwitchableProxy({ host: server.hostname, port: Number(server.port || 5432) })
-    onTestFinished(() => proxy.down())
+    const proxy = await proxyToServer({ up: false })
     const store = open(await schemas.create({ port: proxy.port }))
     await expect(store.ready()).rejects.toBeInstanceOf(StoreUnavailableError)
 
@@ -345,10 +352,7 @@ function defineSuite (target: PostgresTarget): void {
   })
 
   it('answers StoreOutcomeUnknownError when the connection is lost after the batch was sent, and that plant can be stored', { timeout: 30000 }, async () => {
-    const server = new URL(process.env.TEST_DATABASE_URL as string)
-    const proxy = await createSwitchableProxy({ host: server.hostname, port: Number(server.port || 5432) })
-    onTestFinished(() => proxy.down())
-    await proxy.up()
+    const proxy = await proxyToServer()
     const connectionString = await schemas.create({ port: proxy.port })
     const store = open(connectionString)
     await store.ready()
@@ -464,10 +468,7 @@ function defineSuite (target: PostgresTarget): void {
 
   it('answers every insert within the statement timeout + 1 s while the server stalls (queued ones too), is not ready within the statement timeout, ' +
     'and recovers once it answers', { timeout: 30000 }, async () => {
-    const server = new URL(process.env.TEST_DATABASE_URL as string)
-    const proxy = await createSwitchableProxy({ host: server.hostname, port: Number(server.port || 5432) })
-    onTestFinished(() => proxy.down())
-    await proxy.up()
+    const proxy = await proxyToServer()
     const statementTimeoutMs = 500
     const store = createPostgresPlantRepository({ connectionString: await schemas.create({ port: proxy.port }), statementTimeoutMs, maxConnections: 2 })
     onTestFinished(() => store.close())
@@ -505,10 +506,7 @@ function defineSuite (target: PostgresTarget): void {
     it('sends a frozen server one cancel at a time for a statement given up on, not one a second to work through when it wakes', {
       timeout: 30000
     }, async () => {
-      const server = new URL(process.env.TEST_DATABASE_URL as string)
-      const proxy = await createSwitchableProxy({ host: server.hostname, port: Number(server.port || 5432) })
-      onTestFinished(() => proxy.down())
-      await proxy.up()
+      const proxy = await proxyToServer()
       const store = createPostgresPlantRepository({ connectionString: await schemas.create({ port: proxy.port }), statementTimeoutMs: 300, maxConnections: 1 })
       onTestFinished(() => store.close())
       await untilReady(store)
@@ -517,8 +515,9 @@ function defineSuite (target: PostgresTarget): void {
       proxy.freeze()
       const before = proxy.accepted()
       await expect(store.insert(2, { name: 'moss' })).rejects.toBeInstanceOf(StoreOutcomeUnknownError)
-      // Quarantined, the connection holds the pool's one slot: the only connections now are its cancels.
-      await new Promise((resolve) => setTimeout(resolve, 3500))
+      // Quarantined, the connection holds the pool's one slot: the only connections now are its cancels. Frozen past
+      // its 10 s of quarantine, so through its release too.
+      await new Promise((resolve) => setTimeout(resolve, 11_000))
       expect(proxy.accepted() - before).toBe(1)
 
       proxy.thaw()
