@@ -151,8 +151,7 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
     answer ??= await awaitAtMost(work, timeoutAt + CANCEL_ANSWER_MS - performance.now())
     if (answer === undefined) {
       quarantined.add(client)
-      // Cancelled again a second after the server closed the last cancel, never two at once: a frozen server is not
-      // left a queue of cancels to work through when it wakes.
+      // Never two cancels at once: a frozen server is not left a queue of them to work through when it wakes.
       void (async () => {
         await cancelling
         while (await awaitAtMost(work, 1000) === undefined) await cancel(client, QUARANTINE_MS)

@@ -64,9 +64,9 @@ function defineSuite (target: PostgresTarget): void {
     return { connectionString, store, holder }
   }
 
-  /** A switchable proxy to the test server, down when the test ends; up unless told otherwise. */
-  async function proxyToServer ({ up = true } = {}) {
-    const server = new URL(process.env.TEST_DATABASE_URL as string)
+  /** A switchable proxy to `to` (the test server by default), down when the test ends; up unless told otherwise. */
+  async function proxyToServer ({ up = true, to = process.env.TEST_DATABASE_URL as string | URL } = {}) {
+    const server = new URL(to)
     const proxy = await createSwitchableProxy({ host: server.hostname, port: Number(server.port || 5432) })
     onTestFinished(() => proxy.down())
     if (up) await proxy.up()
@@ -381,11 +381,8 @@ function defineSuite (target: PostgresTarget): void {
   it('finds the writable host again after the one in use is lost, without a restart (multi-host URL)', { timeout: 30000 }, async () => {
     const url = new URL(await schemas.create())
     // Two ways to the same server (or pooler): two hosts as far as the store can tell.
-    const first = await createSwitchableProxy({ host: url.hostname, port: Number(url.port || 5432) })
-    const second = await createSwitchableProxy({ host: url.hostname, port: Number(url.port || 5432) })
-    onTestFinished(async () => { await first.down(); await second.down() })
-    await first.up()
-    await second.up()
+    const first = await proxyToServer({ to: url })
+    const second = await proxyToServer({ to: url })
     const dead = await freePort()
     url.searchParams.set('target_session_attrs', 'read-write')
     // A host that refuses, then two that reach the server: tried in that order.
@@ -418,9 +415,7 @@ function defineSuite (target: PostgresTarget): void {
   it('moves to the next host when the host in use stalls with connections open (its check is bounded by the connect timeout), ' +
     'and stays there while the stall lasts', { timeout: 60000 }, async () => {
     const url = new URL(await schemas.create())
-    const proxy = await createSwitchableProxy({ host: url.hostname, port: Number(url.port || 5432) })
-    onTestFinished(() => proxy.down())
-    await proxy.up()
+    const proxy = await proxyToServer({ to: url })
     url.searchParams.set('target_session_attrs', 'read-write')
     const connectionString = url.toString()
     const store = createPostgresPlantRepository({
