@@ -1,6 +1,6 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Deployment } from 'kubernetes-models/apps/v1'
 import { Secret, Service, type IContainer, type IProbe } from 'kubernetes-models/v1'
@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { LIMIT_BYTES_PER_PLANT, loadConfig, type Config } from '../../src/config/load-config.js'
 import { TOKEN } from '../helpers.js'
 
-// The manifests under deploy/kubernetes/, checked offline: against the Kubernetes API schemas
+// The manifests under deploy/kubernetes/ (and its monitoring/ folder), checked offline: against the Kubernetes API schemas
 // (kubernetes-models: JSON schemas of the Kubernetes OpenAPI document, validated in process), then
 // against the service itself: the configuration a pod runs with is loaded by the service's own
 // loadConfig from the image's ENV plus the Deployment's env, and the ports, probe paths and shutdown
@@ -20,11 +20,14 @@ import { TOKEN } from '../helpers.js'
 const root = fileURLToPath(new URL('../../', import.meta.url))
 const dir = join(root, 'deploy', 'kubernetes')
 
-interface Manifest { file: string, object: { apiVersion?: string, kind?: string } }
-const manifests: Manifest[] = readdirSync(dir).filter((file) => file.endsWith('.yaml')).flatMap((file) =>
-  parseAllDocuments(readFileSync(join(dir, file), 'utf8')).map((document) => {
-    if (document.errors.length > 0) throw new Error(`${file}: ${document.errors.map(String).join('; ')}`)
-    return { file, object: document.toJS() as Manifest['object'] }
+interface Manifest { file: string, object: { apiVersion?: string, kind?: string, resources?: string[] } }
+const manifests: Manifest[] = [dir, join(dir, 'monitoring')].flatMap((folder) =>
+  readdirSync(folder).filter((file) => file.endsWith('.yaml')).flatMap((name) => {
+    const file = relative(dir, join(folder, name))
+    return parseAllDocuments(readFileSync(join(folder, name), 'utf8')).map((document) => {
+      if (document.errors.length > 0) throw new Error(`${file}: ${document.errors.map(String).join('; ')}`)
+      return { file, object: document.toJS() as Manifest['object'] }
+    })
   }))
 const only = <T>(kind: string, Model: new (data: never) => T): T => {
   const found = manifests.filter((manifest) => manifest.object.kind === kind)
@@ -90,15 +93,27 @@ const probe = (name: 'readinessProbe' | 'livenessProbe' | 'startupProbe'): IProb
 }
 
 describe('deploy/kubernetes', () => {
-  // eslint-disable-next-line @stylistic/max-len -- a test name stays whole, and this one is longer than a line
-  it('holds a Deployment, a Service, a PodDisruptionBudget, an example Secret, a ServiceMonitor and a PrometheusRule, each valid against its schema (the Operator\'s CRDs for the last two)', () => {
-    expect(manifests.map((manifest) => manifest.object.kind).sort())
-      .toEqual(['Deployment', 'Kustomization', 'PodDisruptionBudget', 'PrometheusRule', 'Secret', 'Service', 'ServiceMonitor'])
+  it('holds a Deployment, a Service, a PodDisruptionBudget, an example Secret; monitoring/ a ServiceMonitor and a PrometheusRule; each valid', () => {
+    expect(manifests.map((manifest) => `${manifest.file} ${manifest.object.kind ?? ''}`).sort()).toEqual([
+      'deployment.yaml Deployment', 'kustomization.yaml Kustomization', 'monitoring/kustomization.yaml Kustomization',
+      'monitoring/prometheusrule.yaml PrometheusRule', 'monitoring/servicemonitor.yaml ServiceMonitor',
+      'poddisruptionbudget.yaml PodDisruptionBudget', 'secret.example.yaml Secret', 'service.yaml Service'
+    ])
+    // Valid against the Kubernetes schemas, and the Operator's CRDs for the last two.
     for (const model of [deployment, service, budget, secret, monitor, rule]) expect(() => { model.validate() }).not.toThrow()
-    const kustomization = manifests.find((manifest) => manifest.object.kind === 'Kustomization')?.object as { resources: string[] }
+  })
+
+  it('applies on a bare cluster: kustomization.yaml holds built-in kinds only (no Secret), monitoring/ the Operator\'s', () => {
+    /** The kinds of the resources a kustomization in `folder` (relative to deploy/kubernetes) lists. */
+    const kinds = (folder: string): string[] => {
+      const kustomization = manifests.find((manifest) => manifest.file === join(folder, 'kustomization.yaml'))
+      return (kustomization?.object.resources ?? []).flatMap((resource) => manifests
+        .filter((manifest) => manifest.file === join(folder, resource)).map((manifest) => `${manifest.object.apiVersion ?? ''} ${manifest.object.kind ?? ''}`))
+        .sort()
+    }
     // The example Secret is never applied with the rest: its values are placeholders.
-    expect(kustomization.resources.sort())
-      .toEqual(['deployment.yaml', 'poddisruptionbudget.yaml', 'prometheusrule.yaml', 'service.yaml', 'servicemonitor.yaml'])
+    expect(kinds('.')).toEqual(['apps/v1 Deployment', 'policy/v1 PodDisruptionBudget', 'v1 Service'])
+    expect(kinds('monitoring')).toEqual(['monitoring.coreos.com/v1 PrometheusRule', 'monitoring.coreos.com/v1 ServiceMonitor'])
   })
 
   it('the CRD schema check rejects what the API server would (a ServiceMonitor endpoint\'s interval that is no duration)', () => {
