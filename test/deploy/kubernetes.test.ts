@@ -1,4 +1,5 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -9,6 +10,7 @@ import { PrometheusRule, ServiceMonitor } from '@kubernetes-models/prometheus-op
 import { parseAllDocuments } from 'yaml'
 import { afterAll, describe, expect, it } from 'vitest'
 import { LIMIT_BYTES_PER_PLANT, loadConfig, type Config } from '../../src/config/load-config.js'
+import { docBlock } from '../docs/blocks.js'
 import { TOKEN } from '../helpers.js'
 
 // The manifests under deploy/kubernetes/ (and its monitoring/ folder), checked offline: against the Kubernetes API schemas
@@ -236,5 +238,49 @@ describe('the image\'s shutdown defaults (Dockerfile ENV)', () => {
     const config = loadConfig({ ...imageEnv(), API_TOKENS: TOKEN }, { memoryLimit: () => undefined })
     expect(config.SHUTDOWN_DELAY_MS).toBeGreaterThan(0)
     expect(config.SHUTDOWN_DELAY_MS + config.SHUTDOWN_TIMEOUT_MS + 1000).toBeLessThanOrEqual(10000)
+  })
+})
+
+// docs/deployment.md's lines for a cluster, run by bash with stand-ins for docker, kustomize and kubectl that
+// record each call (no registry or cluster here): every name and path they give must be the manifests' own.
+describe('docs/deployment.md\'s Kubernetes recipe', () => {
+  it('builds and pushes the image kustomize sets, makes the Secret the Deployment reads, applies folders that exist, waits for the Deployment', () => {
+    const bin = mkdtempSync(join(scratch, 'bin-'))
+    const log = join(bin, 'calls.log')
+    for (const tool of ['docker', 'kustomize', 'kubectl']) {
+      writeFileSync(join(bin, tool), `#!/bin/bash\n{ printf '%s' "$(basename "$0")"; printf '\\t%s' "$PWD" "$@"; printf '\\n'; } >> "${log}"\n`)
+      chmodSync(join(bin, tool), 0o755)
+    }
+    const ran = spawnSync('bash', ['--norc', '-euo', 'pipefail', '-c', docBlock('docs/deployment.md', 'kubernetes-deploy')],
+      { cwd: root, env: { PATH: `${bin}:${process.env.PATH}` }, encoding: 'utf8' })
+    expect([ran.status, ran.stderr]).toEqual([0, ''])
+    const calls = readFileSync(log, 'utf8').trimEnd().split('\n').map((line) => line.split('\t'))
+    const by = (name: string): string[][] => calls.filter((call) => call[0] === name).map((call) => call.slice(1))
+
+    const [build, push] = by('docker')
+    const image = build?.[build.indexOf('-t') + 1] ?? ''
+    expect(build?.slice(1)).toEqual(['build', '-t', image, '.'])
+    expect(push?.slice(1)).toEqual(['push', image])
+    // kustomize, in the folder of kustomization.yaml, replaces the Deployment's image by name with the pushed one.
+    const [edit] = by('kustomize')
+    expect(edit?.[0]).toBe(join(root, 'deploy', 'kubernetes'))
+    expect(edit?.slice(1)).toEqual(['edit', 'set', 'image', `${container.image?.split(':')[0] ?? ''}=${image}`])
+
+    const kubectl = by('kubectl').map((call) => call.slice(1))
+    const secretCall = kubectl.find((call) => call[0] === 'create') ?? []
+    expect(secretCall.slice(0, 3)).toEqual(['create', 'secret', 'generic'])
+    const keys = secretCall.flatMap((arg) => /^--from-(?:file|literal)=([^=]+)=/.exec(arg)?.[1] ?? [])
+    const volumeSecret = pod?.volumes?.find((volume) => volume.secret !== undefined)?.secret
+    const read = [
+      ...(container.env ?? []).flatMap((variable) => variable.valueFrom?.secretKeyRef === undefined ? [] : [variable.valueFrom.secretKeyRef]),
+      ...(volumeSecret?.items ?? []).map((item) => ({ name: volumeSecret?.secretName, key: item.key }))
+    ]
+    expect(read.length).toBeGreaterThan(1)
+    for (const reference of read) expect([reference.name, keys]).toEqual([secretCall[3], expect.arrayContaining([reference.key])])
+
+    const applied = kubectl.filter((call) => call[0] === 'apply').map((call) => call[call.indexOf('-k') + 1] ?? '')
+    expect(applied).toEqual(['deploy/kubernetes', 'deploy/kubernetes/monitoring'])
+    for (const folder of applied) expect(existsSync(join(root, folder, 'kustomization.yaml'))).toBe(true)
+    expect(kubectl.find((call) => call[0] === 'rollout')).toEqual(['rollout', 'status', `deployment/${deployment.metadata?.name ?? ''}`])
   })
 })
