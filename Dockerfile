@@ -47,18 +47,18 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends tini \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/*
-# SHUTDOWN_DELAY_MS and SHUTDOWN_TIMEOUT_MS: a not-ready delay that a balancer polling every second
-# sees, then the drain, both inside Docker's 10 s stop timeout (docs/operating.md, "Shutdown and rollouts").
+# SHUTDOWN_DELAY_MS and SHUTDOWN_TIMEOUT_MS: a not-ready delay longer than the docs' HAProxy check takes
+# to see it (1.5 s), then the drain, both inside Docker's 10 s stop timeout (docs/operating.md,
+# "Shutdown and rollouts").
 # NODE_COMPILE_CACHE: the V8 code of every module the service loads, compiled at build time (below).
 # NODE_OPTIONS and MALLOC_ARENA_MAX size the process to the container's memory limit rather than the
 # machine's (docs/deployment.md, "Memory under a limit"): V8's old space at half of the limit (Node reads
-# the cgroup's limit; half the machine's memory without a limit), its young generation at 1 MiB semi-spaces (V8 grows them to 16 MiB each under a burst, and keeps the
-# pages), and glibc's malloc at 2 arenas (it makes up to 8 per core, each a 64 MiB reservation that
-# fills and stays) with allocations of 16 KiB and more (the default BODY_LIMIT: a request read at the
-# body limit) mapped on their own and given back when freed, rather than left as holes in malloc's
-# heap that no later request fills. Without them a 96 MiB container was OOM-killed under a 15 s burst;
-# with a 64 KiB threshold it kept 15-20 MiB more after the burst, and shed creates (503) for good once
-# the plants filled their share (docs/deployment.md, "Memory under a limit").
+# the cgroup's limit; half the machine's memory without a limit), its young generation at 1 MiB
+# semi-spaces (V8 grows them to 16 MiB each under a burst, and keeps the pages), and glibc's malloc at
+# 2 arenas (it makes up to 8 per core, each a 64 MiB reservation that fills and stays) with allocations
+# of 16 KiB and more (the default BODY_LIMIT: a request read at the body limit) mapped on their own and
+# given back when freed, rather than left as holes in malloc's heap that no later request fills; a
+# larger threshold keeps more memory after a burst.
 ENV NODE_ENV=production \
     NODE_OPTIONS="--max-old-space-size-percentage=50 --max-semi-space-size=1" \
     MALLOC_ARENA_MAX=2 \

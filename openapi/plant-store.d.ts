@@ -332,7 +332,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over RATE_LIMIT_PER_MINUTE for this token */
+            /** @description The client (by name, or by token when unnamed) is over RATE_LIMIT_PER_MINUTE */
             429: {
                 headers: {
                     /** @description The caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new id */
@@ -371,7 +371,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Overloaded, not ready, or the write unconfirmed; retrying it is safe */
+            /** @description Overloaded, not ready, closing or the store failed (PostgreSQL: perhaps stored); replay it */
             503: {
                 headers: {
                     /** @description The caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new id */
@@ -384,7 +384,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The memory store holds MAX_PLANTS plants */
+            /** @description The store is full (MAX_PLANTS in memory, or the disk) */
             507: {
                 headers: {
                     /** @description The caller's X-Request-Id when it is 1 to 128 printable ASCII characters, else a new id */

@@ -28,13 +28,13 @@ export const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async 
         415: error(415, 'The body is not JSON, or its Content-Encoding is unknown', 'Unsupported Media Type',
           ['accept-encoding']),
         417: error(417, 'An Expect other than 100-continue; nothing was stored', 'Expect must be 100-continue'),
-        429: error(429, 'Over RATE_LIMIT_PER_MINUTE for this token', 'too many requests with this token: at most 600 ' +
-          'per minute, retry in 42 s', ['retry-after', ...RATE_LIMIT_HEADERS]),
+        429: error(429, 'The client (by name, or by token when unnamed) is over RATE_LIMIT_PER_MINUTE', 'too many ' +
+          'requests with this token: at most 600 per minute, retry in 42 s', ['retry-after', ...RATE_LIMIT_HEADERS]),
         431: bare(error(431, 'The headers are larger than MAX_HEADER_BYTES', 'Request Header Fields Too Large')),
         500: error(500, 'An unexpected error; the detail is in the log only', 'Internal Server Error'),
-        503: error(503, 'Overloaded, not ready, or the write unconfirmed; retrying it is safe',
+        503: error(503, 'Overloaded, not ready, closing or the store failed (PostgreSQL: perhaps stored); replay it',
           'the plant store is unavailable, retry later', ['retry-after']),
-        507: error(507, 'The memory store holds MAX_PLANTS plants', 'the plant store is full')
+        507: error(507, 'The store is full (MAX_PLANTS in memory, or the disk)', 'the plant store is full')
       }
     }
   }, (request) => plants.create(request.body))

@@ -378,23 +378,4 @@ describe('docs/production.md: backing up, restoring, moving and reading plants, 
       expect(moved.status).toBe(0)
     }
   })
-
-  it.skipIf(noPostgres !== undefined)('backup-postgres with pg_dump, restore-postgres with pg_restore into an empty database: verified', async () => {
-    const admin = (schemas ??= createTestSchemas(url as string))
-    const names = [`plants_docs_${process.pid}_a`, `plants_docs_${process.pid}_b`]
-    const urls = names.map((name) => Object.assign(new URL(url as string), { pathname: `/${name}` }).toString())
-    for (const name of names) await admin.query(`CREATE DATABASE ${name}`)
-    try {
-      const env = { DATABASE_URL: urls[0] as string, RESTORE_URL: urls[1] as string, BACKUP: file('plants.dump') }
-      expect((await plantStore(['import'], env, { text: jsonLines(EXTREMES) })).status).toBe(0)
-      const backup = runBlock(docBlock('docs/production.md', 'backup-postgres'), env)
-      expect(backup.stderr).toBe('exported 5 plants\n')
-      expect(backup.status).toBe(0)
-      const restore = runBlock(docBlock('docs/production.md', 'restore-postgres'), env)
-      expect(restore.stdout).toMatch(/store: 5 plants, checksum [0-9a-f]{16}\nidentical 5, missing 0, differing 0, refused 0\n$/)
-      expect(restore.status).toBe(0)
-    } finally {
-      for (const name of names) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-    }
-  })
 })

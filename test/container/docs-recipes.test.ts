@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process'
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -10,7 +10,8 @@ import {
   machineBaseImageProbe, publishedUrl, uniqueName, waitFor, containerState
 } from './docker.js'
 
-// The `docker build` and `docker run` lines of README.md and docs/deployment.md, run as written on a
+// The `docker build` and `docker run` lines of README.md and docs/deployment.md, and the SQLite backup
+// and restore of docs/production.md, run as written on a
 // clean checkout of the committed files (HEAD), with the changes a shared engine needs and nothing else:
 // each container detached under a name of its own, its ports published on free ports of 127.0.0.1,
 // the image and the named volume named for this run, and the build on the host's network (npm reaches
@@ -125,4 +126,54 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined
       await dockerResult(['rm', '--force', '--volumes', name])
     }
   }, 90000)
+
+  it('backup-sqlite-docker while the service serves, restore-sqlite-docker with it stopped: verified; it then replays an old plant and stores new ones',
+    async () => {
+      const volume = uniqueName('plant-data')
+      const name = uniqueName('plant-store-docs')
+      volumes.add(volume)
+      containers.add(name)
+      const folder = mkdtempSync(join(tmpdir(), 'plant-store-docs-backup-'))
+      const forThisTest = (block: string): string => 'set -euo pipefail\n' + block
+        .replace(/plant-data:/g, `${volume}:`)
+        .replace(/(--entrypoint \S+) plant-store\b/g, `$1 ${IMAGE}`)
+        .replace(/^docker (stop|start) plants$/gm, `docker $1 ${name}`)
+      const create = async (body: string): Promise<[number, unknown]> => {
+        const reply = await fetch(`${await publishedUrl(name, 3000)}/plants`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${FILE_TOKEN}`, 'content-type': 'application/json' },
+          body
+        })
+        return [reply.status, await reply.json()]
+      }
+      const ready = (): Promise<boolean> => waitFor(`container ${name} ready`, async () => {
+        const state = await containerState(name)
+        if (!state.Running) throw new GiveUp(`container ${name} exited ${state.ExitCode}: ${(await dockerResult(['logs', name])).stderr}`)
+        return (await fetch(`${await publishedUrl(name, 3000)}/readyz`)).status === 200 ? true : undefined
+      }, 30000)
+      try {
+        await bash(`docker run -d --name ${name} -p 127.0.0.1::3000 -e API_TOKENS=${FILE_TOKEN} ` +
+          `-e DATABASE_URL=sqlite:/data/plants.db -v ${volume}:/data ${IMAGE}`, folder)
+        await ready()
+        expect(await create('{"id":1,"name":"Monstera"}')).toEqual([200, { name: 'Monstera' }])
+
+        await bash(forThisTest(docBlock('docs/production.md', 'backup-sqlite-docker')), folder, 120000)
+        expect(readFileSync(join(folder, 'backups', 'plants.jsonl'), 'utf8')).toBe('{"id":1,"name":"Monstera"}\n')
+        expect(readFileSync(join(folder, 'backups', 'plants.db')).subarray(0, 15).toString()).toBe('SQLite format 3')
+        expect(existsSync(join(folder, 'backups', 'plants.db.partial'))).toBe(false)
+        await docker(['exec', name, 'test', '!', '-e', '/data/backups']) // nothing written into the live volume
+        expect((await create('{"id":2,"name":"after the backup"}'))[0]).toBe(200)
+
+        const restore = await bash(forThisTest(docBlock('docs/production.md', 'restore-sqlite-docker')), folder, 120000)
+        expect(restore).toMatch(/identical 1, missing 0, differing 0, refused 0/)
+        await ready()
+        expect(await create('{"id":1,"name":"Monstera"}')).toEqual([200, { name: 'Monstera' }])
+        // Plant 2 came after the backup: the restored store has never seen it.
+        expect(await create('{"id":2,"name":"another name"}')).toEqual([200, { name: 'another name' }])
+        expect(await create('{"id":3,"name":"Pilea"}')).toEqual([200, { name: 'Pilea' }])
+      } finally {
+        await dockerResult(['rm', '--force', name])
+        rmSync(folder, { recursive: true, force: true })
+      }
+    }, 300000)
 })

@@ -1,6 +1,7 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Deployment } from 'kubernetes-models/apps/v1'
 import { Secret, Service, type IContainer, type IProbe } from 'kubernetes-models/v1'
@@ -9,9 +10,10 @@ import { PrometheusRule, ServiceMonitor } from '@kubernetes-models/prometheus-op
 import { parseAllDocuments } from 'yaml'
 import { afterAll, describe, expect, it } from 'vitest'
 import { LIMIT_BYTES_PER_PLANT, loadConfig, type Config } from '../../src/config/load-config.js'
+import { docBlock } from '../docs/blocks.js'
 import { TOKEN } from '../helpers.js'
 
-// The manifests under deploy/kubernetes/, checked offline: against the Kubernetes API schemas
+// The manifests under deploy/kubernetes/ (and its monitoring/ folder), checked offline: against the Kubernetes API schemas
 // (kubernetes-models: JSON schemas of the Kubernetes OpenAPI document, validated in process), then
 // against the service itself: the configuration a pod runs with is loaded by the service's own
 // loadConfig from the image's ENV plus the Deployment's env, and the ports, probe paths and shutdown
@@ -20,11 +22,14 @@ import { TOKEN } from '../helpers.js'
 const root = fileURLToPath(new URL('../../', import.meta.url))
 const dir = join(root, 'deploy', 'kubernetes')
 
-interface Manifest { file: string, object: { apiVersion?: string, kind?: string } }
-const manifests: Manifest[] = readdirSync(dir).filter((file) => file.endsWith('.yaml')).flatMap((file) =>
-  parseAllDocuments(readFileSync(join(dir, file), 'utf8')).map((document) => {
-    if (document.errors.length > 0) throw new Error(`${file}: ${document.errors.map(String).join('; ')}`)
-    return { file, object: document.toJS() as Manifest['object'] }
+interface Manifest { file: string, object: { apiVersion?: string, kind?: string, resources?: string[] } }
+const manifests: Manifest[] = [dir, join(dir, 'monitoring')].flatMap((folder) =>
+  readdirSync(folder).filter((file) => file.endsWith('.yaml')).flatMap((name) => {
+    const file = relative(dir, join(folder, name))
+    return parseAllDocuments(readFileSync(join(folder, name), 'utf8')).map((document) => {
+      if (document.errors.length > 0) throw new Error(`${file}: ${document.errors.map(String).join('; ')}`)
+      return { file, object: document.toJS() as Manifest['object'] }
+    })
   }))
 const only = <T>(kind: string, Model: new (data: never) => T): T => {
   const found = manifests.filter((manifest) => manifest.object.kind === kind)
@@ -90,15 +95,27 @@ const probe = (name: 'readinessProbe' | 'livenessProbe' | 'startupProbe'): IProb
 }
 
 describe('deploy/kubernetes', () => {
-  // eslint-disable-next-line @stylistic/max-len -- a test name stays whole, and this one is longer than a line
-  it('holds a Deployment, a Service, a PodDisruptionBudget, an example Secret, a ServiceMonitor and a PrometheusRule, each valid against its schema (the Operator\'s CRDs for the last two)', () => {
-    expect(manifests.map((manifest) => manifest.object.kind).sort())
-      .toEqual(['Deployment', 'Kustomization', 'PodDisruptionBudget', 'PrometheusRule', 'Secret', 'Service', 'ServiceMonitor'])
+  it('holds a Deployment, a Service, a PodDisruptionBudget, an example Secret; monitoring/ a ServiceMonitor and a PrometheusRule; each valid', () => {
+    expect(manifests.map((manifest) => `${manifest.file} ${manifest.object.kind ?? ''}`).sort()).toEqual([
+      'deployment.yaml Deployment', 'kustomization.yaml Kustomization', 'monitoring/kustomization.yaml Kustomization',
+      'monitoring/prometheusrule.yaml PrometheusRule', 'monitoring/servicemonitor.yaml ServiceMonitor',
+      'poddisruptionbudget.yaml PodDisruptionBudget', 'secret.example.yaml Secret', 'service.yaml Service'
+    ])
+    // Valid against the Kubernetes schemas, and the Operator's CRDs for the last two.
     for (const model of [deployment, service, budget, secret, monitor, rule]) expect(() => { model.validate() }).not.toThrow()
-    const kustomization = manifests.find((manifest) => manifest.object.kind === 'Kustomization')?.object as { resources: string[] }
+  })
+
+  it('applies on a bare cluster: kustomization.yaml holds built-in kinds only (no Secret), monitoring/ the Operator\'s', () => {
+    /** The kinds of the resources a kustomization in `folder` (relative to deploy/kubernetes) lists. */
+    const kinds = (folder: string): string[] => {
+      const kustomization = manifests.find((manifest) => manifest.file === join(folder, 'kustomization.yaml'))
+      return (kustomization?.object.resources ?? []).flatMap((resource) => manifests
+        .filter((manifest) => manifest.file === join(folder, resource)).map((manifest) => `${manifest.object.apiVersion ?? ''} ${manifest.object.kind ?? ''}`))
+        .sort()
+    }
     // The example Secret is never applied with the rest: its values are placeholders.
-    expect(kustomization.resources.sort())
-      .toEqual(['deployment.yaml', 'poddisruptionbudget.yaml', 'prometheusrule.yaml', 'service.yaml', 'servicemonitor.yaml'])
+    expect(kinds('.')).toEqual(['apps/v1 Deployment', 'policy/v1 PodDisruptionBudget', 'v1 Service'])
+    expect(kinds('monitoring')).toEqual(['monitoring.coreos.com/v1 PrometheusRule', 'monitoring.coreos.com/v1 ServiceMonitor'])
   })
 
   it('the CRD schema check rejects what the API server would (a ServiceMonitor endpoint\'s interval that is no duration)', () => {
@@ -221,5 +238,49 @@ describe('the image\'s shutdown defaults (Dockerfile ENV)', () => {
     const config = loadConfig({ ...imageEnv(), API_TOKENS: TOKEN }, { memoryLimit: () => undefined })
     expect(config.SHUTDOWN_DELAY_MS).toBeGreaterThan(0)
     expect(config.SHUTDOWN_DELAY_MS + config.SHUTDOWN_TIMEOUT_MS + 1000).toBeLessThanOrEqual(10000)
+  })
+})
+
+// docs/deployment.md's lines for a cluster, run by bash with stand-ins for docker, kustomize and kubectl that
+// record each call (no registry or cluster here): every name and path they give must be the manifests' own.
+describe('docs/deployment.md\'s Kubernetes recipe', () => {
+  it('builds and pushes the image kustomize sets, makes the Secret the Deployment reads, applies folders that exist, waits for the Deployment', () => {
+    const bin = mkdtempSync(join(scratch, 'bin-'))
+    const log = join(bin, 'calls.log')
+    for (const tool of ['docker', 'kustomize', 'kubectl']) {
+      writeFileSync(join(bin, tool), `#!/bin/bash\n{ printf '%s' "$(basename "$0")"; printf '\\t%s' "$PWD" "$@"; printf '\\n'; } >> "${log}"\n`)
+      chmodSync(join(bin, tool), 0o755)
+    }
+    const ran = spawnSync('bash', ['--norc', '-euo', 'pipefail', '-c', docBlock('docs/deployment.md', 'kubernetes-deploy')],
+      { cwd: root, env: { PATH: `${bin}:${process.env.PATH}` }, encoding: 'utf8' })
+    expect([ran.status, ran.stderr]).toEqual([0, ''])
+    const calls = readFileSync(log, 'utf8').trimEnd().split('\n').map((line) => line.split('\t'))
+    const by = (name: string): string[][] => calls.filter((call) => call[0] === name).map((call) => call.slice(1))
+
+    const [build, push] = by('docker')
+    const image = build?.[build.indexOf('-t') + 1] ?? ''
+    expect(build?.slice(1)).toEqual(['build', '-t', image, '.'])
+    expect(push?.slice(1)).toEqual(['push', image])
+    // kustomize, in the folder of kustomization.yaml, replaces the Deployment's image by name with the pushed one.
+    const [edit] = by('kustomize')
+    expect(edit?.[0]).toBe(join(root, 'deploy', 'kubernetes'))
+    expect(edit?.slice(1)).toEqual(['edit', 'set', 'image', `${container.image?.split(':')[0] ?? ''}=${image}`])
+
+    const kubectl = by('kubectl').map((call) => call.slice(1))
+    const secretCall = kubectl.find((call) => call[0] === 'create') ?? []
+    expect(secretCall.slice(0, 3)).toEqual(['create', 'secret', 'generic'])
+    const keys = secretCall.flatMap((arg) => /^--from-(?:file|literal)=([^=]+)=/.exec(arg)?.[1] ?? [])
+    const volumeSecret = pod?.volumes?.find((volume) => volume.secret !== undefined)?.secret
+    const read = [
+      ...(container.env ?? []).flatMap((variable) => variable.valueFrom?.secretKeyRef === undefined ? [] : [variable.valueFrom.secretKeyRef]),
+      ...(volumeSecret?.items ?? []).map((item) => ({ name: volumeSecret?.secretName, key: item.key }))
+    ]
+    expect(read.length).toBeGreaterThan(1)
+    for (const reference of read) expect([reference.name, keys]).toEqual([secretCall[3], expect.arrayContaining([reference.key])])
+
+    const applied = kubectl.filter((call) => call[0] === 'apply').map((call) => call[call.indexOf('-k') + 1] ?? '')
+    expect(applied).toEqual(['deploy/kubernetes', 'deploy/kubernetes/monitoring'])
+    for (const folder of applied) expect(existsSync(join(root, folder, 'kustomization.yaml'))).toBe(true)
+    expect(kubectl.find((call) => call[0] === 'rollout')).toEqual(['rollout', 'status', `deployment/${deployment.metadata?.name ?? ''}`])
   })
 })

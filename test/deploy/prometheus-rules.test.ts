@@ -113,7 +113,7 @@ describe('the shipped rules', () => {
   })
 })
 
-describe('deploy/kubernetes/prometheusrule.yaml', () => {
+describe('deploy/kubernetes/monitoring/prometheusrule.yaml', () => {
   it('is the PrometheusRule made from the rules file', () => {
     expect(readFileSync(PROMETHEUS_RULE_FILE, 'utf8'), `stale: run \`${REGENERATE}\` and commit it`).toBe(prometheusRuleText(rulesText))
   })

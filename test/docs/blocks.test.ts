@@ -5,9 +5,10 @@ import { describe, expect, it } from 'vitest'
 import { docBlocks, parseDocBlocks } from './blocks.js'
 import { docBlockCalls, unnamedRunnableBlocks, unrunBlocks } from './doc-checks.js'
 
-// Every recipe a user would paste is code: a shell, SQL or YAML block of README.md, docs/ or deploy/
-// names itself (```sh name) and some test runs it, found by a call of docBlock with the page and the
-// name as literal strings; an illustration is a `text` block. A new recipe without a test fails here.
+// Every recipe a user would paste is code: a block of README.md, docs/ or deploy/ in any language
+// (sh, sql, yaml, ini, haproxy, ts…) names itself (```sh name) and some test runs it, found by a call
+// of docBlock with the page and the name as literal strings; an output or a reply is a `text` or `json`
+// block, and part of a larger file is named `excerpt`. A new recipe without a test fails here.
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
 
@@ -32,7 +33,7 @@ const sources = [...filesUnder('test', '.ts'), ...filesUnder('client', '.ts')]
 const calls = new Set(sources.flatMap((source) => docBlockCalls(readFileSync(join(root, source), 'utf8'))))
 
 describe('the recipes of README.md, docs/ and deploy/', () => {
-  it('name every shell, SQL and YAML block, or write it as `text`', () => {
+  it('name every block but an output or a reply (`text`, `json`)', () => {
     expect(pages.flatMap((page) => unnamedRunnableBlocks(page, docBlocks(join(root, page))))).toEqual([])
   })
 
@@ -51,16 +52,17 @@ describe('the recipes of README.md, docs/ and deploy/', () => {
 // holds none whole (the scan above reads it too).
 describe('the block checks', () => {
   const call = (file: string, name: string): string => ['docBlock(', `'${file}', '${name}'`, ')'].join('')
-  const page = '# P\n```sh start\nnpm start\n```\n```sql\nSELECT 1;\n```\n```text\nnpm test\n```\n```json\n{}\n```\n```yaml scrape\na: 1\n```\n'
+  const page = '# P\n```sh start\nnpm start\n```\n```sql\nSELECT 1;\n```\n```text\nnpm test\n```\n```json\n{}\n```\n```yaml scrape\na: 1\n```\n' +
+    '```ini\na = 1\n```\n```ts excerpt\nf()\n```\n'
 
-  it('find a runnable block without a name, and leave text and JSON alone', () => {
-    expect(unnamedRunnableBlocks('p.md', parseDocBlocks(page))).toEqual(['p.md:5 sql'])
+  it('find a runnable block without a name, in any language, and leave text and JSON alone', () => {
+    expect(unnamedRunnableBlocks('p.md', parseDocBlocks(page))).toEqual(['p.md:5 sql', 'p.md:17 ini'])
   })
 
   it('find a named block that no test runs, and a name given twice', () => {
     const ran = new Set(docBlockCalls(`${call('p.md', 'start')}\nconst x = ${call('p.md', 'other')}`))
     expect([...ran]).toEqual(['p.md#start', 'p.md#other'])
-    expect(unrunBlocks('p.md', parseDocBlocks(page), ran)).toEqual(['p.md#scrape'])
+    expect(unrunBlocks('p.md', parseDocBlocks(page), ran)).toEqual(['p.md#scrape']) // an excerpt is never run
     expect(unrunBlocks('p.md', parseDocBlocks('```sh a\n```\n```sh a\n```\n'), new Set(['p.md#a']))).toEqual(['p.md#a'])
   })
 

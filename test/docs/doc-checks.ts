@@ -183,12 +183,17 @@ export function candidateNames (root: string): Set<string> {
   return names
 }
 
-/** The languages of a block a user would paste into a shell, psql or kubectl: each is run by a test. */
-export const RUNNABLE_LANGUAGES = new Set(['sh', 'bash', 'shell', 'zsh', 'console', 'sql', 'psql', 'yaml', 'yml'])
+/**
+ * The languages of a block that shows something and is never pasted (a reply, an output). A block in
+ * any other language (sh, sql, yaml, ini, haproxy, ts…) is pasted somewhere, so it is run by a test,
+ * unless it is named `excerpt`: part of a larger file, which the text around it names.
+ */
+export const SHOWN_LANGUAGES = new Set(['text', 'json'])
+export const EXCERPT = 'excerpt'
 
 /** The runnable blocks of a page that carry no name (so no test can find and run them), as `file:line lang`. */
 export function unnamedRunnableBlocks (file: string, blocks: readonly DocBlock[]): string[] {
-  return blocks.filter((block) => RUNNABLE_LANGUAGES.has(block.lang) && block.name === undefined)
+  return blocks.filter((block) => !SHOWN_LANGUAGES.has(block.lang) && block.name === undefined)
     .map((block) => `${file}:${block.line} ${block.lang}`)
 }
 
@@ -199,6 +204,6 @@ export function docBlockCalls (source: string): string[] {
 
 /** The named blocks of a page no call runs, and the names the page gives twice, as `file#name`. */
 export function unrunBlocks (file: string, blocks: readonly DocBlock[], calls: ReadonlySet<string>): string[] {
-  const names = blocks.flatMap((block) => block.name === undefined ? [] : [`${file}#${block.name}`])
+  const names = blocks.flatMap((block) => block.name === undefined || block.name === EXCERPT ? [] : [`${file}#${block.name}`])
   return names.filter((name, index) => !calls.has(name) || names.indexOf(name) !== index)
 }

@@ -1,6 +1,8 @@
 import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parse } from 'yaml'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -10,7 +12,7 @@ import { docBlock } from './blocks.js'
 
 // docs/production.md's PostgreSQL role, run with psql as an operator would, in a database made for
 // this run on TEST_DATABASE_URL's server (whose user is a superuser); then the service started as that
-// role. Skips with the reason without TEST_DATABASE_URL or psql; REQUIRE_POSTGRES=1 makes that a failure.
+// role, and the page's backup and restore run as that role. Skips with the reason without TEST_DATABASE_URL or psql; REQUIRE_POSTGRES=1 makes that a failure.
 const adminUrl = process.env.TEST_DATABASE_URL
 const psqlMissing = spawnSync('psql', ['--version']).status !== 0
 const unavailable = adminUrl === undefined ? 'TEST_DATABASE_URL is not set' : psqlMissing ? 'psql is not installed' : undefined
@@ -50,19 +52,28 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined
   const asAdmin = (): string => urlFor(admin, database)
   const asRole = (): string => urlFor(admin, database, role)
 
-  beforeAll(() => {
-    const created = psql(admin, `CREATE DATABASE ${database};`)
+  const restored = `plants_restored_${suffix}`
+  const work = mkdtempSync(join(tmpdir(), 'plant-store-production-'))
+  const forThisRun = (block: string): string => block.replace(/\bplant_store\b/g, role)
+
+  /** What a superuser runs for a database the role is to use: createdb, then the page's block in it. */
+  function prepareDatabase (name: string): void {
+    const created = psql(admin, `CREATE DATABASE ${name};`)
     expect(created.stderr).toBe('')
-    const recipe = docBlock('docs/production.md', 'postgres-role')
-      .replace(/\bplant_store\b/g, role)
-      .replace(/\bplants\b/g, database)
-    const ran = psql(asAdmin(), recipe)
+    const ran = psql(urlFor(admin, name), forThisRun(docBlock('docs/production.md', 'postgres-database')))
     expect([ran.status, ran.stderr]).toEqual([0, ''])
+  }
+
+  beforeAll(() => {
+    const ran = psql(admin, forThisRun(docBlock('docs/production.md', 'postgres-role')))
+    expect([ran.status, ran.stderr]).toEqual([0, ''])
+    prepareDatabase(database)
   })
 
   afterAll(() => {
-    psql(admin, `DROP DATABASE IF EXISTS ${database} WITH (FORCE);`)
+    for (const name of [database, restored]) psql(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE);`)
     psql(admin, `DROP ROLE IF EXISTS ${role};`)
+    rmSync(work, { recursive: true, force: true })
   })
 
   it('makes a role that is no superuser, with a connection limit above a rollout of deploy/kubernetes', () => {
@@ -112,4 +123,64 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined
     expect(attempt.status).not.toBe(0)
     expect(attempt.stderr).toContain(refusal)
   })
+
+  it('backup-postgres, then restore-postgres, as the role: verify passes; the copy is ready, replays an old plant, stores a new one', async () => {
+    const plants = ['{"id":2,"name":"Ficus","tag":"indoor"}', '{"id":9223372036854775807,"name":"int64 max"}']
+    const server = await startServer({ API_TOKENS: TOKEN, DATABASE_URL: asRole() })
+    try {
+      for (const plant of plants) expect((await create(server.url, plant))[0]).toBe(200)
+    } finally {
+      server.child.kill('SIGTERM')
+      await server.exited
+    }
+    const env = { DATABASE_URL: asRole(), BACKUP: join(work, 'plants.dump') }
+    const backup = runBlock(forThisRun(docBlock('docs/production.md', 'backup-postgres')), work, env)
+    expect([backup.status, backup.stderr]).toEqual([0, expect.stringMatching(/exported [3-9] plants/)])
+
+    prepareDatabase(restored)
+    const copy = urlFor(admin, restored, role)
+    const restore = runBlock(forThisRun(docBlock('docs/production.md', 'restore-postgres')), work, { ...env, RESTORE_URL: copy })
+    expect(restore.stderr).toBe('')
+    expect(restore.stdout).toMatch(/\nidentical [3-9], missing 0, differing 0, refused 0\n$/)
+    expect(restore.status).toBe(0)
+    const tables = psql(urlFor(admin, restored), "SELECT DISTINCT schemaname || ' ' || tableowner FROM pg_tables WHERE tablename LIKE 'plant%';").stdout
+    expect(tables).toBe(`${role} ${role}`)
+
+    const restoredServer = await startServer({ API_TOKENS: TOKEN, DATABASE_URL: copy })
+    try {
+      let ready = 0
+      for (const started = Date.now(); ready !== 200 && Date.now() - started < 15000; await new Promise((resolve) => setTimeout(resolve, 100))) {
+        ready = (await fetch(`${restoredServer.url}/readyz`)).status
+      }
+      expect(ready).toBe(200)
+      expect(await create(restoredServer.url, plants[0] as string)).toEqual([200, { name: 'Ficus', tag: 'indoor' }])
+      expect((await create(restoredServer.url, '{"id":2,"name":"another"}'))[0]).toBe(409)
+      expect(await create(restoredServer.url, '{"id":3,"name":"Pilea"}')).toEqual([200, { name: 'Pilea' }])
+    } finally {
+      restoredServer.child.kill('SIGTERM')
+      await restoredServer.exited
+    }
+    expect(psql(urlFor(admin, restored), `SELECT name FROM ${role}.plants WHERE id = 3;`).stdout).toBe('Pilea')
+  }, 120000)
 })
+
+/** POSTs a plant to a running service; resolves with the status and the reply. */
+async function create (url: string, body: string): Promise<[number, unknown]> {
+  const reply = await fetch(`${url}/plants`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    body
+  })
+  return [reply.status, await reply.json()]
+}
+
+/** Runs a block of docs/production.md with bash in `cwd`, `plant-store` on the PATH as in the image. */
+function runBlock (block: string, cwd: string, env: Record<string, string>): { status: number | null, stdout: string, stderr: string } {
+  const bin = join(cwd, 'bin')
+  mkdirSync(bin, { recursive: true })
+  try { symlinkSync(fileURLToPath(new URL('../../dist/commands/plant-store.js', import.meta.url)), join(bin, 'plant-store')) } catch {}
+  // --norc: bash reads bashrc when its standard input is a socket, as Node's pipes are.
+  const ran = spawnSync('bash', ['--norc', '-euo', 'pipefail', '-c', block],
+    { cwd, env: { PATH: `${bin}:${process.env.PATH}`, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 60000 })
+  return { status: ran.status, stdout: ran.stdout, stderr: ran.stderr }
+}

@@ -1,19 +1,20 @@
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { Agent, request } from 'node:http'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { docBlock } from '../docs/blocks.js'
 import { createTestSchemas, freePort, type TestSchemas } from '../plants/postgres-test-schemas.js'
 import { run, type RunningProcess } from './server-process.js'
 import { E2E_TOKEN, postPlant, startServer } from './storage-process.js'
 import type { ServerProcess } from './server-process.js'
 
-// Rollouts as users run them: three built servers (`node dist/server.js`) on one
-// PostgreSQL database behind a real HAProxy (Debian's, started here as a child process with a
-// temporary configuration on free ports), 32 keep-alive clients creating plants the whole time, and
+// Rollouts as users run them: three built servers (`node dist/server.js`) with the image's shutdown
+// settings on one PostgreSQL database behind a real HAProxy (Debian's, started here as a child process
+// with docs/operating.md's backend, its servers on free ports), 32 keep-alive clients creating plants the whole time, and
 // each replica in turn stopped with SIGTERM, started again on its port and waited for until the
 // balancer sees it up: what a Compose or Kubernetes rollout does. In HTTP mode with retries and
 // redispatch, and in TCP mode without either (how kube-proxy, a cloud network load balancer or
@@ -44,10 +45,18 @@ for (const reason of required) {
 
 const CLIENTS = 32
 const REPLICAS = 3
-/** The balancer's health check: GET /readyz every second, down after 2 failures, up after 2 successes. */
-const CHECK = 'inter 1s fall 2 rise 2'
-/** Long enough for that check to take a replica out (2-3 s) before its listener closes. */
-const SHUTDOWN_DELAY_MS = 4000
+/** The backend docs/operating.md gives, its comments dropped. */
+const BACKEND = docBlock('docs/operating.md', 'rollout-haproxy').split('\n')
+  .map((line) => line.replace(/\s*#.*$/, '')).filter((line) => line.trim() !== '')
+
+/** The Dockerfile's ENV value of `name` (the runtime stage's): the shutdown settings the image runs with. */
+function imageSetting (name: string): string {
+  const dockerfile = readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8')
+  const value = new RegExp(`\\b${name}=(\\d+)`).exec(dockerfile.slice(dockerfile.lastIndexOf('FROM ')))?.[1]
+  if (value === undefined) throw new Error(`the Dockerfile sets no ${name}`)
+  return value
+}
+const SHUTDOWN = { SHUTDOWN_DELAY_MS: imageSetting('SHUTDOWN_DELAY_MS'), SHUTDOWN_TIMEOUT_MS: imageSetting('SHUTDOWN_TIMEOUT_MS') }
 
 type Mode = 'http' | 'tcp'
 
@@ -70,16 +79,13 @@ async function startHaProxy (dir: string, mode: Mode, ports: number[]): Promise<
     '  timeout connect 2s',
     '  timeout client 60s',
     '  timeout server 60s',
-    // HTTP: what a careful HAProxy user sets; TCP: a balancer that never retries (kube-proxy, an NLB).
-    ...(mode === 'http' ? ['  retries 3', '  option redispatch'] : ['  retries 0', '  no option redispatch']),
     'frontend plants',
     `  bind 127.0.0.1:${port}`,
-    '  default_backend replicas',
-    'backend replicas',
-    '  balance roundrobin',
-    '  option httpchk GET /readyz',
-    '  http-check expect status 200',
-    `  default-server ${CHECK}`,
+    '  default_backend plants',
+    // The page's backend, in HTTP mode as written; in TCP mode a balancer that never retries (kube-proxy, an NLB).
+    ...BACKEND.filter((line) => !/^\s*server /.test(line)).map((line) => mode === 'http'
+      ? line
+      : line.replace(/^(\s*)mode http$/, '$1mode tcp').replace(/^(\s*)retries \d+$/, '$1retries 0').replace(/^(\s*)option redispatch$/, '$1no option redispatch')),
     ...ports.map((replicaPort, i) => `  server r${i} 127.0.0.1:${replicaPort} check`),
     ''
   ].join('\n')
@@ -175,7 +181,7 @@ describe.skipIf(skip !== undefined)(skip === undefined
     const url = await schemas.create()
     const ports = await Promise.all(Array.from({ length: REPLICAS }, () => freePort()))
     const start = async (i: number): Promise<ServerProcess> => {
-      const server = await startServer({ DATABASE_URL: url, PORT: String(ports[i]), SHUTDOWN_DELAY_MS: String(SHUTDOWN_DELAY_MS), SHUTDOWN_TIMEOUT_MS: '8000' })
+      const server = await startServer({ DATABASE_URL: url, PORT: String(ports[i]), ...SHUTDOWN })
       await until(`replica ${i} ready`, async () => (await fetch(`${server.url}/readyz`)).status === 200)
       return server
     }

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import pg from 'pg'
+import { docBlock } from '../docs/blocks.js'
 import { runAs } from './pgbouncer.js'
 import { freePort } from './postgres-test-schemas.js'
 
@@ -81,7 +82,8 @@ export async function startStandbyPair (bin: string): Promise<StandbyPair> {
   ]
 
   await tool('initdb', ['-D', primaryDir, '-U', 'postgres', '-A', 'trust', '-N', '--no-instructions'])
-  appendFileSync(primaryDir + '/postgresql.conf', [...common, `port = ${primaryPort}`, "synchronous_standby_names = 's1'", ''].join('\n'))
+  // The primary's synchronous settings as docs/storage.md gives them.
+  appendFileSync(primaryDir + '/postgresql.conf', [...common, `port = ${primaryPort}`, docBlock('docs/storage.md', 'postgresql-synchronous')].join('\n'))
   const nodeOf = (port: number, dataDir: string, name: string): Node => {
     const url = `postgres://postgres@127.0.0.1:${port}/postgres`
     return {
