@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { docBlock } from '../docs/blocks.js'
+import { docBlock, docBlocks } from '../docs/blocks.js'
 import { E2E_TOKEN, startServer } from '../e2e/storage-process.js'
 
 // The package as a user gets it: `npm pack` (whose prepack builds it) ships the built JavaScript, its types and
@@ -121,9 +121,14 @@ describe('the plant-store-client package', () => {
     beforeAll(async () => {
       await Promise.all(Object.entries(projects).map(async ([name, { files, tsc }]) => {
         built[name] = await project(name, files)
-        if (tsc) await run(process.execPath, [TSC, '-p', '.'], { cwd: built[name], timeout: 60000 })
+        // tsc writes its errors on stdout: the failure shows them.
+        // A loaded machine may take a minute or more for each of three tsc runs at once.
+        if (!tsc) return
+        await run(process.execPath, [TSC, '-p', '.'], { cwd: built[name], timeout: 240000 }).catch((error: Error & { stdout?: string, signal?: string }) => {
+          throw new Error(`${name}: ${error.message} ${error.signal ?? ''}${error.stdout ?? ''}`)
+        })
       }))
-    }, 180000)
+    }, 400000)
 
     /** Runs every project's example with `node` against a built service, each with its own id; what each printed. */
     async function runAll (node: string, firstId: number): Promise<string[]> {
@@ -172,7 +177,7 @@ describe('the plant-store-client package', () => {
     expect(readFileSync(join(alone, 'dist', 'index.js'), 'utf8')).toBe(readFileSync(join(CLIENT, 'dist', 'index.js'), 'utf8'))
   })
 
-  it('runs the example of docs/api.md from the tarball against the built service, and type-checks it against the packed types', {
+  it('runs the examples of docs/api.md and client/README.md from the tarball against the built service, type-checked against the packed types', {
     timeout: 60000
   }, async () => {
     const app = join(dir, 'app')
@@ -180,17 +185,25 @@ describe('the plant-store-client package', () => {
     mkdirSync(installed, { recursive: true })
     await run('tar', ['-xzf', join(dir, packed.filename), '-C', installed, '--strip-components=1'])
     const server = await startServer({})
-    const example = docBlock('docs/api.md', 'plant-store-client')
-    // The page's address and token are the README's; this run's are the test server's.
-    expect(example).toContain('\'http://127.0.0.1:3000\'')
-    expect(example).toContain('\'change-me-to-a-long-secret\'')
-    writeFileSync(join(app, 'example.mts'), example.replace('http://127.0.0.1:3000', server.url).replace('change-me-to-a-long-secret', E2E_TOKEN))
+    // client/README.md is no page of test/docs/blocks.test.ts: its block is found here by name.
+    const readmeBlock = docBlocks(join(CLIENT, 'README.md')).find((block) => block.name === 'client-readme')
+    expect(readmeBlock, 'client/README.md has a block named client-readme').toBeDefined()
+    const examples = { 'api.mts': docBlock('docs/api.md', 'plant-store-client'), 'readme.mts': readmeBlock?.text ?? '' }
+    for (const [file, example] of Object.entries(examples)) {
+      // The pages' address and token are the README's; this run's are the test server's.
+      expect(example, file).toContain('\'http://127.0.0.1:3000\'')
+      expect(example, file).toContain('\'change-me-to-a-long-secret\'')
+      writeFileSync(join(app, file), example.replace('http://127.0.0.1:3000', server.url).replace('change-me-to-a-long-secret', E2E_TOKEN))
+    }
 
     await run(process.execPath, [TSC, '--noEmit', '--strict', '--target', 'es2023', '--module', 'nodenext', '--moduleResolution', 'nodenext',
-      '--types', 'node', '--typeRoots', join(ROOT, 'node_modules', '@types'), 'example.mts'], { cwd: app, timeout: 60000 })
+      '--types', 'node', '--typeRoots', join(ROOT, 'node_modules', '@types'), ...Object.keys(examples)], { cwd: app, timeout: 60000 })
 
-    const { stdout } = await run(process.execPath, ['example.mts'], { cwd: app, timeout: 30000 })
-    expect(stdout).toBe("{ name: 'Monstera', tag: 'tropical' }\n" +
+    const api = await run(process.execPath, ['api.mts'], { cwd: app, timeout: 30000 })
+    expect(api.stdout).toBe("{ name: 'Monstera', tag: 'tropical' }\n" +
       'conflict 409 a plant with id 9007199254740993 already exists with another name or tag\n')
+    // The same plant again: a replay, answered with the stored plant.
+    const readme = await run(process.execPath, ['readme.mts'], { cwd: app, timeout: 30000 })
+    expect(readme.stdout).toBe("{ name: 'Monstera', tag: 'tropical' }\n")
   })
 })
