@@ -239,7 +239,8 @@ export function createPlantClient (options: PlantClientOptions): PlantClient {
     maxRetryAfterMs: option('retry.maxRetryAfterMs', given.maxRetryAfterMs, DEFAULTS.maxRetryAfterMs),
     budget: option('retry.budget', given.budget, DEFAULTS.budget)
   }
-  const send = options.fetch ?? fetch
+  const { fetch: send = fetch, onRetry, onSuccess } = options
+  const authorization = `Bearer ${options.token}`
   const window = Math.min(timeoutMs, MIN_WINDOW_MS)
   let tokens = retry.budget
 
@@ -247,7 +248,7 @@ export function createPlantClient (options: PlantClientOptions): PlantClient {
   async function attempt (body: string, requestId: string, deadline: number, signal: AbortSignal | undefined): Promise<{ plant: Plant } | Failure> {
     const limit = Math.max(1, Math.ceil(Math.min(timeoutMs, deadline - performance.now())))
     const timeout = AbortSignal.timeout(limit)
-    const headers = { authorization: `Bearer ${options.token}`, 'content-type': 'application/json', accept: 'application/json', 'x-request-id': requestId }
+    const headers = { authorization, 'content-type': 'application/json', accept: 'application/json', 'x-request-id': requestId }
     let response: Response
     let text: string
     try {
@@ -292,7 +293,7 @@ export function createPlantClient (options: PlantClientOptions): PlantClient {
       const outcome = await attempt(body, requestId, deadline, signal)
       if ('plant' in outcome) {
         tokens = Math.min(retry.budget, tokens + (lastCost || SUCCESS_REFUND))
-        options.onSuccess?.({ plant, attempts, requestId })
+        onSuccess?.({ plant, attempts, requestId })
         return outcome.plant
       }
       // A timeout the deadline cut short says less than the last reply (its status, its Retry-After).
@@ -303,7 +304,7 @@ export function createPlantClient (options: PlantClientOptions): PlantClient {
       if (wait === undefined || tokens < cost) throw failure
       tokens -= cost
       lastCost = cost
-      options.onRetry?.({ plant, attempt: attempts, failure, waitMs: wait })
+      onRetry?.({ plant, attempt: attempts, failure, waitMs: wait })
       // The wait ends early only when the caller aborts.
       await sleep(wait, undefined, { signal }).catch(() => {})
       signal?.throwIfAborted()
