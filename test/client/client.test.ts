@@ -10,7 +10,8 @@ import { createPlantClient, PlantStoreError, problemOf, retryAfterMs, type Plant
 import { reply, startStub, type Answer } from './stub-server.js'
 
 // The client's decisions against a local stub server that answers what each test needs: what it sends,
-// which replies it retries and when, its budget, its deadline, and what it refuses before sending.
+// which replies and failures of fetch it retries and when, its budget, its deadline, its options, what it
+// refuses before sending, and what it shows of its attempts.
 
 const TOKEN = 'stub-token'
 const OVERLOADED = { error: 503, message: 'the service is overloaded, retry later' }
