@@ -5,7 +5,8 @@ import { clientOf, jsonOf } from './built-service.js'
 import { recordingFetch } from './recorder.js'
 
 // plant-store-client against the built service (dist/: `npm run build` first): ids at the ends of int64,
-// and what the client refuses before sending compared with what the service answers to the same JSON.
+// what the client refuses before sending compared with what the service answers to the same JSON, and
+// one create's retries tied together in the service's log by their request id.
 
 describe('plant-store-client and the service\'s contract', () => {
   it('int64: 9223372036854775807n and -9223372036854775808n round-trip exactly, and 2^53 + 1 is not 2^53', async () => {
@@ -39,8 +40,33 @@ describe('plant-store-client and the service\'s contract', () => {
       })
       const service = await response.json() as { message: string }
       expect({ status: response.status, message: service.message }, jsonOf(plant)).toEqual({ status: 400, message: (refused as PlantStoreError).message })
-      expect(refused).toMatchObject({ kind: 'invalid', status: 400, error: 400, attempts: 0 })
+      expect(refused).toMatchObject({ kind: 'invalid', status: undefined, error: undefined, attempts: 0 })
     }
     expect(exchanges).toEqual([])
+  })
+
+  it('retries a create whose reply a proxy lost (502, then 504) under one request id, which ties the attempts together in the service\'s log', async () => {
+    const server = await startServer({})
+    const lost = [502, 504]
+    // A proxy that forwards the create, then loses the service's reply: the outcome is unknown to the client.
+    const proxy: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init)
+      const status = lost.shift()
+      if (status === undefined) return response
+      await response.text()
+      return new Response(`<h1>${status}</h1>`, { status, headers: { 'content-type': 'text/html' } })
+    }
+    const done: Array<{ attempts: number, requestId: string }> = []
+    const client = clientOf(server, {
+      fetch: proxy, retry: { baseDelayMs: 1, maxDelayMs: 1 }, onSuccess: ({ attempts, requestId }) => { done.push({ attempts, requestId }) }
+    })
+    expect(await client.create({ id: 77n, name: 'traced' })).toEqual({ name: 'traced' })
+    expect(done).toHaveLength(1)
+    const { attempts, requestId } = done[0] as { attempts: number, requestId: string }
+    expect(attempts).toBe(3)
+    const lines = () => server.stdout.map((line) => JSON.parse(line) as { reqId?: string, status?: number }).filter((line) => line.reqId === requestId)
+    await expect.poll(() => lines().length).toBe(3)
+    // Stored by the first attempt, found stored by the two replays: all three under the id the client chose.
+    expect(lines().map((line) => line.status)).toEqual([200, 200, 200])
   })
 })
