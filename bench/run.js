@@ -272,6 +272,13 @@ for (const { cell, rows } of results) console.log(`\n${cells.length > 1 ? `${cel
 console.log('')
 for (const [name, why] of Object.entries(skipped)) console.log(`skipped ${name}: ${why}`)
 for (const c of checks) console.log(`${c.result.padEnd(4)}  ${c.measure}: ${c.value} (target ${c.target})`)
+// A main thread that waited for a CPU over half its own CPU time shared it with other work: its p99 and req/s
+// then measure the host as much as the server.
+const busy = results.flatMap(({ cell, S }) => Object.entries(S)
+  .filter(([, r]) => r.waitUs !== null && r.cpuUs > 0 && r.waitUs > r.cpuUs / 2)
+  .map(([name, r]) => `${name}${cells.length > 1 ? ` (${cell.name})` : ''} ${fmt(r.waitUs)} against ${fmt(r.cpuUs)}`))
+const busyNote = busy.length === 0 ? [] : [`Host busy: µs a request waited for a CPU against µs of CPU, ${busy.join('; ')}.`]
+for (const note of busyNote) console.log(`\n${note}`)
 
 const settings = `${tool}, ${options.rounds} rounds × (${options.warmup} s warm-up + ${options.duration} s), ` +
   `${options.starts} starts per server and round, ${options.connections} connections (postgres and pgbench ${options.pgConnections}), ` +
@@ -292,6 +299,7 @@ const md = [
   ...Object.entries(skipped).map(([name, why]) => `- skipped ${name}: ${why}`),
   ...mdTable(['check', 'target', 'value', 'result'], checks.map((c) => [c.measure, c.target, c.value, c.result])),
   '',
+  ...busyNote.flatMap((note) => [note, '']),
   '## Rounds',
   '',
   ...results.flatMap(({ cell, roundRows }) => [...cells.length > 1 ? [`### ${cell.name}`, ''] : [], ...mdTable(roundHeader, roundRows), '']),
