@@ -102,7 +102,7 @@ export function call (port, method, path, body, timeoutMs = 2000) {
 /**
  * Spawns argv with PORT and HOST set and stdout written to `logFile`, and waits for its first 2xx
  * to `POST /plants`, polled every millisecond. Resolves { child, port, startMs } (spawn to that
- * answer); rejects when it exits first or does not answer within timeoutMs.
+ * answer; `started`, the spawn's process.hrtime.bigint()); rejects when it exits first or does not answer within timeoutMs.
  */
 export async function startServer (argv, env, { logFile, timeoutMs = 10000, probeId = 1 }) {
   const port = await freePort()
@@ -113,7 +113,7 @@ export async function startServer (argv, env, { logFile, timeoutMs = 10000, prob
   let stderr = ''
   child.stderr.setEncoding('utf8').on('data', (chunk) => { stderr = (stderr + chunk).slice(-4000) })
   let exited = false
-  child.once('exit', () => { exited = true })
+  child.once('exit', (code, signal) => { exited = true; stderr += `\n(exit ${signal ?? code})` })
   child.once('error', (error) => { exited = true; stderr += String(error) })
   const probe = JSON.stringify({ id: probeId, name: 'start probe' })
   const deadline = Date.now() + timeoutMs
@@ -121,7 +121,7 @@ export async function startServer (argv, env, { logFile, timeoutMs = 10000, prob
   while (!exited && Date.now() < deadline) {
     try {
       const res = await call(port, 'POST', '/plants', probe, 1000)
-      if (res.status >= 200 && res.status < 300) return { child, port, startMs: Number(process.hrtime.bigint() - started) / 1e6 }
+      if (res.status >= 200 && res.status < 300) return { child, port, started, startMs: Number(process.hrtime.bigint() - started) / 1e6 }
       last = `answered ${res.status} ${res.body.slice(0, 200)}`
       await sleep(20)
     } catch (error) {
@@ -204,6 +204,38 @@ export function cpuSeconds (pid) {
   } catch {
     return null
   }
+}
+
+/**
+ * Seconds the process's main thread has waited, runnable, for a CPU so far (/proc/<pid>/schedstat); null off Linux.
+ * Other processes on the server's CPU show here, not in its CPU time: the host's share of a round's latency.
+ */
+export function runQueueSeconds (pid) {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e9
+  } catch {
+    return null
+  }
+}
+
+const GC_LINE = /^\[\d+:0x[0-9a-f]+\]\s+([\d.]+) ms: (Scavenge|Minor Mark-Sweep|Mark-Compact|Mark-Sweep)\b.*?, ([\d.]+) \/ [\d.]+ ms/
+
+/**
+ * The pauses of node's `--trace-gc` lines in `text` (a server's stdout) that began from fromMs to toMs after the
+ * process started: { scavenges, fullGCs, pauseMs, maxPauseMs }. Young-generation collections are Scavenge and
+ * Minor Mark-Sweep; the others collect the whole heap. Each pause is the main thread's, as V8 reports it.
+ */
+export function gcPauses (text, fromMs = 0, toMs = Infinity) {
+  const gc = { scavenges: 0, fullGCs: 0, pauseMs: 0, maxPauseMs: 0 }
+  for (const line of text.split('\n')) {
+    const m = GC_LINE.exec(line)
+    if (m === null || Number(m[1]) < fromMs || Number(m[1]) > toMs) continue
+    if (m[2] === 'Scavenge' || m[2] === 'Minor Mark-Sweep') gc.scavenges++
+    else gc.fullGCs++
+    gc.pauseMs += Number(m[3])
+    gc.maxPauseMs = Math.max(gc.maxPauseMs, Number(m[3]))
+  }
+  return gc
 }
 
 export function vmRssBytes (pid) {

@@ -10,6 +10,8 @@ const LOGS = fileURLToPath(new URL('../../bench/results/logs/', import.meta.url)
 
 interface Row { rps: number, p99: number, startMs: number, errors: number }
 interface Round { requests: number, logLines: number }
+interface GcRound { scavengesPerK: number, pauseMs: number }
+interface CellRound { requests: number, logLines: number, waitUs: number | null, gc: GcRound }
 
 /** A tiny `npm run bench` (autocannon, so that it needs no wrk): one table, the checks, each server's log in a file. */
 describe('bench/run.js', () => {
@@ -46,4 +48,43 @@ describe('bench/run.js', () => {
       rmSync(dir, { recursive: true, force: true })
     }
   }, 60000)
+
+  it('runs a matrix of id mixes with NODE_OPTIONS and --trace-gc: a table and checks per cell, every round listed, GC pauses per 1,000 requests', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bench-test-'))
+    try {
+      const out = join(dir, 'bench.md')
+      const result = spawnSync(process.execPath, [
+        RUN, '--targets', 'peer,memory', '--tool', 'autocannon', '--rounds', '1', '--duration', '1', '--warmup', '0', '--starts', '1',
+        '--ids', 'small,snowflake', '--no-pin', '--trace-gc', '--node-options=--max-semi-space-size=1', '--out', out
+      ], { encoding: 'utf8', timeout: 80000 })
+      expect(result.status, result.stderr + result.stdout).toBe(0)
+      for (const cell of ['small ids, unpinned', 'snowflake ids, unpinned']) {
+        expect(result.stdout).toMatch(new RegExp(`^(PASS|FAIL) {2}service req/s vs peer, ${cell}: [\\d.]+× \\(target ≥ 1\\.0×\\)$`, 'm'))
+        expect(result.stdout).toMatch(new RegExp(`^(PASS|FAIL) {2}service p99 vs peer p99, ${cell}: [\\d.]+× `, 'm'))
+      }
+      // Only the checks of the servers run: no start or PostgreSQL line in a matrix without them.
+      expect(result.stdout).not.toMatch(/^SKIP/m)
+      const { cells, options } = JSON.parse(readFileSync(out.replace(/\.md$/, '.json'), 'utf8')) as
+        { cells: Array<{ ids: string, rounds: Record<string, CellRound[]> }>, options: { nodeOptions: string } }
+      expect(options.nodeOptions).toBe('--max-semi-space-size=1')
+      expect(cells.map((c) => c.ids)).toEqual(['small', 'snowflake'])
+      for (const cell of cells) {
+        for (const name of ['peer', 'memory']) {
+          const [round] = cell.rounds[name] as [CellRound]
+          // The log's JSON lines are counted apart from V8's GC lines in the same stdout.
+          expect(round.logLines).toBeGreaterThanOrEqual(round.requests)
+          expect(round.waitUs).toBeGreaterThanOrEqual(0)
+          // 1 MiB semi-spaces (NODE_OPTIONS reached the server) fill every few dozen requests: the default's take hundreds.
+          expect(round.gc.scavengesPerK).toBeGreaterThan(8)
+          expect(round.gc.pauseMs).toBeGreaterThan(0)
+        }
+      }
+      const md = readFileSync(out, 'utf8')
+      expect(md).toContain('## snowflake ids, unpinned')
+      expect(md).toContain('| round | target | req/s | p99 ms | CPU µs/req | waited µs/req | GC ms/kreq | longest GC ms | × peer (pgbench) |')
+      expect(md).toContain('NODE_OPTIONS `--max-semi-space-size=1`, node --trace-gc')
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 90000)
 })
