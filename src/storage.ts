@@ -1,6 +1,6 @@
 import type { Config } from './config/load-config.js'
-import { ConfigError } from './lib/config-error.js'
-import type { FailureLogger } from './lib/failure-log.js'
+import { ConfigError } from './config/config-error.js'
+import type { FailureLogger } from './observability/failure-log.js'
 import type { PlantRepository } from './plants/plant-repository.js'
 
 /** The store's settings (the pool's for PostgreSQL only), and where it logs what it does by itself (a failover). */

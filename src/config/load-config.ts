@@ -1,8 +1,8 @@
 import { getHeapStatistics } from 'node:v8'
 import { readEnv } from './env.js'
 import { parseTokens, readTokensFile } from './tokens.js'
-import { ConfigError } from '../lib/config-error.js'
-import { memoryLimit } from '../lib/memory-limit.js'
+import { ConfigError } from './config-error.js'
+import { memoryLimit } from './memory-limit.js'
 
 /** Each variable of docs/configuration.md under its own name, with the tokens and CORS origins it gives. */
 export type Config = ReturnType<typeof loadConfig>

@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { ConfigError } from '../lib/config-error.js'
+import { ConfigError } from './config-error.js'
 
 /** RFC 6750 b64token: what can follow "Bearer ". It has no ':', which separates a client name. */
 const TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/

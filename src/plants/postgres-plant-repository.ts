@@ -1,9 +1,9 @@
 import { hash } from 'node:crypto'
 import { StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../errors.js'
 import type { Plant, PlantId } from '../schemas.js'
-import { createGroupCommit, type Pending } from './group-commit.js'
+import { createGroupCommit, type Pending } from '../sql/group-commit.js'
 import { samePlant, type InsertOutcome, type PlantRepository } from './plant-repository.js'
-import { awaitAtMost, createSession, noop, unavailable } from './postgres-session.js'
+import { awaitAtMost, createSession, noop, unavailable } from '../sql/postgres-session.js'
 
 type Entry = Pending<Plant & { id: string }, InsertOutcome>
 interface StoredRow { id: string, name: string, tag: string | null }

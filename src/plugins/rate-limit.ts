@@ -4,7 +4,7 @@ import fp from 'fastify-plugin'
 import { Redis } from 'ioredis'
 import type { Config } from '../config/load-config.js'
 import { RateLimitedError } from '../errors.js'
-import { createFailureLog } from '../lib/failure-log.js'
+import { createFailureLog } from '../observability/failure-log.js'
 
 type RateLimit = Pick<Config, 'RATE_LIMIT_PER_MINUTE' | 'REDIS_URL'>
 

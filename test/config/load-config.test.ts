@@ -6,7 +6,7 @@ import { getHeapStatistics } from 'node:v8'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { defaultMaxHeapUsedBytes, loadConfig } from '../../src/config/load-config.js'
 import { parseTokens, readTokensFile } from '../../src/config/tokens.js'
-import { ConfigError } from '../../src/lib/config-error.js'
+import { ConfigError } from '../../src/config/config-error.js'
 import { TOKEN } from '../helpers.js'
 
 const noLimit = { memoryLimit: () => undefined }

@@ -1,7 +1,7 @@
 import pg from 'pg'
 import { StoreFullError, StoreOutcomeUnknownError, StoreUnavailableError } from '../errors.js'
-import { ConfigError } from '../lib/config-error.js'
-import { summarizeCause } from '../lib/failure-log.js'
+import { ConfigError } from '../config/config-error.js'
+import { summarizeCause } from '../observability/failure-log.js'
 import { cancel } from './postgres-cancel.js'
 
 /** A statement still running at its timeout is cancelled and answered within this (the rest of a second: the reply). */

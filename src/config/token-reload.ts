@@ -1,7 +1,7 @@
 import { watchFile } from 'node:fs'
 import type { FastifyBaseLogger } from 'fastify'
-import { readTokensFile } from './config/tokens.js'
-import type { TokenSet } from './plugins/auth.js'
+import { readTokensFile } from './tokens.js'
+import type { TokenSet } from '../plugins/auth.js'
 
 export interface TokenReloadOptions {
   /** API_TOKENS_FILE */

@@ -5,9 +5,9 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import pino from 'pino'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { readTokensFile } from '../src/config/tokens.js'
-import { createTokenSet } from '../src/plugins/auth.js'
-import { reloadTokens } from '../src/token-reload.js'
+import { readTokensFile } from '../../src/config/tokens.js'
+import { createTokenSet } from '../../src/plugins/auth.js'
+import { reloadTokens } from '../../src/config/token-reload.js'
 
 const sha256 = (token: string) => createHash('sha256').update(token).digest('hex')
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { createFailureLog, summarizeCause } from '../../src/lib/failure-log.js'
+import { createFailureLog, summarizeCause } from '../../src/observability/failure-log.js'
 
 function recorder () {
   const lines: { level: 'warn' | 'info', fields: Record<string, unknown>, message: string }[] = []

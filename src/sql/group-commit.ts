@@ -1,5 +1,5 @@
 import { StoreUnavailableError } from '../errors.js'
-import type { StoreObserver } from './plant-repository.js'
+import type { StoreObserver } from '../plants/plant-repository.js'
 
 /** An insert waiting for its group commit, added at `queuedAt` (performance.now()): its answer is due a bound later. */
 export type Pending<Item, Outcome> = PromiseWithResolvers<Outcome> & { item: Item, queuedAt: number }

@@ -1,7 +1,7 @@
 import { Agent, createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { stopAccepting } from '../../src/lib/stop-accepting.js'
+import { stopAccepting } from '../../src/plugins/shutdown.js'
 
 /** A keep-alive server answering 'ok', listening on a free port. */
 async function listening (): Promise<{ server: Server, port: number }> {
@@ -23,7 +23,7 @@ function get (port: number, agent: Agent | false): Promise<string> {
   })
 }
 
-describe('stopAccepting, the one reach past http.Server\'s close (src/lib/stop-accepting.ts)', () => {
+describe('stopAccepting, the one reach past http.Server\'s close (src/plugins/shutdown.ts)', () => {
   it('refuses new connections, keeps an idle keep-alive connection serving, and resolves once it ends', async () => {
     const { server, port } = await listening()
     const agent = new Agent({ keepAlive: true, maxSockets: 1 })
