@@ -25,6 +25,6 @@ export async function createRepository (options: StorageOptions): Promise<PlantR
     connectionString: databaseUrl,
     maxConnections: options.DATABASE_POOL_MAX,
     statementTimeoutMs: options.DATABASE_STATEMENT_TIMEOUT_MS,
-    hostSelected: (host) => { log?.info({ subject: 'store', host }, 'store host selected') }
+    log
   })
 }

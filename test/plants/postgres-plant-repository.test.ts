@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { createServer, type AddressInfo } from 'node:net'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest'
@@ -311,8 +312,8 @@ function defineSuite (target: PostgresTarget): void {
       const connectionString = await schemas.create()
       const { host } = new URL(connectionString)
       const selected: string[] = []
-      const hostSelected = (label: string) => { selected.push(label) }
-      const store = createPostgresPlantRepository({ connectionString: connectionString.replace(host, `${host},${host}`), maxConnections: 1, hostSelected })
+      const log = { info: (fields: { host?: string }) => { if (fields.host !== undefined) selected.push(fields.host) }, warn: () => {} }
+      const store = createPostgresPlantRepository({ connectionString: connectionString.replace(host, `${host},${host}`), maxConnections: 1, log })
       onTestFinished(() => store.close())
       await store.ready()
       expect(await store.insert(1, { name: 'fern' })).toBe('created')
@@ -498,6 +499,40 @@ function defineSuite (target: PostgresTarget): void {
   })
 
   if (target.name === 'direct') {
+    // A DBA may revoke EXECUTE on pg_logical_emit_message, and a managed or forked server may lack it: an idle replica
+    // must still become ready once writes work. In a database of its own, so that the revoke reaches no other test.
+    it('becomes ready with no create, as a role that may not run pg_logical_emit_message, and probes by the heartbeat row', async () => {
+      const name = `plant_store_no_emit_${randomBytes(6).toString('hex')}`
+      const admin = new URL(process.env.TEST_DATABASE_URL as string)
+      const run = async (text: string, connectionString = admin.toString()) => {
+        const client = new pg.Client({ connectionString })
+        await client.connect()
+        try { return await client.query(text) } finally { await client.end() }
+      }
+      const asRole = new URL(admin)
+      asRole.username = name
+      asRole.pathname = `/${name}`
+      const inOwnDatabase = new URL(admin)
+      inOwnDatabase.pathname = `/${name}`
+      await run(`CREATE ROLE ${name} LOGIN`)
+      onTestFinished(async () => {
+        await run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+        await run(`DROP ROLE IF EXISTS ${name}`)
+      })
+      await run(`CREATE DATABASE ${name} OWNER ${name}`)
+      await run('REVOKE EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text) FROM PUBLIC', inOwnDatabase.toString())
+      await expect(run('SELECT pg_logical_emit_message(true, \'x\', \'y\')', asRole.toString())).rejects.toMatchObject({ code: '42501' })
+
+      const store = createPostgresPlantRepository({ connectionString: asRole.toString() })
+      try {
+        await untilReady(store)
+        expect((await run('SELECT count(*)::int AS n FROM plant_store_heartbeat', inOwnDatabase.toString())).rows).toEqual([{ n: 1 }])
+        expect(await store.insert(1, { name: 'fern' })).toBe('created')
+      } finally {
+        await store.close()
+      }
+    })
+
     it('sends a frozen server one cancel at a time for a statement given up on, not one a second to work through when it wakes', {
       timeout: 30000
     }, async () => {
