@@ -24,7 +24,7 @@ export function failureKind (error: unknown): string {
 export function createObservedPlantRepository (inner: PlantRepository, { log, metrics, tracing }: {
   log: FailureLogger, metrics?: Metrics | undefined, tracing?: Tracing | undefined
 }): PlantRepository {
-  const failures = createFailureLog({ log, subject: 'store', counted: 'refused' })
+  const failures = createFailureLog({ log, subject: 'store' })
   metrics?.watchStore(inner)
   const failed = (during: string, error: unknown): never => {
     if (isStoreError(error)) failures.failed(failureKind(error), during, error)

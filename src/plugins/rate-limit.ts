@@ -33,7 +33,7 @@ async function connectRedis (app: FastifyInstance, url: string): Promise<Redis> 
   const options = { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, lazyConnect: true }
   const redis = new Redis(url, options)
   const failures = createFailureLog({
-    log: app.log, subject: 'rate limit store (Redis)', counted: 'errors', effect: 'requests are served without a limit'
+    log: app.log, subject: 'rate limit store (Redis)', effect: 'requests are served without a limit'
   })
   // Without a listener ioredis writes each error's stack to stderr. One kind: the line's cause carries the code.
   redis.on('error', (err) => { failures.failed('down', 'connection', err) })

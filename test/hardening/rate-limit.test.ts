@@ -187,7 +187,7 @@ describe('per-token rate limit when Redis goes away', () => {
     expect(warning).toMatchObject({
       level: 40,
       subject: 'rate limit store (Redis)',
-      errors: 1,
+      failures: 1,
       msg: expect.stringMatching(/requests are served without a limit$/)
     })
     expect(warning).not.toHaveProperty('err')
