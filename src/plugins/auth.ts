@@ -47,7 +47,15 @@ export function createTokenSet (entries: readonly (TokenEntry | string)[]) {
       if (client !== undefined) accepted.set(token, client)
       return client
     },
-    replace (next: readonly (TokenEntry | string)[]): void { [clients, accepted] = [clientsOf(next), new Map()] }
+    replace (next: readonly (TokenEntry | string)[]): void { [clients, accepted] = [clientsOf(next), new Map()] },
+    /** Revokes the tokens `listed` leaves out, unless none would stay; returns how many. */
+    retain (listed: readonly TokenEntry[]): number {
+      const still = clientsOf(listed)
+      const kept = new Map([...clients].filter(([digest]) => still.has(digest)))
+      const revoked = kept.size === 0 ? 0 : clients.size - kept.size
+      if (revoked > 0) [clients, accepted] = [kept, new Map()]
+      return revoked
+    }
   }
 }
 

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { getHeapStatistics } from 'node:v8'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { defaultMaxHeapUsedBytes, loadConfig } from '../../src/config/load-config.js'
-import { parseTokens, readTokensFile } from '../../src/config/tokens.js'
+import { readTokens, readTokensFile } from '../../src/config/tokens.js'
 import { ConfigError } from '../../src/config/config-error.js'
 import { TOKEN } from '../helpers.js'
 
@@ -255,27 +255,27 @@ describe('token entries: named, hashed and plain', () => {
   })
 
   it('accepts hashed entries in API_TOKENS too (the same forms everywhere)', () => {
-    expect(parseTokens(`billing:sha256:${sha256(SECRET)}`, 'API_TOKENS')).toEqual([{ name: 'billing', sha256: sha256(SECRET) }])
+    expect(readTokens(`billing:sha256:${sha256(SECRET)}`, 'API_TOKENS')).toEqual({ entries: [{ name: 'billing', sha256: sha256(SECRET) }] })
   })
 
   it('reserves a client name only for named entries: an unnamed token never clashes with a name, its prefixes included', () => {
-    expect(parseTokens(`billing-0123456789,billing:${B}`, 'API_TOKENS')).toEqual([{ token: 'billing-0123456789' }, { name: 'billing', token: B }])
-    expect(parseTokens(`billing-0123456789,billing-012345678:${B}`, 'API_TOKENS'))
-      .toEqual([{ token: 'billing-0123456789' }, { name: 'billing-012345678', token: B }])
+    expect(readTokens(`billing-0123456789,billing:${B}`, 'API_TOKENS')).toEqual({ entries: [{ token: 'billing-0123456789' }, { name: 'billing', token: B }] })
+    expect(readTokens(`billing-0123456789,billing-012345678:${B}`, 'API_TOKENS'))
+      .toEqual({ entries: [{ token: 'billing-0123456789' }, { name: 'billing-012345678', token: B }] })
   })
 
   it('accepts a name of 64 characters from the whole name alphabet', () => {
     const name = `A-z.0_9${'x'.repeat(57)}`
     expect(name).toHaveLength(64)
-    expect(parseTokens(`${name}:${A}`, 'API_TOKENS')).toEqual([{ name, token: A }])
+    expect(readTokens(`${name}:${A}`, 'API_TOKENS')).toEqual({ entries: [{ name, token: A }] })
   })
 
   it('keeps one entry for an unnamed token listed twice, as before names existed', () => {
-    expect(parseTokens(`${A}\n${B}\n${A}\n`, 'API_TOKENS_FILE')).toEqual([{ token: A }, { token: B }])
+    expect(readTokens(`${A}\n${B}\n${A}\n`, 'API_TOKENS_FILE')).toEqual({ entries: [{ token: A }, { token: B }] })
   })
 
   it('reloads through readTokensFile with the same rules', () => {
-    expect(readTokensFile(tokensFile(`ci:${A}\n`))).toEqual([{ name: 'ci', token: A }])
+    expect(readTokensFile(tokensFile(`ci:${A}\n`))).toEqual({ entries: [{ name: 'ci', token: A }] })
   })
 
   // Each case: the text, and the start of the one-line message (variable, position, reason).
