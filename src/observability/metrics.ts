@@ -27,7 +27,8 @@ export function createMetrics () {
     return one
   }
   const reloads = counter('plant_store_token_reloads_total',
-    'Reloads of API_TOKENS_FILE: ok, or refused (no token added; those the file no longer lists revoked).', { result: ['ok', 'refused'] })
+    'Reloads of API_TOKENS_FILE: ok, or refused (none added, those it no longer lists revoked).',
+    { result: ['ok', 'refused'] })
   const dropped = counter('plant_store_log_lines_dropped_total',
     'Log lines dropped because the log reader (stdout) fell behind by more than LOG_BUFFER_MAX_BYTES.')
   const inserts = counter('plant_store_inserts_total',
