@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { SERVER, run, startServer, type ServerProcess } from '../e2e/server-process.js'
-import { until } from './hardening-helpers.js'
+import { until } from '../helpers.js'
 
 function post (port: number, token: string, id: number, agent?: Agent): Promise<number> {
   const payload = JSON.stringify({ id, name: 'fern' })

@@ -6,7 +6,8 @@ import { StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } f
 import type { InsertOutcome } from '../../src/plants/plant-repository.js'
 import { createPostgresPlantRepository } from '../../src/plants/postgres-plant-repository.js'
 import { repositoryContract } from './repository-contract.js'
-import { createSwitchableProxy, freePort, postgresTargets, requiredButMissing, type PostgresTarget, type TestSchemas } from './postgres-test-schemas.js'
+import { createSwitchableProxy, postgresTargets, requiredButMissing, type PostgresTarget, type TestSchemas } from './postgres-test-schemas.js'
+import { freePort } from '../helpers.js'
 
 /** How long a successful probe or create keeps the store ready without another (the store's FRESH_MS). */
 const FRESH_MS = 1000

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import pg from 'pg'
 import { runAs } from './pgbouncer.js'
-import { freePort } from './postgres-test-schemas.js'
+import { freePort } from '../helpers.js'
 
 const run = promisify(execFile)
 

@@ -1,8 +1,8 @@
 import type { AddressInfo } from 'node:net'
 import type { LightMyRequestResponse } from 'fastify'
 import { describe, expect, it } from 'vitest'
-import { AUTH, JSON_AUTH, buildTestApp, postPlant } from '../helpers.js'
-import { parseRawReply, rawExchange, until } from '../hardening/hardening-helpers.js'
+import { AUTH, JSON_AUTH, buildTestApp, postPlant, until } from '../helpers.js'
+import { parseRawReply, rawExchange } from '../hardening/hardening-helpers.js'
 import type { App } from '../../src/app.js'
 
 const APP = 'https://app.example.com'
