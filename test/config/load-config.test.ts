@@ -44,8 +44,8 @@ describe('loadConfig', () => {
     expect(loadConfig({ API_TOKENS: TOKEN, MAX_RSS_ANON_BYTES: '0' }, in96MiB).MAX_RSS_ANON_BYTES).toBe(0)
   })
 
-  it('sheds at half a container\'s memory limit of heap in use by default (V8 sizes its heap from the machine), unless V8\'s own limit is lower; ' +
-    'MAX_HEAP_USED_BYTES overrides it', () => {
+  it('sheds at half a container\'s memory limit of heap in use by default, unless V8\'s own limit is lower; MAX_HEAP_USED_BYTES overrides it', () => {
+    // V8 sizes its heap from the machine, not the container.
     const in96MiB = { memoryLimit: () => 96 * MiB }
     expect(loadConfig({ API_TOKENS: TOKEN }, in96MiB).MAX_HEAP_USED_BYTES).toBe(Math.min(defaultMaxHeapUsedBytes(), 48 * MiB))
     expect(loadConfig({ API_TOKENS: TOKEN }, { memoryLimit: () => 2 ** 50 }).MAX_HEAP_USED_BYTES).toBe(defaultMaxHeapUsedBytes())

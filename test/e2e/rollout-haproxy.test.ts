@@ -220,8 +220,9 @@ describe.skipIf(skip !== undefined)(skip === undefined
       })
   }
 
-  it(`keeps every acknowledged plant through a SIGKILL of one replica under ${CLIENTS} clients (TCP mode, no retries), and every failed request ` +
-    'replayed answers 200, or 409 with another body', { timeout: 120000 }, async () => {
+  // TCP mode, no retries.
+  it(`keeps every acknowledged plant through a SIGKILL of one replica under ${CLIENTS} clients; each failed request replayed answers ` +
+    '200, or 409 with another body', { timeout: 120000 }, async () => {
     const { url, ports, replicas } = await startReplicas()
     const balancer = await startHaProxy(dir, 'tcp', ports)
     await holds('HAProxy sees every replica up', async () => Object.values(await balancer.status()).filter((state) => state === 'UP').length === REPLICAS)

@@ -406,8 +406,8 @@ describe('fuzzing the HTTP edge on real sockets (fast-check, bounded by runs)', 
   }
 
   for (const [delayMs, cors] of [[0, false], [2, true]] as const) {
-    it('answers generated requests (one, or with creates pipelined behind), one reply each, as the document and the edge say, and stores nothing ' +
-      `unanswered (store answering ${delayMs === 0 ? 'in the same turn' : `${delayMs} ms later`}, ${cors ? 'with' : 'without'} ` +
+    it('answers generated requests, alone or pipelined, one reply each as documented, stores none unanswered ' +
+      `(store answering ${delayMs === 0 ? 'in the same turn' : `${delayMs} ms later`}, ${cors ? 'with' : 'without'} ` +
         'CORS_ORIGINS)', { timeout: 120000 }, async () => {
       const { app, repository, port, check, document } = await setUp(delayMs, cors)
       let sequence = 0

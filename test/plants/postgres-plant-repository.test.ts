@@ -477,8 +477,8 @@ function defineSuite (target: PostgresTarget): void {
       expect(await store.insert(1, { name: 'fern' })).toBe('created')
     })
 
-  it('answers every insert within the statement timeout + 1 s while the server stalls (queued ones too), is not ready within the statement timeout, ' +
-    'and recovers once it answers', { timeout: 30000 }, async () => {
+  it('answers every insert, queued ones too, within the statement timeout T + 1 s while the server stalls, ' +
+    'is not ready within T, and recovers', { timeout: 30000 }, async () => {
     const proxy = await proxyToServer()
     const statementTimeoutMs = 500
     const store = createPostgresPlantRepository({ connectionString: await schemas.create({ port: proxy.port }), statementTimeoutMs, maxConnections: 2 })
