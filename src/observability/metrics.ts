@@ -52,7 +52,7 @@ export function createMetrics () {
     /** One request done, its route `unmatched` when none matched (never the raw path); Node bounds the method. */
     requestDone: (method: string, route = 'unmatched', status: number, seconds: number): void =>
       requests.observe({ http_request_method: method, http_route: route, http_response_status_code: status }, seconds),
-    /** A reload of API_TOKENS_FILE: taken, or refused (the previous tokens stay). */
+    /** A reload of API_TOKENS_FILE: taken, or refused (config/token-reload.ts says what stays). */
     tokenReload: (taken: boolean) => { reloads.inc({ result: taken ? 'ok' : 'refused' }) },
     logLineDropped: () => { dropped.inc() },
     /** One store insert, by outcome, and how long it took. */

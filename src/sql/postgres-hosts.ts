@@ -85,15 +85,12 @@ export function createHosts (url: string, config: pg.PoolConfig & { connectionTi
 
   async function choose (): Promise<Host> {
     const refusals = hosts.map(refusal)
-    const reasons: string[] = []
     for (const [index, host] of hosts.entries()) {
-      const reason = await refusals[index]
-      if (reason !== undefined) reasons.push(reason)
-      else {
-        log.info({ subject: 'store', host: host.label }, 'store host selected')
-        return (inUse = host)
-      }
+      if (await refusals[index] !== undefined) continue
+      log.info({ subject: 'store', host: host.label }, 'store host selected')
+      return (inUse = host)
     }
+    const reasons = await Promise.all(refusals)
     throw new Error(`no host takes writes (target_session_attrs=${attrs}): ${reasons.join('; ')}`)
   }
 
