@@ -566,7 +566,8 @@ function defineSuite (target: PostgresTarget): void {
       expect(proxy.accepted() - before).toBe(1)
 
       proxy.thaw()
-      await vi.waitFor(async () => expect(await store.insert(3, { name: 'ivy' })).toBe('created'), { timeout: 15000, interval: 100 })
+      // A try that times out on a loaded machine may have stored it: the next one finds it, the same plant.
+      await vi.waitFor(async () => expect(await store.insert(3, { name: 'ivy' })).toMatch(/^(?:created|same)$/), { timeout: 15000, interval: 100 })
     })
 
     it('probes readiness with one read at most per second, and none while creates succeed', { timeout: 30000 }, async () => {
