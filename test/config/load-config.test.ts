@@ -276,6 +276,8 @@ describe('token entries: named, hashed and plain', () => {
 
   it('reloads through readTokensFile with the same rules', () => {
     expect(readTokensFile(tokensFile(`ci:${A}\n`))).toEqual({ entries: [{ name: 'ci', token: A }] })
+    // A file that cannot be read lists no entry: a reload then revokes nothing.
+    expect(readTokensFile(join(tmpdir(), 'plant-store-no-such-tokens-file')).entries).toEqual([])
   })
 
   // Each case: the text, and the start of the one-line message (variable, position, reason).
