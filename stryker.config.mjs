@@ -17,7 +17,7 @@ export default {
     'src/plants/memory-plant-repository.ts',
     'src/config/**/*.ts',
     'src/plugins/http-edge.ts',
-    'src/lib/failure-log.ts',
+    'src/observability/failure-log.ts',
     'src/observability/observed-plant-repository.ts'
   ],
   // The sandbox copies only what the suites need (not node_modules, dist, reports or data).

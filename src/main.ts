@@ -3,10 +3,10 @@ import closeWithGrace from 'close-with-grace'
 import pino from 'pino'
 import { buildApp } from './app.js'
 import { loadConfig } from './config/load-config.js'
-import { ConfigError } from './lib/config-error.js'
+import { ConfigError } from './config/config-error.js'
 import { createTokenSet } from './plugins/auth.js'
 import { createRepository } from './storage.js'
-import { watchTokens } from './token-reload.js'
+import { watchTokens } from './config/token-reload.js'
 
 /** The process (started by server.ts): configuration, store, app, listen, and signals turned into a graceful close. */
 async function main (): Promise<void> {

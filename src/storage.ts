@@ -1,6 +1,6 @@
 import type { Config } from './config/load-config.js'
-import { ConfigError } from './lib/config-error.js'
-import type { FailureLogger } from './lib/failure-log.js'
+import { ConfigError } from './config/config-error.js'
+import type { FailureLogger } from './observability/failure-log.js'
 import type { PlantRepository } from './plants/plant-repository.js'
 
 /** The store's settings (the pool's for PostgreSQL only), and where it logs what it does by itself (a failover). */
@@ -25,6 +25,6 @@ export async function createRepository (options: StorageOptions): Promise<PlantR
     connectionString: databaseUrl,
     maxConnections: options.DATABASE_POOL_MAX,
     statementTimeoutMs: options.DATABASE_STATEMENT_TIMEOUT_MS,
-    hostSelected: (host) => { log?.info({ subject: 'store', host }, 'store host selected') }
+    log
   })
 }

@@ -1,3 +1,5 @@
+import type { Server } from 'node:http'
+import { createServer, type AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import pino from 'pino'
 import { onTestFinished } from 'vitest'
@@ -77,4 +79,38 @@ export function sampleValue (text: string, name: string, labels: Record<string, 
     if (found === wanted) return Number(match[3])
   }
   return undefined
+}
+
+/** POSTs to /plants of a running server with `token`: a string or a Buffer as it is, anything else as JSON. */
+export function postOverHttp (url: string, token: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(`${url}/plants`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body)
+  })
+}
+
+/** A TCP port free on 127.0.0.1 a moment ago (for a server that cannot be told port 0). */
+export async function freePort (): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+/** Polls until `condition` holds (or throws after `timeoutMs`): waits on a state, never a fixed sleep. */
+export async function until (condition: () => boolean | Promise<boolean>, timeoutMs = 10000, what = 'condition', everyMs = 20): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!await condition()) {
+    if (Date.now() > deadline) throw new Error(`${what} did not hold within ${timeoutMs} ms`)
+    await new Promise((resolve) => setTimeout(resolve, everyMs))
+  }
+}
+
+/** Listens on a free port of 127.0.0.1, an app (its hooks ready) or a bare server, and returns the port. */
+export async function listening (target: App | Server): Promise<number> {
+  if ('inject' in target) await target.listen({ port: 0, host: '127.0.0.1' })
+  else await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve))
+  return (('inject' in target ? target.server : target).address() as AddressInfo).port
 }

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, describe, expect, it, onTestFinished } from 'vitest'
-import { ConfigError } from '../src/lib/config-error.js'
+import { ConfigError } from '../src/config/config-error.js'
 import { StoreUnavailableError } from '../src/errors.js'
 import { createRepository } from '../src/storage.js'
 

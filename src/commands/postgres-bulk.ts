@@ -1,7 +1,7 @@
 import { finished } from 'node:stream/promises'
 import pg from 'pg'
 import { from as copyFrom } from 'pg-copy-streams'
-import { noop, parsePostgresUrl } from '../plants/postgres-session.js'
+import { noop, parsePostgresUrl } from '../sql/postgres-hosts.js'
 import { lineOf, type BulkStore, type Row } from './store.js'
 
 // The rows as the export's JSON lines: ids exact, a missing tag NULL.

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
-import { ConfigError } from '../lib/config-error.js'
+import { ConfigError } from './config-error.js'
 
 // Not Type.Integer: TypeBox converts an integer with parseInt, which reads "1.5" as 1 instead of refusing it.
 const integer = (minimum: number, maximum: number, defaultValue: number) =>

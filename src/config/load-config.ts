@@ -1,8 +1,8 @@
 import { getHeapStatistics } from 'node:v8'
 import { readEnv } from './env.js'
-import { parseTokens, readTokensFile } from './tokens.js'
-import { ConfigError } from '../lib/config-error.js'
-import { memoryLimit } from '../lib/memory-limit.js'
+import { readTokens, readTokensFile } from './tokens.js'
+import { ConfigError } from './config-error.js'
+import { memoryLimit } from './memory-limit.js'
 
 /** Each variable of docs/configuration.md under its own name, with the tokens and CORS origins it gives. */
 export type Config = ReturnType<typeof loadConfig>
@@ -34,6 +34,10 @@ export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
   if (values.METRICS_PORT !== 0 && values.METRICS_PORT === values.PORT) {
     throw new ConfigError('METRICS_PORT must differ from PORT: metrics are never served on the API port')
   }
+  const { entries: tokens, problem } = values.API_TOKENS_FILE === undefined
+    ? readTokens(values.API_TOKENS ?? '', 'API_TOKENS')
+    : readTokensFile(values.API_TOKENS_FILE)
+  if (problem !== undefined) throw problem
 
   return {
     ...values,
@@ -46,9 +50,7 @@ export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
     MAX_RSS_ANON_BYTES: values.MAX_RSS_ANON_BYTES ?? (limit === Infinity ? 0 : Math.floor(limit * 0.85)),
     METRICS_HOST: values.METRICS_HOST ?? values.HOST,
     // Never empty: the service never runs open.
-    tokens: values.API_TOKENS_FILE === undefined
-      ? parseTokens(values.API_TOKENS ?? '', 'API_TOKENS')
-      : readTokensFile(values.API_TOKENS_FILE),
+    tokens,
     corsOrigins: parseCorsOrigins(values.CORS_ORIGINS ?? '')
   }
 }

@@ -3,7 +3,7 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Registry } from 'prom-client'
-import { bareError, clientErrorHandler } from '../plugins/http-edge.js'
+import { errorRecordReply, clientErrorHandler } from '../plugins/http-edge.js'
 
 /**
  * `GET /metrics` on METRICS_HOST:METRICS_PORT, without a token (like every exporter: docs/observability.md), from
@@ -15,7 +15,7 @@ export async function listenMetrics ({ registry, host, port, log }: {
   const server = createServer({ headersTimeout: 10000, requestTimeout: 15000 }, (request, response) => {
     const path = (request.url ?? '/').replace(/\?.*/s, '')
     if (request.method !== 'GET' || path !== '/metrics') {
-      const { body, headers } = bareError(404, `no route for ${request.method ?? ''} ${path.slice(0, 200)}`)
+      const { body, headers } = errorRecordReply(404, `no route for ${request.method ?? ''} ${path.slice(0, 200)}`)
       response.writeHead(404, headers).end(body)
       return
     }
@@ -23,7 +23,7 @@ export async function listenMetrics ({ registry, host, port, log }: {
       response.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' }).end(text)
     }, (error: unknown) => {
       log.error({ err: error }, 'metrics scrape failed')
-      const { body, headers } = bareError(500, 'internal server error')
+      const { body, headers } = errorRecordReply(500, 'internal server error')
       response.writeHead(500, headers).end(body)
     })
   })

@@ -27,7 +27,8 @@ export function createMetrics () {
     return one
   }
   const reloads = counter('plant_store_token_reloads_total',
-    'Reloads of API_TOKENS_FILE: ok, or refused (the previous tokens stay accepted).', { result: ['ok', 'refused'] })
+    'Reloads of API_TOKENS_FILE: ok, or refused (none added, those it no longer lists revoked).',
+    { result: ['ok', 'refused'] })
   const dropped = counter('plant_store_log_lines_dropped_total',
     'Log lines dropped because the log reader (stdout) fell behind by more than LOG_BUFFER_MAX_BYTES.')
   const inserts = counter('plant_store_inserts_total',
@@ -51,7 +52,7 @@ export function createMetrics () {
     /** One request done, its route `unmatched` when none matched (never the raw path); Node bounds the method. */
     requestDone: (method: string, route = 'unmatched', status: number, seconds: number): void =>
       requests.observe({ http_request_method: method, http_route: route, http_response_status_code: status }, seconds),
-    /** A reload of API_TOKENS_FILE: taken, or refused (the previous tokens stay). */
+    /** A reload of API_TOKENS_FILE: taken, or refused (config/token-reload.ts says what stays). */
     tokenReload: (taken: boolean) => { reloads.inc({ result: taken ? 'ok' : 'refused' }) },
     logLineDropped: () => { dropped.inc() },
     /** One store insert, by outcome, and how long it took. */

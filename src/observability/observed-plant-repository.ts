@@ -1,5 +1,5 @@
 import { isStoreError, StoreFullError, StoreOutcomeUnknownError, WritesFailingError } from '../errors.js'
-import { createFailureLog, summarizeCause, type FailureLogger } from '../lib/failure-log.js'
+import { createFailureLog, summarizeCause, type FailureLogger } from './failure-log.js'
 import type { Metrics } from './metrics.js'
 import type { Tracing } from './tracing.js'
 import type { PlantRepository } from '../plants/plant-repository.js'
@@ -20,11 +20,11 @@ export function failureKind (error: unknown): string {
 }
 
 /** Any store, observed the same way: each insert counted by outcome and timed (`metrics`), traced (`tracing`); failures
- * logged throttled to `log` (lib/failure-log.ts), which the error handler leaves to this wrapper. */
+ * logged throttled to `log` (failure-log.ts), which the error handler leaves to this wrapper. */
 export function createObservedPlantRepository (inner: PlantRepository, { log, metrics, tracing }: {
   log: FailureLogger, metrics?: Metrics | undefined, tracing?: Tracing | undefined
 }): PlantRepository {
-  const failures = createFailureLog({ log, subject: 'store', counted: 'refused' })
+  const failures = createFailureLog({ log, subject: 'store' })
   metrics?.watchStore(inner)
   const failed = (during: string, error: unknown): never => {
     if (isStoreError(error)) failures.failed(failureKind(error), during, error)

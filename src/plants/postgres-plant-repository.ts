@@ -1,22 +1,24 @@
 import { hash } from 'node:crypto'
 import { StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../errors.js'
 import type { Plant, PlantId } from '../schemas.js'
-import { createGroupCommit, type Pending } from './group-commit.js'
+import type { FailureLogger } from '../observability/failure-log.js'
+import { createGroupCommit, type Pending } from '../sql/group-commit.js'
+import { awaitAtMost, noop } from '../sql/postgres-hosts.js'
+import { createSession, unavailable } from '../sql/postgres-session.js'
 import { samePlant, type InsertOutcome, type PlantRepository } from './plant-repository.js'
-import { awaitAtMost, createSession, noop, unavailable } from './postgres-session.js'
 
 type Entry = Pending<Plant & { id: string }, InsertOutcome>
 interface StoredRow { id: string, name: string, tag: string | null }
 
 /** Named by its text's digest: two releases behind one pooler never run each other's statement. */
-const named = (text: string) => ({ name: `plant-store-${hash('sha256', text).slice(0, 16)}`, text })
+const namedStatement = (text: string) => ({ name: `plant-store-${hash('sha256', text).slice(0, 16)}`, text })
 // One array parameter per column; ids travel as text both ways, never a JS number, whatever int8 parser is set. In id
 // order, so that concurrent batches (other replicas) take row locks in one order: no deadlock. Of two rows with one id,
 // the first inserted is the first that came.
-const INSERT_BATCH = named('INSERT INTO plants (id, name, tag) SELECT id, name, tag FROM unnest($1::int8[], ' +
+const INSERT_BATCH = namedStatement('INSERT INTO plants (id, name, tag) SELECT id, name, tag FROM unnest($1::int8[], ' +
   '$2::text[], $3::text[]) WITH ORDINALITY AS batch (id, name, tag, arrival) ORDER BY id, arrival ' +
   'ON CONFLICT (id) DO NOTHING RETURNING id::text AS id')
-const SELECT_STORED = named('SELECT id::text AS id, name, tag FROM plants WHERE id = ANY ($1::int8[])')
+const SELECT_STORED = namedStatement('SELECT id::text AS id, name, tag FROM plants WHERE id = ANY ($1::int8[])')
 // Versioned steps (a released one is never edited) under a lock the replicas share, released by the commit, so
 // it works through transaction pooling. An up-to-date schema writes nothing: a replica on a read-only server
 // starts, and its creates answer 503. Each row records the oldest release version that may run on the schema:
@@ -56,9 +58,12 @@ END $$`
 // The readiness probe writes no row and takes no lock a CREATE INDEX waits on: the server takes this role's inserts
 // (not read-only, INSERT granted), one row of plants is read (an ACCESS EXCLUSIVE lock fails it as it stops creates),
 // and a logical-decoding message (WAL, no row) is committed, which waits for a synchronous standby as a create does.
-const PROBE = `SELECT NOT current_setting('transaction_read_only')::bool AND has_table_privilege('plants', 'INSERT')
-  AS writable, EXISTS (SELECT FROM plants) AS readable,
-  pg_logical_emit_message(true, 'plant-store', 'ready') AS committed`
+const CHECKS = `NOT current_setting('transaction_read_only')::bool AND has_table_privilege('plants', 'INSERT')
+  AS writable, EXISTS (SELECT FROM plants) AS readable`
+const PROBE = `SELECT ${CHECKS}, pg_logical_emit_message(true, 'plant-store', 'ready') AS committed`
+// Where the role may not run that function (42501) or the server lacks it (42883): the heartbeat row, the same wait.
+const PROBE_BY_ROW = `WITH beat AS (INSERT INTO plant_store_heartbeat VALUES (true, now()) ON CONFLICT (id)
+  DO UPDATE SET written_at = now() RETURNING true) SELECT ${CHECKS}, (SELECT true FROM beat) AS committed`
 
 /** How long the last outcome of a write or a probe stands for readiness: at most one probe this often. */
 const FRESH_MS = 1000
@@ -74,11 +79,12 @@ export function createPostgresPlantRepository (options: {
   maxConnections?: number | undefined
   /** DATABASE_STATEMENT_TIMEOUT_MS, default 5000: each insert answered within it + 1 s; also a connect's timeout. */
   statementTimeoutMs?: number | undefined
-  /** Called with `host:port` each time a host is chosen (several hosts, or a target_session_attrs). */
-  hostSelected?: (host: string) => void
+  /** Where the host chosen (several hosts, or a target_session_attrs) and the connections' errors are logged. */
+  log?: FailureLogger | undefined
 }): PlantRepository {
-  const { maxConnections: max = 10, statementTimeoutMs: statementTimeout = 5000, hostSelected = noop } = options
-  const session = createSession(options.connectionString, max, statementTimeout, hostSelected)
+  const { maxConnections: max = 10, statementTimeoutMs: statementTimeout = 5000, log = { info: noop, warn: noop } } =
+    options
+  const session = createSession(options.connectionString, max, statementTimeout, log)
 
   let migrated = false
   let closed = false
@@ -87,11 +93,13 @@ export function createPostgresPlantRepository (options: {
   let retryTimer: NodeJS.Timeout | undefined
   let retryDelay = 250
   // When each write (a batch, a probe) in flight started, oldest first.
-  const inFlight: number[] = []
+  const writeStarts: number[] = []
   let lastOutcomeAt = -Infinity
-  // Since when writes have failed with no success between, and the last error.
-  let failedWrites: { since: number, error: unknown } | undefined
-  let probing: Promise<boolean> | undefined
+  // Readiness's verdict: undefined while writes work, else since when they have failed with no success between.
+  let writesFailing: { since: number, error: unknown } | undefined
+  // The probe's write in progress; it never rejects, its outcome is in writesFailing.
+  let probe: Promise<void> | undefined
+  let probeText = PROBE
 
   // Backing off while the database is not reached: an insert meanwhile fails at once, not after an attempt's timeout.
   function migrate (): void {
@@ -110,24 +118,35 @@ export function createPostgresPlantRepository (options: {
     if (!migrated) throw new StoreUnavailableError({ cause: failure ?? new Error('schema attempt: statement timeout') })
   }
 
-  /** Runs a write or a probe: in flight while it runs, then its outcome is the last one. */
-  function recordOutcome<T> (write: () => Promise<T>): Promise<T> {
-    const since = performance.now()
-    inFlight.push(since)
+  /** Runs a write (a batch, a probe): in writeStarts while it runs, then its outcome is readiness's verdict. */
+  function tracked<T> (write: () => Promise<T>): Promise<T> {
+    const start = performance.now()
+    writeStarts.push(start)
     return write().then((value) => {
-      failedWrites = undefined
+      writesFailing = undefined
       return value
     }, (error: unknown) => {
-      failedWrites = { since: failedWrites?.since ?? since, error }
+      writesFailing = { since: writesFailing?.since ?? start, error }
       throw error
     }).finally(() => {
-      inFlight.splice(inFlight.indexOf(since), 1)
+      writeStarts.splice(writeStarts.indexOf(start), 1)
       lastOutcomeAt = performance.now()
     })
   }
 
-  const notReadyError = (now: number): Error => new WritesFailingError(
-    String(Math.round(now - (failedWrites?.since ?? inFlight[0] ?? now))), { cause: failedWrites?.error })
+  async function probeWrites (timeoutAt: number): Promise<void> {
+    const send = () => session.query<{ writable: boolean }>({ text: probeText }, timeoutAt)
+    const { rows } = await send().catch((error: unknown) => {
+      const code = (error as { cause?: { code?: unknown } }).cause?.code
+      if (probeText === PROBE_BY_ROW || (code !== '42501' && code !== '42883')) throw error
+      probeText = PROBE_BY_ROW
+      return send()
+    })
+    if (rows[0]?.writable !== true) throw unavailable('the server takes no writes')
+  }
+
+  const notReady = (now: number): Error => new WritesFailingError(
+    String(Math.round(now - (writesFailing?.since ?? writeStarts[0] ?? now))), { cause: writesFailing?.error })
 
   // maxBatch bounds one statement's size and time; while batches run, new inserts queue and leave together.
   const batches = createGroupCommit({ commit: run, maxBatch: 1000, maxInFlight: Math.min(4, max) })
@@ -136,7 +155,7 @@ export function createPostgresPlantRepository (options: {
   async function run (batch: Entry[]): Promise<void> {
     const timeoutAt = (batch[0] as Entry).queuedAt + statementTimeout
     const values = (['id', 'name', 'tag'] as const).map((column) => batch.map(({ item }) => item[column]))
-    const { rows } = await recordOutcome(() => session.query<{ id: string }>({ ...INSERT_BATCH, values }, timeoutAt))
+    const { rows } = await tracked(() => session.query<{ id: string }>({ ...INSERT_BATCH, values }, timeoutAt))
     const created = new Set(rows.map((row) => row.id))
     const stored = new Map<string, Plant>()
     const existing = batch.filter(({ item }) => !created.has(item.id)).map(({ item }) => item.id)
@@ -167,16 +186,14 @@ export function createPostgresPlantRepository (options: {
     async ready () {
       await whenMigrated()
       const now = performance.now()
-      if (now - (inFlight[0] ?? now) >= statementTimeout) throw notReadyError(now)
+      const oldestStart = writeStarts[0] ?? now
+      if (now - oldestStart >= statementTimeout) throw notReady(now)
       if (now - lastOutcomeAt >= FRESH_MS) {
-        probing ??= recordOutcome(async () => {
-          const { rows } = await session.query<{ writable: boolean }>({ text: PROBE }, now + statementTimeout)
-          if (rows[0]?.writable !== true) throw unavailable('the server takes no writes')
-        }).then(() => true, () => true).finally(() => { probing = undefined })
-        const answered = await awaitAtMost(probing, (inFlight[0] ?? now) + statementTimeout - now)
-        if (answered === undefined) throw notReadyError(performance.now())
+        probe ??= tracked(() => probeWrites(now + statementTimeout)).catch(noop).finally(() => { probe = undefined })
+        const answered = await awaitAtMost(probe.then(() => true), oldestStart + statementTimeout - now)
+        if (answered === undefined) throw notReady(performance.now())
       }
-      if (failedWrites !== undefined) throw notReadyError(performance.now())
+      if (writesFailing !== undefined) throw notReady(performance.now())
     },
     stats: session.stats,
     observe: batches.observe,
@@ -184,7 +201,7 @@ export function createPostgresPlantRepository (options: {
       if (closed) return
       closed = true
       clearTimeout(retryTimer)
-      await Promise.all([migration, batches.close(), probing])
+      await Promise.all([migration, batches.close(), probe])
       await session.end()
     }
   }

@@ -3,9 +3,9 @@ import { dirname } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Database from 'better-sqlite3'
 import { StoreFullError, StoreUnavailableError } from '../errors.js'
-import { ConfigError } from '../lib/config-error.js'
+import { ConfigError } from '../config/config-error.js'
 import type { Plant, PlantId } from '../schemas.js'
-import { createGroupCommit, type Pending } from './group-commit.js'
+import { createGroupCommit, type Pending } from '../sql/group-commit.js'
 import type { InsertOutcome, PlantRepository } from './plant-repository.js'
 
 type Entry = Pending<{ id: bigint, plant: Plant }, InsertOutcome>

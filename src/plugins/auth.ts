@@ -14,7 +14,7 @@ export interface Client {
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Set by auth on the routes it guards: null until then, and when the token is refused. */
+    /** On the routes auth guards: who sent the request once its token is read, else null. Absent on open routes. */
     client?: Client | null
   }
 }
@@ -47,7 +47,15 @@ export function createTokenSet (entries: readonly (TokenEntry | string)[]) {
       if (client !== undefined) accepted.set(token, client)
       return client
     },
-    replace (next: readonly (TokenEntry | string)[]): void { [clients, accepted] = [clientsOf(next), new Map()] }
+    replace (next: readonly (TokenEntry | string)[]): void { [clients, accepted] = [clientsOf(next), new Map()] },
+    /** Revokes the tokens `listed` leaves out, unless none would stay; returns how many. */
+    retain (listed: readonly TokenEntry[]): number {
+      const still = clientsOf(listed)
+      const kept = new Map([...clients].filter(([digest]) => still.has(digest)))
+      const revoked = kept.size === 0 ? 0 : clients.size - kept.size
+      if (revoked > 0) [clients, accepted] = [kept, new Map()]
+      return revoked
+    }
   }
 }
 
@@ -56,6 +64,8 @@ export function createTokenSet (entries: readonly (TokenEntry | string)[]) {
  * the body (RFC 6749: the scheme word in any case); its 401 errors go to the error handler.
  */
 export const auth = fp<{ tokens: TokenSet }>(async function auth (app, { tokens }) {
+  // Declared, so that every request of the guarded scope has the same shape from its start.
+  app.decorateRequest('client', null)
   await app.register(bearerAuth, {
     keys: new Set<string>(),
     auth: (token, request) => {

@@ -100,7 +100,7 @@ export function sendError (error: FastifyError & { headers?: Record<string, stri
 }
 
 /** An Error record with its headers, for a reply that Fastify does not send (malformed HTTP, metrics). */
-export function bareError (status: number, message: string) {
+export function errorRecordReply (status: number, message: string) {
   const body = JSON.stringify({ error: status, message })
   const headers = {
     'Content-Type': 'application/json; charset=utf-8',
@@ -120,7 +120,7 @@ export function clientErrorHandler (error: Error & { code?: string }, socket: So
   if (error.code === 'ECONNRESET' || !socket.writable) socket.destroy()
   else {
     const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
-    const { body, headers } = bareError(status, String(STATUS_CODES[status]))
+    const { body, headers } = errorRecordReply(status, String(STATUS_CODES[status]))
     const fields = Object.entries({ ...headers, Connection: 'close' }).map(([name, value]) => `${name}: ${value}\r\n`)
     socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${fields.join('')}\r\n${body}`)
   }

@@ -15,7 +15,8 @@ const ACCEPT_ENCODING = { 'accept-encoding': ACCEPTED }
 const POISON = { protoAction: 'remove', constructorAction: 'remove' } as const
 // Only these literals can differ from the double JSON.parse makes: without one, the parse is exact as it is.
 const LONG_OR_DECIMAL_NUMBER = /\d{16}|\d[.eE]/
-const isIntegerOrSpace = (code: number) => code === 45 || (code >= 48 && code <= 57) || code <= 32
+// After the one "id" key of a text JSON.parse took: the colon, the literal's integer part, and a fraction or exponent.
+const ID_VALUE = /\s*:\s*(-?\d+)([.eE]?)/y
 const NUMBER = /(-?\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?/
 
 /** The body before its one Content-Encoding (or identity), its output capped at `limit`: a bomb is a 413. */
@@ -65,22 +66,23 @@ export function parseBody (body: Buffer, coding: string | undefined, limit: numb
   if (text.includes('\uFFFD') && !isUtf8(bytes)) throw new InvalidBodyError('UTF-8')
   try {
     // Without a backslash, `__proto__`, `constructor` or a BOM, secure-json-parse would return what JSON.parse does.
-    const escaped = text.includes('\\')
-    const plain = !escaped && !text.includes('__proto__') && !text.includes('constructor') && text[0] !== '\uFEFF'
-    const value = plain ? JSON.parse(text) : secureJson.parse(text, undefined, POISON)
+    const hasBackslash = text.includes('\\')
+    const jsonParseSafe = !hasBackslash && !text.includes('__proto__') && !text.includes('constructor') &&
+      text[0] !== '\uFEFF'
+    const value = jsonParseSafe ? JSON.parse(text) : secureJson.parse(text, undefined, POISON)
     if (typeof value?.id !== 'number') return value
     // A reviver costs about 20 times the parse and overflows V8's stack at about 2,300 levels of nesting: so the
     // literal is read from the text when surely the id's. With no backslash (no escaped key, no quote in a string),
-    // a lone `"id"` is the top-level key; its integer follows the colon (BigInt skips spaces) and is exact if safe.
+    // an `"id"` found once is the top-level key.
     const at = text.indexOf('"id"')
-    const lone = !escaped && !text.includes('"id"', at + 4)
-    if (!lone && !LONG_OR_DECIMAL_NUMBER.test(text)) return value
-    const start = text.indexOf(':', at) + 1
-    let end = start
-    while (isIntegerOrSpace(text.charCodeAt(end))) end++
-    if (!lone || '.eE'.includes(text.charAt(end))) return secureJson.parse(text, exactId, POISON)
+    if (hasBackslash || text.includes('"id"', at + 4)) {
+      return LONG_OR_DECIMAL_NUMBER.test(text) ? secureJson.parse(text, exactId, POISON) : value
+    }
+    ID_VALUE.lastIndex = at + 4
+    const [, integer = '', decimal = ''] = ID_VALUE.exec(text) ?? []
+    if (decimal !== '') return secureJson.parse(text, exactId, POISON)
     if (Number.isSafeInteger(value.id)) return value
-    value.id = Math.abs(value.id) > 2 ** 63 ? Number.NaN : int64(BigInt(text.slice(start, end)))
+    value.id = Math.abs(value.id) > 2 ** 63 ? Number.NaN : int64(BigInt(integer))
     return value
   } catch {
     throw new InvalidBodyError('JSON')

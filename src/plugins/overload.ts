@@ -2,7 +2,7 @@ import underPressure from '@fastify/under-pressure'
 import fp from 'fastify-plugin'
 import type { Config } from '../config/load-config.js'
 import { OverloadedError } from '../errors.js'
-import { residentAnonymousBytes } from '../lib/memory-limit.js'
+import { residentAnonymousBytes } from '../config/memory-limit.js'
 
 type OverloadOptions = Pick<Config, 'MAX_EVENT_LOOP_DELAY_MS' | 'MAX_HEAP_USED_BYTES' | 'MAX_RSS_BYTES' |
   'MAX_RSS_ANON_BYTES'> & { sampleIntervalMs?: number, rssAnonBytes?: () => number }
@@ -10,7 +10,7 @@ type OverloadOptions = Pick<Config, 'MAX_EVENT_LOOP_DELAY_MS' | 'MAX_HEAP_USED_B
 /**
  * Sheds requests before auth, body or store with a 503 while the event loop or memory is over its
  * limit. /readyz is shed too, to tell the balancer; /livez is not, or a busy process would be killed.
- * `rssAnonBytes` reads the resident anonymous memory (lib/memory-limit.ts); tests pass their own, and a shorter
+ * `rssAnonBytes` reads the resident anonymous memory (config/memory-limit.ts); tests pass their own, and a shorter
  * `sampleIntervalMs` than 1 s.
  */
 export const overload = fp<OverloadOptions>(async function overload (app, options) {

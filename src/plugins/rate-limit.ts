@@ -4,7 +4,7 @@ import fp from 'fastify-plugin'
 import { Redis } from 'ioredis'
 import type { Config } from '../config/load-config.js'
 import { RateLimitedError } from '../errors.js'
-import { createFailureLog } from '../lib/failure-log.js'
+import { createFailureLog } from '../observability/failure-log.js'
 
 type RateLimit = Pick<Config, 'RATE_LIMIT_PER_MINUTE' | 'REDIS_URL'>
 
@@ -33,7 +33,7 @@ async function connectRedis (app: FastifyInstance, url: string): Promise<Redis> 
   const options = { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, lazyConnect: true }
   const redis = new Redis(url, options)
   const failures = createFailureLog({
-    log: app.log, subject: 'rate limit store (Redis)', counted: 'errors', effect: 'requests are served without a limit'
+    log: app.log, subject: 'rate limit store (Redis)', effect: 'requests are served without a limit'
   })
   // Without a listener ioredis writes each error's stack to stderr. One kind: the line's cause carries the code.
   redis.on('error', (err) => { failures.failed('down', 'connection', err) })

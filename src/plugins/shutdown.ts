@@ -1,6 +1,7 @@
+import type { Server } from 'node:http'
+import { Server as NetServer } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import fp from 'fastify-plugin'
-import { stopAccepting } from '../lib/stop-accepting.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -40,3 +41,9 @@ export const shutdown = fp<{ delayMs: number }>(async function shutdown (app, { 
     done(null, payload)
   })
 })
+
+/** Stops accepting connections and leaves the open ones alone; resolves once they have all ended. http.Server's close()
+ * also resets idle keep-alive connections, on which a request may be on its way: net.Server's only stops accepting. */
+export function stopAccepting (server: Server): Promise<void> {
+  return new Promise((resolve) => { NetServer.prototype.close.call(server, () => { resolve() }) })
+}

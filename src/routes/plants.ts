@@ -6,7 +6,7 @@ import { CONFLICT, errorResponse as error, INT64_MAX, INT64_MIN, jsonResponse, N
 export interface PlantRoutesOptions { plants: PlantService }
 
 const RATE_LIMIT_HEADERS = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'] as const
-const bare = <T extends object>(response: T) => ({ ...response, headers: {} })
+const noHeaders = <T extends object>(response: T) => ({ ...response, headers: {} })
 
 /** POST /plants: the schema validates, the service decides, the reply schema serializes. */
 export const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async (app, { plants }) => {
@@ -22,7 +22,7 @@ export const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async 
           `body/id must be an integer between ${INT64_MIN} and ${INT64_MAX}`),
         401: error(401, 'The token is missing or not valid', 'missing authorization header', ['www-authenticate']),
         // Answered on the socket before any hook (clientErrorHandler in plugins/http-edge.ts): no x-request-id.
-        408: bare(error(408, 'The request took over HEADERS_TIMEOUT_MS or REQUEST_TIMEOUT_MS', 'Request Timeout')),
+        408: noHeaders(error(408, 'The request took over HEADERS_TIMEOUT_MS or REQUEST_TIMEOUT_MS', 'Request Timeout')),
         409: error(409, 'A plant with this id exists with another name or tag', CONFLICT),
         413: error(413, 'The body is over BODY_LIMIT, as sent or once decoded', 'Request body is too large'),
         415: error(415, 'The body is not JSON, or its Content-Encoding is unknown', 'Unsupported Media Type',
@@ -30,7 +30,7 @@ export const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async 
         417: error(417, 'An Expect other than 100-continue; nothing was stored', 'Expect must be 100-continue'),
         429: error(429, 'The client (by name, or by token when unnamed) is over RATE_LIMIT_PER_MINUTE', 'too many ' +
           'requests with this token: at most 600 per minute, retry in 42 s', ['retry-after', ...RATE_LIMIT_HEADERS]),
-        431: bare(error(431, 'The headers are larger than MAX_HEADER_BYTES', 'Request Header Fields Too Large')),
+        431: noHeaders(error(431, 'The headers are larger than MAX_HEADER_BYTES', 'Request Header Fields Too Large')),
         500: error(500, 'An unexpected error; the detail is in the log only', 'Internal Server Error'),
         503: error(503, 'Overloaded, not ready, closing or the store failed (PostgreSQL: perhaps stored); replay it',
           'the plant store is unavailable, retry later', ['retry-after']),

@@ -5,8 +5,8 @@ import { join } from 'node:path'
 import { getHeapStatistics } from 'node:v8'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { defaultMaxHeapUsedBytes, loadConfig } from '../../src/config/load-config.js'
-import { parseTokens, readTokensFile } from '../../src/config/tokens.js'
-import { ConfigError } from '../../src/lib/config-error.js'
+import { readTokens, readTokensFile } from '../../src/config/tokens.js'
+import { ConfigError } from '../../src/config/config-error.js'
 import { TOKEN } from '../helpers.js'
 
 const noLimit = { memoryLimit: () => undefined }
@@ -44,8 +44,8 @@ describe('loadConfig', () => {
     expect(loadConfig({ API_TOKENS: TOKEN, MAX_RSS_ANON_BYTES: '0' }, in96MiB).MAX_RSS_ANON_BYTES).toBe(0)
   })
 
-  it('sheds at half a container\'s memory limit of heap in use by default (V8 sizes its heap from the machine), unless V8\'s own limit is lower; ' +
-    'MAX_HEAP_USED_BYTES overrides it', () => {
+  it('sheds at half a container\'s memory limit of heap in use by default, unless V8\'s own limit is lower; MAX_HEAP_USED_BYTES overrides it', () => {
+    // V8 sizes its heap from the machine, not the container.
     const in96MiB = { memoryLimit: () => 96 * MiB }
     expect(loadConfig({ API_TOKENS: TOKEN }, in96MiB).MAX_HEAP_USED_BYTES).toBe(Math.min(defaultMaxHeapUsedBytes(), 48 * MiB))
     expect(loadConfig({ API_TOKENS: TOKEN }, { memoryLimit: () => 2 ** 50 }).MAX_HEAP_USED_BYTES).toBe(defaultMaxHeapUsedBytes())
@@ -255,27 +255,29 @@ describe('token entries: named, hashed and plain', () => {
   })
 
   it('accepts hashed entries in API_TOKENS too (the same forms everywhere)', () => {
-    expect(parseTokens(`billing:sha256:${sha256(SECRET)}`, 'API_TOKENS')).toEqual([{ name: 'billing', sha256: sha256(SECRET) }])
+    expect(readTokens(`billing:sha256:${sha256(SECRET)}`, 'API_TOKENS')).toEqual({ entries: [{ name: 'billing', sha256: sha256(SECRET) }] })
   })
 
   it('reserves a client name only for named entries: an unnamed token never clashes with a name, its prefixes included', () => {
-    expect(parseTokens(`billing-0123456789,billing:${B}`, 'API_TOKENS')).toEqual([{ token: 'billing-0123456789' }, { name: 'billing', token: B }])
-    expect(parseTokens(`billing-0123456789,billing-012345678:${B}`, 'API_TOKENS'))
-      .toEqual([{ token: 'billing-0123456789' }, { name: 'billing-012345678', token: B }])
+    expect(readTokens(`billing-0123456789,billing:${B}`, 'API_TOKENS')).toEqual({ entries: [{ token: 'billing-0123456789' }, { name: 'billing', token: B }] })
+    expect(readTokens(`billing-0123456789,billing-012345678:${B}`, 'API_TOKENS'))
+      .toEqual({ entries: [{ token: 'billing-0123456789' }, { name: 'billing-012345678', token: B }] })
   })
 
   it('accepts a name of 64 characters from the whole name alphabet', () => {
     const name = `A-z.0_9${'x'.repeat(57)}`
     expect(name).toHaveLength(64)
-    expect(parseTokens(`${name}:${A}`, 'API_TOKENS')).toEqual([{ name, token: A }])
+    expect(readTokens(`${name}:${A}`, 'API_TOKENS')).toEqual({ entries: [{ name, token: A }] })
   })
 
   it('keeps one entry for an unnamed token listed twice, as before names existed', () => {
-    expect(parseTokens(`${A}\n${B}\n${A}\n`, 'API_TOKENS_FILE')).toEqual([{ token: A }, { token: B }])
+    expect(readTokens(`${A}\n${B}\n${A}\n`, 'API_TOKENS_FILE')).toEqual({ entries: [{ token: A }, { token: B }] })
   })
 
   it('reloads through readTokensFile with the same rules', () => {
-    expect(readTokensFile(tokensFile(`ci:${A}\n`))).toEqual([{ name: 'ci', token: A }])
+    expect(readTokensFile(tokensFile(`ci:${A}\n`))).toEqual({ entries: [{ name: 'ci', token: A }] })
+    // A file that cannot be read lists no entry: a reload then revokes nothing.
+    expect(readTokensFile(join(tmpdir(), 'plant-store-no-such-tokens-file')).entries).toEqual([])
   })
 
   // Each case: the text, and the start of the one-line message (variable, position, reason).

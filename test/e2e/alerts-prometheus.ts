@@ -5,8 +5,8 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parse } from 'yaml'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
-import { freePort } from '../plants/postgres-test-schemas.js'
 import { startServer, type ServerProcess } from './server-process.js'
+import { freePort, postOverHttp } from '../helpers.js'
 
 // The shipped rules (deploy/prometheus/plant-store.rules.yaml) in a real Prometheus (Debian's
 // /usr/bin/prometheus, a temporary configuration, 1 s scrape and evaluation) scraping the built
@@ -162,11 +162,7 @@ export async function startScraped (namespace: string, env: Record<string, strin
   return server
 }
 
-export const post = (url: string, id: number): Promise<number> => fetch(`${url}/plants`, {
-  method: 'POST',
-  headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-  body: JSON.stringify({ id, name: 'fern' })
-}).then(async (response) => {
+export const post = (url: string, id: number): Promise<number> => postOverHttp(url, TOKEN, { id, name: 'fern' }).then(async (response) => {
   await response.arrayBuffer()
   return response.status
 })

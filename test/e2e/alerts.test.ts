@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { findPostgresBinaries, startStandbyPair } from '../plants/postgres-standby.js'
-import { freePort } from '../plants/postgres-test-schemas.js'
 import {
   alertsOf, nameOf, noPrometheus, post, query, requirePrometheus, rules, scrape, seen, sleep, startScraped, steadyTraffic, TOKEN,
   unhealthyRules, usePrometheus, waitFor, waitForAlerts
 } from './alerts-prometheus.js'
 import { SERVER } from './server-process.js'
+import { freePort } from '../helpers.js'
 
 // The shipped rules in a real Prometheus (test/e2e/alerts-prometheus.ts), one fault per scenario:
 // each waits for the alerts it must set pending. Every expression of the file must return series at

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { run, SERVER, startServer } from './server-process.js'
+import { postOverHttp } from '../helpers.js'
 import { E2E_TOKEN } from './storage-process.js'
 
 const MiB = 2 ** 20
@@ -20,11 +21,7 @@ describe('a gzip bomb against the built server', () => {
   it.skipIf(!hasProc)('answers 413 and the server\'s peak memory does not grow by the decoded size (100 MiB of zeros in 100 kB)', async () => {
     const server = await startServer({ API_TOKENS: E2E_TOKEN, BODY_LIMIT: '131072' })
     const pid = server.child.pid as number
-    const post = (body: Buffer) => fetch(`${server.url}/plants`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${E2E_TOKEN}`, 'content-type': 'application/json', 'content-encoding': 'gzip' },
-      body
-    })
+    const post = (body: Buffer) => postOverHttp(server.url, E2E_TOKEN, body, { 'content-encoding': 'gzip' })
     // Warm up the gzip path, so that what is measured is the bomb alone.
     expect((await post(gzipSync('{"id":1,"name":"fern"}'))).status).toBe(200)
     const bomb = gzipSync(Buffer.alloc(100 * MiB), { level: 9 })

@@ -1,16 +1,12 @@
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { sampleValue } from '../helpers.js'
+import { postOverHttp, sampleValue } from '../helpers.js'
 import { SERVER, startServer } from './server-process.js'
 import { E2E_TOKEN } from './storage-process.js'
 
 const REPORT_IMPORTS = fileURLToPath(new URL('report-optional-imports.mjs', import.meta.url))
 
-const post = (url: string, id: number) => fetch(`${url}/plants`, {
-  method: 'POST',
-  headers: { authorization: `Bearer ${E2E_TOKEN}`, 'content-type': 'application/json' },
-  body: JSON.stringify({ id, name: 'fern' })
-})
+const post = (url: string, id: number) => postOverHttp(url, E2E_TOKEN, { id, name: 'fern' })
 
 describe('metrics and tracing (built server)', () => {
   it('serves /metrics on METRICS_PORT with request, store and process metrics; /metrics on the API port stays a 404; SIGTERM closes both', async () => {

@@ -102,9 +102,9 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 describe.skipIf(noServer !== undefined)(noServer !== undefined
   ? `PostgreSQL long fault tests skipped: ${noServer}`
   : 'built server through long PostgreSQL faults', () => {
-  it(`synchronous standby gone for ${OUTAGE_MS / 1000} s under creates: backends stay within the pool, a superuser psql connects, /readyz 503 ` +
-    'throughout, every create answered within the timeout + 1 s, every 200 stored, 200s within 5 s of its ' +
-      'return', { timeout: OUTAGE_MS + 90_000 }, async () => {
+  // Also: backends stay within the pool, and a superuser psql connects all along.
+  it(`synchronous standby gone for ${OUTAGE_MS / 1000} s under creates: /readyz 503 throughout, each create answered within T + 1 s, ` +
+    'each 200 stored, 200s within 5 s of its return', { timeout: OUTAGE_MS + 90_000 }, async () => {
     const pair = await startStandbyPair(bin as string)
     onTestFinished(() => pair.destroy())
     const server = await startServer({
@@ -133,7 +133,8 @@ describe.skipIf(noServer !== undefined)(noServer !== undefined
     let readyAgain: number | undefined
     await vi.waitFor(async () => {
       if (readyAgain === undefined && await readyStatus(server) === 200) readyAgain = performance.now() - back
-      expect(readyAgain).toBeDefined()
+      // Ready again, measured from the standby's return: a number, and within the wait.
+      expect(readyAgain).toBeLessThan(20000)
       expect(load.answers.filter((answer) => answer.status === 200 && answer.at >= back).length).toBeGreaterThanOrEqual(200)
     }, { timeout: 20000, interval: 100 })
     await load.stop()
@@ -173,8 +174,9 @@ describe.skipIf(noServer !== undefined)(noServer !== undefined
     expect(server.child.exitCode).toBe(null)
   })
 
-  it.skipIf(noBouncer !== undefined)('primary turned read-only (default_transaction_read_only + reload), directly and through PgBouncer: /readyz 503 ' +
-    'within the timeout + 1 s, creates 503 with nothing stored, ready within 2 s of the change back', { timeout: 90_000 }, async () => {
+  // Read-only by default_transaction_read_only and a reload.
+  it.skipIf(noBouncer !== undefined)('primary turned read-only, directly and through PgBouncer: /readyz 503 within T + 1 s, ' +
+    'creates 503 with nothing stored, ready within 2 s of the change back', { timeout: 90_000 }, async () => {
     const pair: StandbyPair = await startStandbyPair(bin as string)
     onTestFinished(() => pair.destroy())
     const bouncer = await startPgBouncer({ binary: bouncerBinary as string, upstream: { host: '127.0.0.1', port: pair.primary.port } })
@@ -220,8 +222,9 @@ describe.skipIf(noServer !== undefined)(noServer !== undefined
       expect((await postPlant(server.url, BigInt(server.port) * 1000n, 'after')).status, name).toBe(200)
     }
   })
-  it('primary frozen (SIGSTOP of the postmaster and every backend) for 20 s under creates: every create answered within the timeout + 1 s, /readyz 503 ' +
-    'throughout, every 200 stored, 200s within 5 s of SIGCONT', { timeout: 90_000 }, async () => {
+  // Frozen: SIGSTOP of the postmaster and every backend.
+  it('primary frozen for 20 s under creates: every create answered within T + 1 s, /readyz 503 throughout, every 200 stored, ' +
+    '200s within 5 s of SIGCONT', { timeout: 90_000 }, async () => {
     const pair = await startStandbyPair(bin as string)
     onTestFinished(() => pair.destroy())
     const server = await startServer({

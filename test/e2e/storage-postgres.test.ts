@@ -1,7 +1,8 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest'
-import { createSwitchableProxy, freePort, postgresTargets, requiredButMissing, type PostgresTarget, type TestSchemas } from '../plants/postgres-test-schemas.js'
+import { createSwitchableProxy, postgresTargets, requiredButMissing, type PostgresTarget, type TestSchemas } from '../plants/postgres-test-schemas.js'
 import { createUntilKilled, get, mapConcurrently, postPlant, runServerToExit, startServer } from './storage-process.js'
+import { freePort } from '../helpers.js'
 
 for (const message of requiredButMissing()) {
   describe('built server on PostgreSQL', () => {
@@ -148,7 +149,7 @@ function defineSuite (target: PostgresTarget): void {
     expect(waiting.rows).toEqual([{ n: 0 }])
     // The insert's own line: on a loaded machine a schema attempt or a probe before the lock may have timed out too.
     const logged = JSON.parse(await server.waitForLine((line) => line.includes('"msg":"store failing (timeout, insert)')))
-    expect(logged).toMatchObject({ failure: 'timeout', during: 'insert', refused: 1, cause: { code: '57014' } })
+    expect(logged).toMatchObject({ failure: 'timeout', during: 'insert', failures: 1, cause: { code: '57014' } })
 
     await holder.query('ROLLBACK')
     expect((await postPlant(server.url, 1n, 'fern')).status).toBe(200)

@@ -1,4 +1,5 @@
 import { run, SERVER, startServer as startBuiltServer, type ServerProcess } from './server-process.js'
+import { postOverHttp } from '../helpers.js'
 
 export const E2E_TOKEN = 'storage-e2e-token'
 
@@ -22,11 +23,7 @@ export interface Reply {
 
 /** POST /plants with a JSON text written by hand, so ids beyond 2^53 travel exactly. */
 export async function postPlant (url: string, id: bigint, name: string): Promise<Reply> {
-  const response = await fetch(`${url}/plants`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${E2E_TOKEN}`, 'content-type': 'application/json' },
-    body: `{"id":${id},"name":${JSON.stringify(name)}}`
-  })
+  const response = await postOverHttp(url, E2E_TOKEN, `{"id":${id},"name":${JSON.stringify(name)}}`)
   return { status: response.status, body: await response.json(), headers: response.headers }
 }
 

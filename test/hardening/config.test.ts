@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/config/load-config.js'
-import { ConfigError } from '../../src/lib/config-error.js'
+import { ConfigError } from '../../src/config/config-error.js'
 import { TOKEN } from '../helpers.js'
 
 const base = { API_TOKENS: TOKEN }

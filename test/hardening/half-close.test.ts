@@ -3,8 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
 import { createMemoryPlantRepository } from '../../src/plants/memory-plant-repository.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
-import { TOKEN, buildTestApp } from '../helpers.js'
-import { parseRawReply, rawExchange, until } from './hardening-helpers.js'
+import { TOKEN, buildTestApp, until } from '../helpers.js'
+import { parseRawReply, rawExchange } from './hardening-helpers.js'
 
 /**
  * A client that half-closes its connection (sends FIN right after its request, then waits to read)

@@ -49,36 +49,36 @@ export function parseRawReply (text: string): { status: number, headers: Record<
   return { status, headers, body: end === -1 ? '' : text.slice(end + 4) }
 }
 
+type Reply = ReturnType<typeof parseRawReply>
+
+/** A final reply, and the interim (1xx) statuses written before it. */
+export interface Answer { interim: number[], reply: Reply }
+
 /**
- * Every reply in a raw byte stream, in order (interim 1xx replies included), each framed by its
- * Content-Length as the service sends them; the bytes after the last complete reply in `rest`.
+ * The replies in a raw byte stream, in order, each framed by its Content-Length, except that the
+ * reply to a HEAD (`heads[i]`: the i-th final reply) and an interim reply have no body. `rest` holds
+ * whatever follows the last final reply.
  */
-export function splitRawReplies (text: string): { replies: ReturnType<typeof parseRawReply>[], rest: string } {
-  const replies = []
+export function splitReplies (text: string, heads: boolean[] = []): { answers: Answer[], rest: string } {
+  const answers: Answer[] = []
+  let interim: number[] = []
   let rest = text
-  while (rest.startsWith('HTTP/1.1 ')) {
-    const head = rest.indexOf('\r\n\r\n')
+  let unread = text
+  while (unread.startsWith('HTTP/1.1 ')) {
+    const head = unread.indexOf('\r\n\r\n')
     if (head === -1) break
-    const length = Number(/\r\ncontent-length: *(\d+)/i.exec(rest.slice(0, head))?.[1] ?? 0)
-    if (rest.length < head + 4 + length) break
-    replies.push(parseRawReply(rest.slice(0, head + 4 + length)))
-    rest = rest.slice(head + 4 + length)
+    const status = Number(unread.slice(9, 12))
+    const final = status >= 200
+    const length = !final || heads[answers.length] === true ? 0 : Number(/\r\ncontent-length: *(\d+)/i.exec(unread.slice(0, head))?.[1] ?? 0)
+    if (unread.length < head + 4 + length) break
+    const message = unread.slice(0, head + 4 + length)
+    unread = unread.slice(message.length)
+    if (!final) interim.push(status)
+    else {
+      answers.push({ interim, reply: parseRawReply(message) })
+      interim = []
+      rest = unread
+    }
   }
-  return { replies, rest }
-}
-
-/** Every reply in a raw byte stream that holds nothing else. */
-export function splitReplies (text: string): ReturnType<typeof parseRawReply>[] {
-  const { replies, rest } = splitRawReplies(text)
-  if (rest !== '') throw new Error(`bytes after the last reply: ${JSON.stringify(rest.slice(0, 200))}`)
-  return replies
-}
-
-/** Polls until `condition` holds (or throws after `timeoutMs`): waits on a state, never a fixed sleep. */
-export async function until (condition: () => boolean | Promise<boolean>, timeoutMs = 10000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!await condition()) {
-    if (Date.now() > deadline) throw new Error(`${what} did not hold within ${timeoutMs} ms`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
+  return { answers, rest }
 }

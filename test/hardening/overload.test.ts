@@ -2,8 +2,8 @@ import '@fastify/under-pressure'
 import { describe, expect, it } from 'vitest'
 import Fastify from 'fastify'
 import { overload } from '../../src/plugins/overload.js'
-import { buildTestApp, postPlant, DEFAULT_CONFIG } from '../helpers.js'
-import { countingRepository, until } from './hardening-helpers.js'
+import { buildTestApp, postPlant, DEFAULT_CONFIG, until } from '../helpers.js'
+import { countingRepository } from './hardening-helpers.js'
 
 const busyFor = (ms: number): void => {
   const end = Date.now() + ms

@@ -1,11 +1,9 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { createHash, randomUUID } from 'node:crypto'
-import { createServer } from 'node:net'
 import { Redis } from 'ioredis'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { createTokenSet, tokenRateLimitKey } from '../../src/plugins/auth.js'
-import { buildTestApp, postPlant } from '../helpers.js'
-import { until } from './hardening-helpers.js'
+import { buildTestApp, freePort, postPlant, until } from '../helpers.js'
 
 const REDIS_URL = process.env.TEST_REDIS_URL
 const REDIS_SKIP = REDIS_URL === undefined ? ' (SKIPPED: set TEST_REDIS_URL, e.g. redis://127.0.0.1:6379)' : ''
@@ -14,14 +12,6 @@ const REDIS_SKIP = REDIS_URL === undefined ? ' (SKIPPED: set TEST_REDIS_URL, e.g
 if (REDIS_URL === undefined) console.warn('rate-limit.test.ts: the Redis test is SKIPPED because TEST_REDIS_URL is not set')
 
 const HAS_REDIS_SERVER = spawnSync('redis-server', ['--version']).status === 0
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 const json = (token: string) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' })
 
@@ -187,7 +177,7 @@ describe('per-token rate limit when Redis goes away', () => {
     expect(warning).toMatchObject({
       level: 40,
       subject: 'rate limit store (Redis)',
-      errors: 1,
+      failures: 1,
       msg: expect.stringMatching(/requests are served without a limit$/)
     })
     expect(warning).not.toHaveProperty('err')

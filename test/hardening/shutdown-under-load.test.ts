@@ -1,8 +1,7 @@
 import { Agent, request } from 'node:http'
 import { describe, expect, it } from 'vitest'
-import { TOKEN } from '../helpers.js'
+import { TOKEN, until } from '../helpers.js'
 import { startServer } from '../e2e/server-process.js'
-import { until } from './hardening-helpers.js'
 
 const CONNECTIONS = 50
 const SHUTDOWN_TIMEOUT_MS = 5000

@@ -1,8 +1,8 @@
 import { request } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { TOKEN, buildTestApp, DEFAULT_CONFIG } from '../helpers.js'
-import { countingRepository, parseRawReply, until } from './hardening-helpers.js'
+import { TOKEN, buildTestApp, DEFAULT_CONFIG, until } from '../helpers.js'
+import { countingRepository, parseRawReply } from './hardening-helpers.js'
 
 const SLOW_CONNECTIONS = 300
 const limits = { HEADERS_TIMEOUT_MS: 1000, REQUEST_TIMEOUT_MS: 2000, CONNECTION_TIMEOUT_MS: 5000 }

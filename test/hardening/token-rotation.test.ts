@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { SERVER, run, startServer, type ServerProcess } from '../e2e/server-process.js'
-import { until } from './hardening-helpers.js'
+import { until } from '../helpers.js'
 
 function post (port: number, token: string, id: number, agent?: Agent): Promise<number> {
   const payload = JSON.stringify({ id, name: 'fern' })
@@ -137,7 +137,7 @@ describe('named clients and hashed tokens with API_TOKENS_FILE (built server)', 
     await until(() => accessLines(first).length === 4, 5000, 'four access lines')
     expect(accessLines(first).map((entry) => [entry.status, entry.client])).toEqual([[200, 'billing'], [200, 'ci'], [200, label], [401, undefined]])
 
-    // A reload with one bad line is refused whole: the line number in the warning, the old tokens stay.
+    // A reload with one bad line adds no token, the line number in the warning, but revokes those it no longer lists.
     const from = first.stdout.length
     writeFileSync(file, `billing:sha256:${sha256('billing-secret-0123456789')}\nci:new-ci-token-0123456789\nci:other-ci-token-0123\n`)
     first.child.kill('SIGHUP')
@@ -145,7 +145,8 @@ describe('named clients and hashed tokens with API_TOKENS_FILE (built server)', 
     expect(messages(first,
       from).find((m) => m.msg.startsWith('tokens not reloaded'))?.reason).toBe('API_TOKENS_FILE line 3: duplicate client name (first on line 2); names ' +
         'are unique')
-    expect(await post(first.port, 'ci-token-0123456789', 5)).toBe(200)
+    expect(await post(first.port, 'billing-secret-0123456789', 5)).toBe(200)
+    expect(await post(first.port, 'ci-token-0123456789', 6)).toBe(401)
     expect(await post(first.port, 'new-ci-token-0123456789', 6)).toBe(401)
     first.child.kill('SIGTERM')
     expect(await first.exited).toEqual({ code: 0, signal: null })

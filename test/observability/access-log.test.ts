@@ -101,7 +101,7 @@ describe('access log', () => {
     expect(res.json()).toEqual({ error: 503, message: 'the plant store is unavailable, retry later' })
     await postPlant(app, { id: 2, name: 'fern' }, { ...JSON_AUTH, 'x-request-id': 'caller-id-3' })
     expect(parse(lines)).toEqual([
-      expect.objectContaining({ level: 40, subject: 'store', failure: 'refused', during: 'insert', refused: 1, msg: 'store failing (refused, insert)' }),
+      expect.objectContaining({ level: 40, subject: 'store', failure: 'refused', during: 'insert', failures: 1, msg: 'store failing (refused, insert)' }),
       expect.objectContaining({ level: 30, reqId: 'caller-id-2', status: 503, msg: 'request' }),
       expect.objectContaining({ level: 30, reqId: 'caller-id-3', status: 503, msg: 'request' })
     ])

@@ -3,8 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { StoreUnavailableError } from '../../src/errors.js'
 import type { PlantRepository } from '../../src/plants/plant-repository.js'
 import { createMetrics } from '../../src/observability/metrics.js'
-import { AUTH, buildTestApp, postPlant, sampleValue } from '../helpers.js'
-import { until } from '../hardening/hardening-helpers.js'
+import { AUTH, buildTestApp, postPlant, sampleValue, until } from '../helpers.js'
 
 const DURATION = 'http_server_request_duration_seconds_count'
 const requests = (method: string, route: string, status: number) =>

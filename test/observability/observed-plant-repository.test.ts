@@ -120,7 +120,7 @@ describe('createObservedPlantRepository', () => {
     expect(lines.map((line) => line.message)).toEqual(['store failing (refused, insert)', 'store failing (refused, readyz)', 'store back'])
     await store.ready()
     expect(lines).toHaveLength(3)
-    expect(lines[2]?.fields).toMatchObject({ subject: 'store', refused: 101 })
+    expect(lines[2]?.fields).toMatchObject({ subject: 'store', failures: 101 })
     await store.close()
   })
 
@@ -206,7 +206,7 @@ describe('createObservedPlantRepository', () => {
         refusals++
       })
     }
-    expect(lines.map((line) => [line.failure, line.refused, (line.cause as { code?: string } | undefined)?.code])).toEqual([
+    expect(lines.map((line) => [line.failure, line.failures, (line.cause as { code?: string } | undefined)?.code])).toEqual([
       ['busy', 1, 'SQLITE_BUSY'],
       ['full', 1, 'SQLITE_FULL']
     ])

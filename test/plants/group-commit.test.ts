@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { StoreUnavailableError } from '../../src/errors.js'
-import { createGroupCommit, type Pending } from '../../src/plants/group-commit.js'
+import { createGroupCommit, type Pending } from '../../src/sql/group-commit.js'
 
 describe('group commit (shared by the SQLite and PostgreSQL stores)', () => {
   it('sends the entries added in one turn as one batch, in arrival order, and settles each with its own outcome', async () => {

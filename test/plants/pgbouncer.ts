@@ -3,7 +3,7 @@ import { accessSync, chownSync, constants, mkdtempSync, readFileSync, rmSync, wr
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import pg from 'pg'
-import { freePort } from './postgres-test-schemas.js'
+import { freePort } from '../helpers.js'
 
 /**
  * A real PgBouncer for the pooled suites, started by the tests themselves (so any machine with the

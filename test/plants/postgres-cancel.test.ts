@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs'
 import { createServer, type AddressInfo } from 'node:net'
 import pg from 'pg'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { cancel } from '../../src/plants/postgres-cancel.js'
+import { cancel } from '../../src/sql/postgres-cancel.js'
 
 // The one place the store reads past pg's documented surface (the backend key pg keeps on a client, for
 // the protocol's CancelRequest): this fails when pg renames, retypes or stops keeping it.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { parsePostgresUrl } from '../../src/plants/postgres-session.js'
+import { parsePostgresUrl } from '../../src/sql/postgres-hosts.js'
 
 // No server needed: how a DATABASE_URL is read (the errors are in test/storage.test.ts).
 describe('parsePostgresUrl', () => {

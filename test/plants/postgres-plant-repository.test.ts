@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { createServer, type AddressInfo } from 'node:net'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest'
@@ -5,7 +6,8 @@ import { StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } f
 import type { InsertOutcome } from '../../src/plants/plant-repository.js'
 import { createPostgresPlantRepository } from '../../src/plants/postgres-plant-repository.js'
 import { repositoryContract } from './repository-contract.js'
-import { createSwitchableProxy, freePort, postgresTargets, requiredButMissing, type PostgresTarget, type TestSchemas } from './postgres-test-schemas.js'
+import { createSwitchableProxy, postgresTargets, requiredButMissing, type PostgresTarget, type TestSchemas } from './postgres-test-schemas.js'
+import { freePort } from '../helpers.js'
 
 /** How long a successful probe or create keeps the store ready without another (the store's FRESH_MS). */
 const FRESH_MS = 1000
@@ -240,18 +242,27 @@ function defineSuite (target: PostgresTarget): void {
     expect(await store.insert(1, { name: 'fern' })).toBe('same')
   })
 
-  it('survives the server terminating its connections (57P01): no unhandled error, the next inserts succeed', async () => {
+  it('survives the server terminating its connections (57P01): the next inserts succeed, and each kind of error is logged once', async () => {
     const connectionString = new URL(await schemas.create())
     const name = `plants-test-terminate-${process.pid}`
     connectionString.searchParams.set('application_name', name)
-    const store = open(connectionString.toString())
-    await Promise.all(Array.from({ length: 20 }, (_, i) => store.insert(i, { name: 'fern' })))
-    const terminated = await schemas.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [name])
-    expect(terminated.rowCount).toBeGreaterThan(0)
-    // A connection the pool has not yet seen die may fail one attempt with 503; then the pool has a new one.
-    await vi.waitFor(async () => expect(await store.insert(100, { name: 'moss' })).toBe('created'), { timeout: 10000, interval: 50 })
+    const warnings: Array<{ cause?: { code?: string, message: string } }> = []
+    const log = { info: () => {}, warn: (fields: object) => { warnings.push(fields) } }
+    const store = createPostgresPlantRepository({ connectionString: connectionString.toString(), log })
+    onTestFinished(() => store.close())
+    for (const round of [1, 2]) {
+      await Promise.all(Array.from({ length: 20 }, (_, i) => store.insert(i, { name: 'fern' })))
+      const terminated = await schemas.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [name])
+      expect(terminated.rowCount).toBeGreaterThan(0)
+      // A connection the pool has not yet seen die may fail one attempt with 503; then the pool has a new one.
+      await vi.waitFor(async () => expect(await store.insert(100 + round, { name: 'moss' })).toBe('created'), { timeout: 10000, interval: 50 })
+    }
     expect(await store.insert(1, { name: 'fern' })).toBe('same')
     await store.ready()
+    const kinds = warnings.map(({ cause }) => cause?.code ?? cause?.message)
+    // Through PgBouncer the store's own connections stay up: only the pooler's server connections end.
+    if (target.name === 'direct') expect(kinds).toContain('57P01')
+    expect(kinds).toEqual([...new Set(kinds)])
   })
 
   it('rejects inserts after close with StoreUnavailableError', async () => {
@@ -311,8 +322,8 @@ function defineSuite (target: PostgresTarget): void {
       const connectionString = await schemas.create()
       const { host } = new URL(connectionString)
       const selected: string[] = []
-      const hostSelected = (label: string) => { selected.push(label) }
-      const store = createPostgresPlantRepository({ connectionString: connectionString.replace(host, `${host},${host}`), maxConnections: 1, hostSelected })
+      const log = { info: (fields: { host?: string }) => { if (fields.host !== undefined) selected.push(fields.host) }, warn: () => {} }
+      const store = createPostgresPlantRepository({ connectionString: connectionString.replace(host, `${host},${host}`), maxConnections: 1, log })
       onTestFinished(() => store.close())
       await store.ready()
       expect(await store.insert(1, { name: 'fern' })).toBe('created')
@@ -394,21 +405,26 @@ function defineSuite (target: PostgresTarget): void {
     expect(await store.insert(1, { name: 'fern' })).toBe('same')
   })
 
-  it('skips a host that accepts connections and never answers, after the connect timeout (multi-host URL)', { timeout: 30000 }, async () => {
-    // A listener that takes the connection and says nothing, as a host behind a dead route can.
-    const silent = createServer(() => {})
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
-    onTestFinished(() => { silent.close() })
+  it('skips hosts that accept connections and never answer, all within one connect timeout (multi-host URL)', { timeout: 30000 }, async () => {
+    // Listeners that take the connection and say nothing, as hosts behind a dead route can.
+    const silent = await Promise.all([1, 2, 3].map(async () => {
+      const server = createServer(() => {})
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+      onTestFinished(() => { server.close() })
+      return `127.0.0.1:${(server.address() as AddressInfo).port}`
+    }))
     const url = new URL(await schemas.create())
     url.searchParams.set('target_session_attrs', 'read-write')
+    const statementTimeoutMs = 1000
     const store = createPostgresPlantRepository({
-      connectionString: url.toString().replace(`@${url.host}/`, `@127.0.0.1:${(silent.address() as AddressInfo).port},${url.host}/`),
-      statementTimeoutMs: 300
+      connectionString: url.toString().replace(`@${url.host}/`, `@${silent.join(',')},${url.host}/`),
+      statementTimeoutMs
     })
     onTestFinished(() => store.close())
     const started = performance.now()
     await vi.waitFor(() => store.ready(), { timeout: 10000, interval: 50 })
-    expect(performance.now() - started).toBeLessThan(5000)
+    // One host after another would take three connect timeouts before the fourth host.
+    expect(performance.now() - started).toBeLessThan(2.5 * statementTimeoutMs)
     expect(await store.insert(1, { name: 'fern' })).toBe('created')
   })
 
@@ -461,8 +477,8 @@ function defineSuite (target: PostgresTarget): void {
       expect(await store.insert(1, { name: 'fern' })).toBe('created')
     })
 
-  it('answers every insert within the statement timeout + 1 s while the server stalls (queued ones too), is not ready within the statement timeout, ' +
-    'and recovers once it answers', { timeout: 30000 }, async () => {
+  it('answers every insert, queued ones too, within the statement timeout T + 1 s while the server stalls, ' +
+    'is not ready within T, and recovers', { timeout: 30000 }, async () => {
     const proxy = await proxyToServer()
     const statementTimeoutMs = 500
     const store = createPostgresPlantRepository({ connectionString: await schemas.create({ port: proxy.port }), statementTimeoutMs, maxConnections: 2 })
@@ -498,6 +514,40 @@ function defineSuite (target: PostgresTarget): void {
   })
 
   if (target.name === 'direct') {
+    // A DBA may revoke EXECUTE on pg_logical_emit_message, and a managed or forked server may lack it: an idle replica
+    // must still become ready once writes work. In a database of its own, so that the revoke reaches no other test.
+    it('becomes ready with no create, as a role that may not run pg_logical_emit_message, and probes by the heartbeat row', async () => {
+      const name = `plant_store_no_emit_${randomBytes(6).toString('hex')}`
+      const admin = new URL(process.env.TEST_DATABASE_URL as string)
+      const run = async (text: string, connectionString = admin.toString()) => {
+        const client = new pg.Client({ connectionString })
+        await client.connect()
+        try { return await client.query(text) } finally { await client.end() }
+      }
+      const asRole = new URL(admin)
+      asRole.username = name
+      asRole.pathname = `/${name}`
+      const inOwnDatabase = new URL(admin)
+      inOwnDatabase.pathname = `/${name}`
+      await run(`CREATE ROLE ${name} LOGIN`)
+      onTestFinished(async () => {
+        await run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+        await run(`DROP ROLE IF EXISTS ${name}`)
+      })
+      await run(`CREATE DATABASE ${name} OWNER ${name}`)
+      await run('REVOKE EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text) FROM PUBLIC', inOwnDatabase.toString())
+      await expect(run('SELECT pg_logical_emit_message(true, \'x\', \'y\')', asRole.toString())).rejects.toMatchObject({ code: '42501' })
+
+      const store = createPostgresPlantRepository({ connectionString: asRole.toString() })
+      try {
+        await untilReady(store)
+        expect((await run('SELECT count(*)::int AS n FROM plant_store_heartbeat', inOwnDatabase.toString())).rows).toEqual([{ n: 1 }])
+        expect(await store.insert(1, { name: 'fern' })).toBe('created')
+      } finally {
+        await store.close()
+      }
+    })
+
     it('sends a frozen server one cancel at a time for a statement given up on, not one a second to work through when it wakes', {
       timeout: 30000
     }, async () => {
@@ -516,7 +566,8 @@ function defineSuite (target: PostgresTarget): void {
       expect(proxy.accepted() - before).toBe(1)
 
       proxy.thaw()
-      await vi.waitFor(async () => expect(await store.insert(3, { name: 'ivy' })).toBe('created'), { timeout: 15000, interval: 100 })
+      // A try that times out on a loaded machine may have stored it: the next one finds it, the same plant.
+      await vi.waitFor(async () => expect(await store.insert(3, { name: 'ivy' })).toMatch(/^(?:created|same)$/), { timeout: 15000, interval: 100 })
     })
 
     it('probes readiness with one read at most per second, and none while creates succeed', { timeout: 30000 }, async () => {

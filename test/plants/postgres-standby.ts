@@ -6,7 +6,7 @@ import { promisify } from 'node:util'
 import pg from 'pg'
 import { docBlock } from '../docs/blocks.js'
 import { runAs } from './pgbouncer.js'
-import { freePort } from './postgres-test-schemas.js'
+import { freePort } from '../helpers.js'
 
 const run = promisify(execFile)
 

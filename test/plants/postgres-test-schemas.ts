@@ -1,6 +1,10 @@
 import { createServer, connect, type Server, type Socket } from 'node:net'
 import pg from 'pg'
+import { freePort } from '../helpers.js'
 import { findPgBouncer, startPgBouncer, type PgBouncer } from './pgbouncer.js'
+
+// Where the tests of test/docs, test/bench and test/plants have long found it.
+export { freePort }
 
 /** The connection string with `search_path` set to one schema, the way a user would pick one. */
 export function withSchema (url: string, schema: string): string {
@@ -208,13 +212,4 @@ export async function createSwitchableProxy (target: { host: string, port: numbe
     },
     accepted: () => accepted
   }
-}
-
-export async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  if (address === null || typeof address === 'string') throw new Error('no port')
-  return address.port
 }

@@ -9,7 +9,7 @@ import { createObservedPlantRepository } from '../../src/observability/observed-
 import { createRepository } from '../../src/storage.js'
 import { runAs } from './pgbouncer.js'
 import { findPostgresBinaries } from './postgres-standby.js'
-import { freePort } from './postgres-test-schemas.js'
+import { freePort } from '../helpers.js'
 
 // sslmode and sslrootcert as psql reads them (docs/storage.md, TLS), against a PostgreSQL this test
 // starts itself that accepts only TLS (hostssl lines alone), with a CA made here. The server's

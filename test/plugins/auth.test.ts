@@ -44,7 +44,7 @@ describe('createTokenSet', () => {
   })
 
   // The entries are checked where they are read (an empty set, a token twice, a bad digest): test/config.test.ts,
-  // and for a reload test/token-reload.test.ts and test/hardening/token-rotation.test.ts.
+  // and for a reload test/config/token-reload.test.ts and test/hardening/token-rotation.test.ts.
   it('replace swaps the accepted tokens at once', () => {
     const set = createTokenSet(['old'])
     set.replace(['new-1', 'new-2'])

@@ -1,8 +1,8 @@
 import type { AddressInfo } from 'node:net'
 import type { LightMyRequestResponse } from 'fastify'
 import { describe, expect, it } from 'vitest'
-import { AUTH, JSON_AUTH, buildTestApp, postPlant } from '../helpers.js'
-import { parseRawReply, rawExchange, until } from '../hardening/hardening-helpers.js'
+import { AUTH, JSON_AUTH, buildTestApp, postPlant, until } from '../helpers.js'
+import { parseRawReply, rawExchange } from '../hardening/hardening-helpers.js'
 import type { App } from '../../src/app.js'
 
 const APP = 'https://app.example.com'
@@ -189,7 +189,11 @@ describe('CORS for listed origins (CORS_ORIGINS)', () => {
     expect(served.headers['ratelimit-remaining']).toBe('0')
     const limited = await postPlant(app, plant, { ...JSON_AUTH, origin: APP })
     expect(limited.statusCode).toBe(429)
-    expect(limited.headers['retry-after']).toBeDefined()
+    // The seconds left of the minute, which the message gives too.
+    const retryAfter = Number(limited.headers['retry-after'])
+    expect(retryAfter).toBeGreaterThanOrEqual(1)
+    expect(retryAfter).toBeLessThanOrEqual(60)
+    expect(limited.json()).toEqual({ error: 429, message: `too many requests with this token: at most 1 per minute, retry in ${retryAfter} s` })
     expect(corsHeaders(limited)).toEqual({ 'access-control-allow-origin': APP, 'access-control-expose-headers': EXPOSED })
   })
 

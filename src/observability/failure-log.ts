@@ -20,11 +20,9 @@ export function summarizeCause (error: unknown): { code?: string, message: strin
 }
 
 /** A dependency's failures without flooding the log: per kind at most one line a second, with the count since the
- * last (as field `counted`) and the cause; one line when it works again, with the outage's total. `subject` names what
+ * last (`failures`) and the cause; one line when it works again, with the outage's total. `subject` names what
  * fails; `effect`, what a failure means for the requests, ends the failure lines' message. */
-export function createFailureLog ({ log, subject, counted, effect }: {
-  log: FailureLogger, subject: string, counted: string, effect?: string
-}) {
+export function createFailureLog ({ log, subject, effect }: { log: FailureLogger, subject: string, effect?: string }) {
   // Since the first failure: their count and, per kind (where and what), those not logged yet and its last line's time.
   let outage: { since: number, failures: number, kinds: Map<string, { pending: number, loggedAt: number }> } | undefined
 
@@ -39,14 +37,14 @@ export function createFailureLog ({ log, subject, counted, effect }: {
       state.pending++
       if (now - state.loggedAt < INTERVAL_MS) return
       // pino leaves out a field whose value is undefined: no cause, no field.
-      log.warn({ subject, failure: kind, during, [counted]: state.pending, cause: summarizeCause(error) },
+      log.warn({ subject, failure: kind, during, failures: state.pending, cause: summarizeCause(error) },
         `${subject} failing (${kind}, ${during})${effect === undefined ? '' : `: ${effect}`}`)
       outage.kinds.set(key, { pending: 0, loggedAt: now })
     },
     /** It works again: one line with the outage's length and total, then quiet until the next failure. */
     recovered () {
       if (outage === undefined) return
-      log.info({ subject, failedMs: Date.now() - outage.since, [counted]: outage.failures }, `${subject} back`)
+      log.info({ subject, failedMs: Date.now() - outage.since, failures: outage.failures }, `${subject} back`)
       outage = undefined
     }
   }

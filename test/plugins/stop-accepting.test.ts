@@ -1,14 +1,13 @@
 import { Agent, createServer, request, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { stopAccepting } from '../../src/lib/stop-accepting.js'
+import { stopAccepting } from '../../src/plugins/shutdown.js'
+import { listening } from '../helpers.js'
 
 /** A keep-alive server answering 'ok', listening on a free port. */
-async function listening (): Promise<{ server: Server, port: number }> {
+async function keepAliveServer (): Promise<{ server: Server, port: number }> {
   const server = createServer({ keepAliveTimeout: 60000 }, (_request, response) => { response.end('ok') })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   onTestFinished(() => { server.closeAllConnections() })
-  return { server, port: (server.address() as AddressInfo).port }
+  return { server, port: await listening(server) }
 }
 
 /** One GET through `agent`: its body, or the error code. */
@@ -23,9 +22,9 @@ function get (port: number, agent: Agent | false): Promise<string> {
   })
 }
 
-describe('stopAccepting, the one reach past http.Server\'s close (src/lib/stop-accepting.ts)', () => {
+describe('stopAccepting, the one reach past http.Server\'s close (src/plugins/shutdown.ts)', () => {
   it('refuses new connections, keeps an idle keep-alive connection serving, and resolves once it ends', async () => {
-    const { server, port } = await listening()
+    const { server, port } = await keepAliveServer()
     const agent = new Agent({ keepAlive: true, maxSockets: 1 })
     expect(await get(port, agent)).toBe('ok')
     let stopped = false
@@ -39,7 +38,7 @@ describe('stopAccepting, the one reach past http.Server\'s close (src/lib/stop-a
   })
 
   it('is needed: http.Server\'s own close() destroys an idle keep-alive connection at once', async () => {
-    const { server, port } = await listening()
+    const { server, port } = await keepAliveServer()
     const agent = new Agent({ keepAlive: true, maxSockets: 1 })
     onTestFinished(() => agent.destroy())
     expect(await get(port, agent)).toBe('ok')

@@ -1,5 +1,5 @@
 import { StoreUnavailableError } from '../errors.js'
-import type { StoreObserver } from './plant-repository.js'
+import type { StoreObserver } from '../plants/plant-repository.js'
 
 /** An insert waiting for its group commit, added at `queuedAt` (performance.now()): its answer is due a bound later. */
 export type Pending<Item, Outcome> = PromiseWithResolvers<Outcome> & { item: Item, queuedAt: number }
@@ -17,21 +17,21 @@ export function createGroupCommit<Item, Outcome> ({ commit, maxBatch = Infinity,
   maxInFlight?: number
 }) {
   const queue: Array<Pending<Item, Outcome>> = []
-  const inFlight = new Set<Promise<void>>()
+  const running = new Set<Promise<void>>()
   let closed = false
   let observer: StoreObserver | undefined
 
   function dispatch (): void {
-    while (queue.length > 0 && inFlight.size < maxInFlight) {
+    while (queue.length > 0 && running.size < maxInFlight) {
       const batch = queue.splice(0, maxBatch)
       observer?.batch(batch.length)
-      const running: Promise<void> = Promise.resolve().then(() => commit(batch)).catch((error: unknown) => {
+      const batchDone: Promise<void> = Promise.resolve().then(() => commit(batch)).catch((error: unknown) => {
         for (const { reject } of batch) reject(error)
       }).finally(() => {
-        inFlight.delete(running)
+        running.delete(batchDone)
         setImmediate(dispatch)
       })
-      inFlight.add(running)
+      running.add(batchDone)
     }
   }
 
@@ -47,9 +47,9 @@ export function createGroupCommit<Item, Outcome> ({ commit, maxBatch = Infinity,
     /** Refuses what is added from now on, commits what is queued, resolves once every batch is done. */
     async close (): Promise<void> {
       closed = true
-      while (queue.length > 0 || inFlight.size > 0) {
+      while (queue.length > 0 || running.size > 0) {
         dispatch()
-        await Promise.allSettled([...inFlight])
+        await Promise.allSettled([...running])
       }
     }
   }

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { createFailureLog, summarizeCause } from '../../src/lib/failure-log.js'
+import { createFailureLog, summarizeCause } from '../../src/observability/failure-log.js'
 
 function recorder () {
   const lines: { level: 'warn' | 'info', fields: Record<string, unknown>, message: string }[] = []
@@ -20,7 +20,7 @@ describe('createFailureLog', () => {
 
   it('logs the first failure at once, then at most one line per second per kind with the count since the last line', () => {
     const { lines, log } = recorder()
-    const failures = createFailureLog({ log, subject: 'store', counted: 'refused' })
+    const failures = createFailureLog({ log, subject: 'store' })
     failures.failed('refused', 'insert', refused)
     expect(lines).toEqual([{
       level: 'warn',
@@ -29,7 +29,7 @@ describe('createFailureLog', () => {
         subject: 'store',
         failure: 'refused',
         during: 'insert',
-        refused: 1,
+        failures: 1,
         cause: { code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:1' }
       }
     }])
@@ -40,30 +40,30 @@ describe('createFailureLog', () => {
     // Written with the next failure, counted with the ones held back.
     failures.failed('refused', 'insert', new Error('the latest cause'))
     expect(lines).toHaveLength(2)
-    expect(lines[1]?.fields).toMatchObject({ failure: 'refused', refused: 501, cause: { message: 'the latest cause' } })
+    expect(lines[1]?.fields).toMatchObject({ failure: 'refused', failures: 501, cause: { message: 'the latest cause' } })
     failures.failed('refused', 'insert', refused)
     expect(lines).toHaveLength(2)
   })
 
   it('logs a failure at once when a whole interval has passed since the last line', () => {
     const { lines, log } = recorder()
-    const failures = createFailureLog({ log, subject: 'store', counted: 'refused' })
+    const failures = createFailureLog({ log, subject: 'store' })
     failures.failed('refused', 'insert', refused)
     vi.advanceTimersByTime(1000)
     failures.failed('refused', 'insert', refused)
-    expect(lines.map((line) => line.fields.refused)).toEqual([1, 1])
+    expect(lines.map((line) => line.fields.failures)).toEqual([1, 1])
   })
 
   it('appends the effect to the failure lines\' message, and logs a failure with no cause without a cause field', () => {
     const { lines, log } = recorder()
-    const failures = createFailureLog({ log, subject: 'rate limit store (Redis)', counted: 'errors', effect: 'requests are served without a limit' })
+    const failures = createFailureLog({ log, subject: 'rate limit store (Redis)', effect: 'requests are served without a limit' })
     failures.failed('timeout', 'incr', undefined)
     // As pino writes it: a field whose value is undefined is left out.
-    expect(Object.keys(JSON.parse(JSON.stringify(lines[0]?.fields)) as object)).toEqual(['subject', 'failure', 'during', 'errors'])
+    expect(Object.keys(JSON.parse(JSON.stringify(lines[0]?.fields)) as object)).toEqual(['subject', 'failure', 'during', 'failures'])
     expect(lines).toEqual([{
       level: 'warn',
       message: 'rate limit store (Redis) failing (timeout, incr): requests are served without a limit',
-      fields: { subject: 'rate limit store (Redis)', failure: 'timeout', during: 'incr', errors: 1 }
+      fields: { subject: 'rate limit store (Redis)', failure: 'timeout', during: 'incr', failures: 1 }
     }])
     failures.recovered()
     expect(lines[1]).toEqual({
@@ -72,26 +72,26 @@ describe('createFailureLog', () => {
       fields: {
         subject: 'rate limit store (Redis)',
         failedMs: 0,
-        errors: 1
+        failures: 1
       }
     })
   })
 
   it('keeps kinds apart: a timeout is logged even while refusals are being counted', () => {
     const { lines, log } = recorder()
-    const failures = createFailureLog({ log, subject: 'store', counted: 'refused' })
+    const failures = createFailureLog({ log, subject: 'store' })
     failures.failed('refused', 'insert', refused)
     failures.failed('refused', 'insert', refused)
     failures.failed('timeout', 'insert', new Error('canceling statement due to statement timeout'))
     failures.failed('refused', 'readyz', refused)
-    expect(lines.map((line) => [line.fields.failure, line.fields.during, line.fields.refused])).toEqual([
+    expect(lines.map((line) => [line.fields.failure, line.fields.during, line.fields.failures])).toEqual([
       ['refused', 'insert', 1], ['timeout', 'insert', 1], ['refused', 'readyz', 1]
     ])
   })
 
   it('writes one line when it works again, with the outage total, and none for later successes', () => {
     const { lines, log } = recorder()
-    const failures = createFailureLog({ log, subject: 'store', counted: 'refused' })
+    const failures = createFailureLog({ log, subject: 'store' })
     failures.recovered()
     expect(lines).toEqual([])
     for (let i = 0; i < 2; i++) failures.failed('refused', 'insert', refused)
@@ -102,7 +102,7 @@ describe('createFailureLog', () => {
     failures.recovered()
     expect(lines.map((line) => line.level)).toEqual(['warn', 'info'])
     // The outage is counted from its first failure, not its latest.
-    expect(lines[1]).toEqual({ level: 'info', message: 'store back', fields: { subject: 'store', failedMs: 250, refused: 3 } })
+    expect(lines[1]).toEqual({ level: 'info', message: 'store back', fields: { subject: 'store', failedMs: 250, failures: 3 } })
     // A new outage is logged from its first failure again.
     failures.failed('refused', 'insert', refused)
     expect(lines).toHaveLength(3)
@@ -110,13 +110,13 @@ describe('createFailureLog', () => {
 
   it('logs the first failure of a new outage at once, even within the interval of the last outage\'s line', () => {
     const { lines, log } = recorder()
-    const failures = createFailureLog({ log, subject: 'store', counted: 'refused' })
+    const failures = createFailureLog({ log, subject: 'store' })
     failures.failed('refused', 'insert', refused)
     vi.advanceTimersByTime(100)
     failures.recovered()
     vi.advanceTimersByTime(100)
     failures.failed('refused', 'insert', refused)
-    expect(lines.map((line) => [line.level, line.fields.refused])).toEqual([['warn', 1], ['info', 1], ['warn', 1]])
+    expect(lines.map((line) => [line.level, line.fields.failures])).toEqual([['warn', 1], ['info', 1], ['warn', 1]])
   })
 })
 

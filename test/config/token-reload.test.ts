@@ -5,9 +5,9 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import pino from 'pino'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { readTokensFile } from '../src/config/tokens.js'
-import { createTokenSet } from '../src/plugins/auth.js'
-import { reloadTokens } from '../src/token-reload.js'
+import { readTokensFile } from '../../src/config/tokens.js'
+import { createTokenSet } from '../../src/plugins/auth.js'
+import { reloadTokens } from '../../src/config/token-reload.js'
 
 const sha256 = (token: string) => createHash('sha256').update(token).digest('hex')
 
@@ -23,7 +23,7 @@ function setUp (text: string) {
       done()
     }
   }))
-  const tokens = createTokenSet(readTokensFile(file))
+  const tokens = createTokenSet(readTokensFile(file).entries)
   const reloads: boolean[] = []
   return { file, lines, tokens, reloads, options: { file, tokens, log, onReload: (taken: boolean) => { reloads.push(taken) } } }
 }
@@ -77,5 +77,30 @@ describe('reloadTokens', () => {
       reason: 'API_TOKENS_FILE line 2: the token is shorter than 16 characters; use a random one, e.g. `openssl rand -hex 32`'
     })
     expect(lines[0]).not.toContain('short-token')
+  })
+  it('revokes a token the file no longer lists even when another line is bad, adds none, and logs how many it revoked', () => {
+    const { file, lines, tokens, reloads, options } = setUp('ci:ci-token-1-0123456789\nleaked:leaked-token-0123456789\n')
+    writeFileSync(file, 'ci:ci-token-1-0123456789\nshop:short-token\nnew:new-token-0123456789\n')
+    reloadTokens(options)
+    expect(reloads).toEqual([false])
+    expect(['ci-token-1-0123456789', 'leaked-token-0123456789', 'new-token-0123456789'].map((token) => tokens.identify(token)?.name))
+      .toEqual(['ci', undefined, undefined])
+    expect(JSON.parse(lines[0] ?? '')).toMatchObject({
+      level: 40,
+      msg: 'tokens not reloaded; those the file no longer lists are revoked, the others stay accepted',
+      reason: 'API_TOKENS_FILE line 2: the token is shorter than 16 characters; use a random one, e.g. `openssl rand -hex 32`',
+      revoked: 1
+    })
+  })
+
+  it('revokes nothing when a file with a bad line lists none of the accepted tokens, nor when it cannot be read', () => {
+    const { file, lines, tokens, reloads, options } = setUp('ci:ci-token-1-0123456789\n')
+    writeFileSync(file, 'ci:ci-token-2-0123456789\nshop:short-token\n')
+    reloadTokens(options)
+    rmSync(file)
+    reloadTokens(options)
+    expect(reloads).toEqual([false, false])
+    expect(tokens.identify('ci-token-1-0123456789')?.name).toBe('ci')
+    expect(lines.map((line) => JSON.parse(line) as { revoked: number })).toMatchObject([{ revoked: 0 }, { revoked: 0 }])
   })
 })

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { memoryLimit, residentAnonymousBytes } from '../../src/lib/memory-limit.js'
+import { memoryLimit, residentAnonymousBytes } from '../../src/config/memory-limit.js'
 
 const MiB = 1024 * 1024
 const GiB = 1024 * MiB

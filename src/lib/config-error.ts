@@ -1,4 +1,0 @@
-/** A bad setting; its message is the one line printed before exit 1. Stores throw it too, hence lib/. */
-export class ConfigError extends Error {
-  override name = 'ConfigError'
-}
