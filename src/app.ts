@@ -17,7 +17,6 @@ import { sharedSchemas } from './schemas.js'
 import { validatorCompiler } from './validation.js'
 
 export interface AppOptions {
-  /** loadConfig's values. */
   config: Config
   tokens: TokenSet
   repository: PlantRepository

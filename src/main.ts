@@ -8,7 +8,6 @@ import { createTokenSet } from './plugins/auth.js'
 import { createRepository } from './storage.js'
 import { watchTokens } from './config/token-reload.js'
 
-/** The process (started by server.ts): configuration, store, app, listen, and signals turned into a graceful close. */
 async function main (): Promise<void> {
   const config = loadConfig(process.env)
   const { METRICS_PORT: metricsPort, METRICS_HOST: metricsHost, API_TOKENS_FILE: tokensFile } = config

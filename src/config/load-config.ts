@@ -49,7 +49,6 @@ export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
     // 85 % of a limit in resident memory; the rest is the process under load.
     MAX_RSS_ANON_BYTES: values.MAX_RSS_ANON_BYTES ?? (limit === Infinity ? 0 : Math.floor(limit * 0.85)),
     METRICS_HOST: values.METRICS_HOST ?? values.HOST,
-    // Never empty: the service never runs open.
     tokens,
     corsOrigins: parseCorsOrigins(values.CORS_ORIGINS ?? '')
   }

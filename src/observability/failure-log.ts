@@ -1,7 +1,6 @@
 /** The two levels a failure log writes at (a pino logger has them). */
 export type FailureLogger = Record<'warn' | 'info', (fields: object, message: string) => void>
 
-/** At most one line per kind of failure per this interval. */
 const INTERVAL_MS = 1000
 
 type Chain = { cause?: unknown, code?: unknown } | null | undefined

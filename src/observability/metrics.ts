@@ -47,7 +47,6 @@ export function createMetrics () {
     [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000])
 
   return {
-    /** What GET /metrics serves. */
     exposition: registry,
     /** One request done, its route `unmatched` when none matched (never the raw path); Node bounds the method. */
     requestDone: (method: string, route = 'unmatched', status: number, seconds: number): void =>
@@ -55,7 +54,6 @@ export function createMetrics () {
     /** A reload of API_TOKENS_FILE: taken, or refused (config/token-reload.ts says what stays). */
     tokenReload: (taken: boolean) => { reloads.inc({ result: taken ? 'ok' : 'refused' }) },
     logLineDropped: () => { dropped.inc() },
-    /** One store insert, by outcome, and how long it took. */
     storeInsert (outcome: InsertOutcome | 'error' | 'unknown', seconds: number) {
       inserts.inc({ outcome })
       insertSeconds.observe(seconds)
@@ -63,7 +61,6 @@ export function createMetrics () {
     /** Exports what this store tells of itself: group-commit sizes, its pool or fill (read when scraped). */
     watchStore (store: PlantRepository) {
       store.observe?.({ batch: (size) => { batches.observe(size) } })
-      // Read when scraped, never per request.
       const stats = (): StoreStats => store.stats?.() ?? {}
       for (const [field, name, help] of STAT_GAUGES.filter(([field]) => stats()[field] !== undefined)) {
         registry.registerMetric(new Gauge({ name, help, registers: [], collect () { this.set(stats()[field] ?? 0) } }))

@@ -18,12 +18,10 @@ export function createTracing (endpoint: string) {
   // The OpenTelemetry rule for OTEL_EXPORTER_OTLP_ENDPOINT: the signal's path appended to the base URL.
   const url = new URL('v1/traces', endpoint.endsWith('/') ? endpoint : `${endpoint}/`).href
   const provider = new TracerProvider({
-    // What a tracing backend lists the spans under.
     resource: resourceFromAttributes({ 'service.name': 'plant-store' }),
     spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url }) })]
   })
   const tracer = provider.getTracer('plant-store')
-  // One span per request, none per hook or handler.
   const instrumentation = new FastifyOtelInstrumentation({
     instrumentHooks: false,
     instrumentHandler: false,

@@ -27,5 +27,4 @@ export type StoreStats = Partial<Record<'plants' | 'capacity' |
 /** Told the size of each group commit (one transaction or statement) when it is sent. */
 export interface StoreObserver { batch (size: number): void }
 
-/** The same plant: the same name and the same tag, or both without a tag. */
 export const samePlant = (a: Plant, b: Plant): boolean => a.name === b.name && a.tag === b.tag

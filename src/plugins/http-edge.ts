@@ -33,9 +33,7 @@ function refusal (request: FastifyRequest, reply: FastifyReply) {
 
 /** An onRequest hook: each reply carries its request id, no content sniffing and no caching (replies answer writes). */
 function setReplyHeaders (request: FastifyRequest, reply: FastifyReply, done = () => {}): void {
-  reply.header('x-request-id', request.id)
-  reply.header('x-content-type-options', 'nosniff')
-  reply.header('cache-control', 'no-store')
+  reply.headers({ 'x-request-id': request.id, 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' })
   done()
 }
 

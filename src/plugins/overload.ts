@@ -8,10 +8,9 @@ type OverloadOptions = Pick<Config, 'MAX_EVENT_LOOP_DELAY_MS' | 'MAX_HEAP_USED_B
   'MAX_RSS_ANON_BYTES'> & { sampleIntervalMs?: number, rssAnonBytes?: () => number }
 
 /**
- * Sheds requests before auth, body or store with a 503 while the event loop or memory is over its
- * limit. /readyz is shed too, to tell the balancer; /livez is not, or a busy process would be killed.
- * `rssAnonBytes` reads the resident anonymous memory (config/memory-limit.ts); tests pass their own, and a shorter
- * `sampleIntervalMs` than 1 s.
+ * Sheds requests before auth, body or store with a 503 while the event loop or memory is over its limit. /readyz is
+ * shed too, to tell the balancer; /livez is not, or a busy process would be killed. Tests pass their own
+ * `rssAnonBytes` (resident anonymous memory, config/memory-limit.ts) and a shorter `sampleIntervalMs` than 1 s.
  */
 export const overload = fp<OverloadOptions>(async function overload (app, options) {
   const { sampleIntervalMs = 1000, rssAnonBytes = residentAnonymousBytes } = options

@@ -20,7 +20,6 @@ const probe = (operationId: string, summary: string, responses = {}) => ({
 const NOT_READY = errorResponse(503, 'The store is failing, or the service is closing or overloaded',
   new NotReadyError().message, ['retry-after'])
 
-/** Probes for orchestrators. */
 export const healthRoutes: FastifyPluginAsyncTypebox<{ repository: PlantRepository }> = async (app, { repository }) => {
   app.get('/livez', probe('getLiveness', 'The process is up'), async () => ({ status: 'ok' }))
 

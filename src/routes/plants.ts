@@ -3,13 +3,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { PlantService } from '../plants/plant-service.js'
 import { CONFLICT, errorResponse as error, INT64_MAX, INT64_MIN, jsonResponse, NewPlant, Plant } from '../schemas.js'
 
-export interface PlantRoutesOptions { plants: PlantService }
-
 const RATE_LIMIT_HEADERS = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'] as const
 const noHeaders = <T extends object>(response: T) => ({ ...response, headers: {} })
 
 /** POST /plants: the schema validates, the service decides, the reply schema serializes. */
-export const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async (app, { plants }) => {
+export const plantRoutes: FastifyPluginAsyncTypebox<{ plants: PlantService }> = async (app, { plants }) => {
   app.post('/plants', {
     schema: {
       summary: 'Create a plant',
