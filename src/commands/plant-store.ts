@@ -12,7 +12,6 @@ import { createRepository } from '../storage.js'
 import { validatorCompiler } from '../validation.js'
 import { digest, fsync, lineOf, PAGE, type BulkStore, type Row } from './store.js'
 
-// FILE - is standard input or output; the rest is in docs/production.md.
 const USAGE = 'usage: plant-store export [--to FILE|-] | import [--from FILE|-] | verify --from FILE|- | backup FILE\n'
 const FORMS = /^(?:export(?: --to)?|import(?: --from)?|verify --from|backup FILE)$/
 const [string, flag] = [{ type: 'string' }, { type: 'boolean' }] as const
@@ -62,7 +61,6 @@ async function replay (store: BulkStore, from: string | undefined, limit: number
     const kinds = added === rows.length ? [] : await store.compare(rows)
     if (kinds.length > 0) count.same -= added
     for (const { line, row, refused } of entries) {
-      // None left: every row was stored by this batch.
       const kind = row === undefined ? 'refused' : kinds.shift()
       if (kind === undefined) continue
       count[kind]++
@@ -101,8 +99,7 @@ async function replay (store: BulkStore, from: string | undefined, limit: number
         check(data.subarray(start, end), ++line)
         if (batch.length < PAGE.rows && count.bytes - settled < PAGE.bytes) continue
         await pending
-        pending = settle(batch.splice(0))
-        pending.catch(() => {})
+        ;(pending = settle(batch.splice(0))).catch(() => {})
         settled = count.bytes
       }
       rest = data.subarray(start, start + limit + 2)
@@ -112,7 +109,6 @@ async function replay (store: BulkStore, from: string | undefined, limit: number
     await settle(batch)
   } finally {
     clearInterval(progress || undefined)
-    // The progress line is erased: what follows starts on a clean line.
     if (progress) process.stderr.write('\r\x1b[K')
   }
   if (write) {
@@ -142,8 +138,7 @@ async function main (args: string[]): Promise<number> {
   }
   const flags = tokens.flatMap((token) => token.kind === 'option' ? `--${token.name}` : [])
   if (!FORMS.test([name, ...flags, ...operands.map(() => 'FILE')].join(' ')) || operands[0] === '-') {
-    const message = name === undefined ? 'no command given' : `${name}: not a command, or not its arguments`
-    throw Object.assign(new Error(message), { code: 'ERR_PARSE_ARGS' })
+    throw Object.assign(new Error(`not a command and its arguments: ${args.join(' ')}`), { code: 'ERR_PARSE_ARGS' })
   }
   // Only the variables the command uses, checked as the service checks them.
   const sqlite = /^\s*sqlite:/.test(process.env.DATABASE_URL ?? '')
@@ -159,11 +154,8 @@ async function main (args: string[]): Promise<number> {
   // PostgreSQL first: a server that cannot be used is named, with its own words, before any schema work.
   let store = sqlite ? undefined : await (await import('./postgres-bulk.js')).openStore(url, timeout)
   try {
-    if (write) {
-      // The schema brought up to date first, as the service does.
-      const repository = await createRepository({ ...env, MAX_PLANTS: 1 })
-      await repository.ready().finally(() => repository.close())
-    }
+    // The schema brought up to date first, as the service does.
+    if (write) await createRepository({ ...env, MAX_PLANTS: 1 }).then((one) => one.ready().finally(() => one.close()))
     store ??= (await import('./sqlite-bulk.js')).openStore(url, write)
     return name === 'export' ? await exportPlants(store, to) : await replay(store, from, limit, write)
   } finally {
@@ -175,10 +167,9 @@ async function main (args: string[]): Promise<number> {
 process.stdout.on('error', () => {})
 main(process.argv.slice(2)).then((status) => { process.exitCode = status }, (error: Error & { code?: string }) => {
   if (error.code === 'EPIPE') return
-  // A mistake in the command line (parseArgs's first sentence) comes with the usage line; a failure, with its cause.
+  // A mistake in the command line comes with the usage line; a failure, with its cause.
   const cause = error.cause instanceof Error ? `: ${error.cause.message}` : ''
-  const usage = error.code?.startsWith('ERR_PARSE_ARGS') === true
-  const text = usage ? `${error.message.split('. ')[0]}\n${USAGE}` : `${error.message}${cause}\n`
-  process.stderr.write(`plant-store: ${text}`)
+  const usage = error.code?.startsWith('ERR_PARSE_ARGS') === true ? USAGE : ''
+  process.stderr.write(`plant-store: ${error.message}${cause}\n${usage}`)
   process.exitCode = 2
 })

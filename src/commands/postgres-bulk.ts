@@ -13,8 +13,7 @@ const INSERT = 'INSERT INTO plants (id, name, tag) SELECT id, name, tag ' +
 const COMPARE = 'SELECT CASE WHEN p.name IS NULL THEN \'new\' WHEN p.name = u.name AND p.tag IS NOT DISTINCT FROM ' +
   'u.tag THEN \'same\' ELSE \'other\' END AS kind FROM json_populate_recordset(NULL::plants, $1) WITH ORDINALITY AS ' +
   'u LEFT JOIN LATERAL (SELECT name, tag FROM plants WHERE plants.id = u.id LIMIT 1) AS p ON true ORDER BY ordinality'
-// A page from id $1 on: PAGE.rows at most, ending with the plant that reaches $2 bytes (the sizes are read without
-// detoasting a value).
+// A page from id $1 on: PAGE.rows at most, ending with the plant that reaches $2 bytes (sizes read, not values).
 const SIZE = 'octet_length(name) + coalesce(octet_length(tag), 0)'
 const PAGE_FROM = `SELECT id::text, name, tag FROM (SELECT id, name, tag, sum(${SIZE}) OVER (ORDER BY id) - ${SIZE}` +
   ` AS before FROM plants WHERE id >= $1 ORDER BY id LIMIT ${PAGE.rows}) AS page WHERE before < $2 ORDER BY page.id`
@@ -23,18 +22,16 @@ const csv = (text: string): string => `"${text.replaceAll('"', '""')}"`
 const json = (rows: Row[]): string => `[${rows.map(lineOf).join(',')}]`
 
 /**
- * One connection to the first host of DATABASE_URL that answers (and takes writes when target_session_attrs asks).
- * Connecting and each statement take at most `ms` (DATABASE_STATEMENT_TIMEOUT_MS): a server that stops
- * answering ends the command instead of holding it.
+ * One connection to the first host of DATABASE_URL that answers (and takes writes when target_session_attrs asks);
+ * connecting and each statement wait `ms` at most: a server that stops answering ends the command.
  */
 export async function openStore (url: string, ms: number): Promise<BulkStore> {
   const { hosts, attrs } = parsePostgresUrl(url)
   const reasons: string[] = []
+  const options = { application_name: 'plant-store', connectionTimeoutMillis: ms, query_timeout: ms }
   for (const host of hosts) {
     // A lost connection also fails the statement in flight, which reports it.
-    const client = new pg.Client({
-      connectionString: host.url, application_name: 'plant-store', connectionTimeoutMillis: ms, query_timeout: ms
-    }).on('error', noop)
+    const client = new pg.Client({ ...options, connectionString: host.url }).on('error', noop)
     try {
       await client.connect()
       if (attrs === 'any' || (await client.query<{ ok: boolean }>(WRITABLE)).rows[0]?.ok === true) return bulk(client)

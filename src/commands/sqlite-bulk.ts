@@ -1,7 +1,7 @@
-import { renameSync, rmSync, statSync } from 'node:fs'
+import { existsSync, realpathSync, renameSync, rmSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import { fsync, PAGE, type BulkStore, type Row } from './store.js'
+import { fsync, kindOf, PAGE, type BulkStore, type Row } from './store.js'
 
 export function openStore (url: string, write: boolean): BulkStore {
   const db = new Database(url.slice('sqlite:'.length), { readonly: !write, fileMustExist: true, timeout: 5000 })
@@ -27,18 +27,14 @@ export function openStore (url: string, write: boolean): BulkStore {
       const page: Row[] = []
       let bytes = 0
       for (const row of db.prepare<[], Row>('SELECT id, name, tag FROM plants ORDER BY id').iterate()) {
-        bytes += row.name.length + (row.tag?.length ?? 0)
-        if (page.push(row) < 1000 && bytes < PAGE.bytes) continue
+        if (page.push(row) < 1000 && (bytes += row.name.length + (row.tag?.length ?? 0)) < PAGE.bytes) continue
         yield page.splice(0)
         bytes = 0
       }
       yield page
     },
     insert: async (rows) => insertAll.immediate(rows),
-    compare: async (rows) => rows.map((row) => {
-      const now = get.get(BigInt(row.id))
-      return now === undefined ? 'new' : now.name === row.name && now.tag === row.tag ? 'same' : 'other'
-    }),
+    compare: async (rows) => rows.map((row) => kindOf(row, get.get(BigInt(row.id)))),
     get: async (id) => get.get(BigInt(id)),
     close: async () => { db.close() }
   }
@@ -50,8 +46,7 @@ export function openStore (url: string, write: boolean): BulkStore {
  */
 export async function backupSqlite (url: string, file: string): Promise<number> {
   const [partial, store] = [`${file}.partial`, url.slice('sqlite:'.length)]
-  const [source, target] = [statSync(store), statSync(file, { throwIfNoEntry: false })]
-  if (target?.ino === source.ino && target.dev === source.dev) throw new Error(`${file} is the store itself`)
+  if (existsSync(file) && realpathSync(file) === realpathSync(store)) throw new Error(`${file} is the store itself`)
   rmSync(partial, { force: true })
   const db = new Database(store, { readonly: true, fileMustExist: true, timeout: 5000 })
   db.prepare('VACUUM INTO ?').run(partial)

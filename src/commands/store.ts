@@ -16,15 +16,16 @@ export interface BulkStore {
   close (): Promise<void>
 }
 
-/**
- * A page of an export, or a batch of an import or verify, ends at this many plants or bytes, whichever comes first:
- * memory stays flat for plants of any size the API takes (BODY_LIMIT up to 1 MiB). Short plants fill a page by count.
- */
+// A page of an export, or a batch of an import or verify, ends at this many plants or bytes, whichever comes first:
+// memory stays flat for plants of any size the API takes (BODY_LIMIT up to 1 MiB).
 export const PAGE = { rows: 10000, bytes: 1 << 20 }
 
 /** A plant's line in an export (without its newline). */
 export const lineOf = ({ id, name, tag }: Row): string =>
   `{"id":${id},"name":${JSON.stringify(name)}${tag === null ? '' : `,"tag":${JSON.stringify(tag)}`}}`
+
+export const kindOf = (row: Row, now: Row | undefined) =>
+  now === undefined ? 'new' : now.name === row.name && now.tag === row.tag ? 'same' : 'other'
 
 /** A plant's share of a checksum: summed over plants, it does not depend on their order. */
 export const digest = (row: Row): bigint => hash('sha256', lineOf(row), 'buffer').readBigUInt64BE(0)

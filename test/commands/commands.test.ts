@@ -90,7 +90,7 @@ describe('plant-store commands', () => {
       expect(ran.stdout).toBe('')
       expect(ran.stderr, args.join(' ')).toMatch(/^plant-store: [^\n]+\nusage: plant-store export \[--to FILE\|-\] \| import \[--from FILE\|-\] \| [^\n]+\n$/)
     }
-    expect((await plantStore(['export', '--frob'], env)).stderr).toMatch(/^plant-store: Unknown option '--frob'\n/)
+    expect((await plantStore(['export', '--frob'], env)).stderr).toMatch(/^plant-store: Unknown option '--frob'\. /)
   })
 
   it('--help and -h, for the tool and each command, print the usage on stdout (exit 0); --version the package version', { timeout: 60000 }, async () => {
