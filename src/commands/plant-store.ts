@@ -1,6 +1,8 @@
-#!/usr/bin/env -S node --max-semi-space-size=4
-// V8's young generation grows to 32 MiB semi-spaces under an import's garbage: 4 MiB keeps RSS well under 150 MB.
-import { createReadStream, createWriteStream, renameSync, statSync } from 'node:fs'
+#!/usr/bin/env -S node --max-semi-space-size=4 --max-old-space-size=64
+// V8 lets its heap grow far past what a command holds (a page or two, PAGE): 4 MiB semi-spaces and a 64 MiB old
+// generation make it collect first, so that moving plants of 1 MB stays under 160 MB of RSS.
+import { createReadStream, createWriteStream, readFileSync, renameSync, rmSync, statSync } from 'node:fs'
+import { dirname } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { parseArgs } from 'node:util'
 import { readEnv } from '../config/env.js'
@@ -8,13 +10,16 @@ import { parseBody } from '../plugins/json-body.js'
 import { NewPlant } from '../schemas.js'
 import { createRepository } from '../storage.js'
 import { validatorCompiler } from '../validation.js'
-import { digest, lineOf, type BulkStore, type Row } from './store.js'
+import { digest, fsync, lineOf, PAGE, type BulkStore, type Row } from './store.js'
 
-const USAGE = 'usage: plant-store export [--to FILE] | import [--from FILE] | backup FILE | verify --from FILE'
+const USAGE = 'usage: plant-store export [--to FILE|-] | import [--from FILE|-] | verify --from FILE|- | backup FILE\n'
+const FORMS = /^(?:export(?: --to)?|import(?: --from)?|verify --from|backup FILE)$/
+const [string, flag] = [{ type: 'string' }, { type: 'boolean' }] as const
+const OPTIONS = { to: string, from: string, help: { ...flag, short: 'h' }, version: flag } as const
 const validate = validatorCompiler({ schema: NewPlant, method: 'POST', url: '/plants', httpPart: 'body' })
 const hex = (sum: bigint): string => BigInt.asUintN(64, sum).toString(16).padStart(16, '0')
 
-/** Every plant, one JSON line each, from one snapshot, streamed; a file gets its name only once complete. */
+/** Every plant, one JSON line each, from one snapshot, streamed; a file is named only once complete and flushed. */
 async function exportPlants (store: BulkStore, to: string | undefined): Promise<number> {
   let count = 0
   async function * text () {
@@ -23,8 +28,11 @@ async function exportPlants (store: BulkStore, to: string | undefined): Promise<
       yield page.map((row) => lineOf(row) + '\n').join('')
     }
   }
-  await pipeline(text, to === undefined ? process.stdout : createWriteStream(`${to}.partial`))
-  if (to !== undefined) renameSync(`${to}.partial`, to)
+  // A file is fsynced as it is closed (flush), renamed, then its folder fsynced; on a failure, it is removed.
+  const partial = `${to}.partial`
+  await pipeline(text, to === undefined ? process.stdout : createWriteStream(partial, { flush: true }))
+    .then(() => to === undefined || renameSync(partial, to)).finally(() => rmSync(partial, { force: true }))
+  if (to !== undefined) await fsync(dirname(to))
   process.stderr.write(`exported ${count} plants\n`)
   return 0
 }
@@ -32,113 +40,136 @@ async function exportPlants (store: BulkStore, to: string | undefined): Promise<
 /**
  * import (`write`) or verify: each plant of the input against the store: `new` (its id is free; with `write`, now
  * stored), `same`, or `other` (another plant under its id, never overwritten). A batch commits whole: an import
- * killed at any moment and run again stores every plant once.
+ * killed at any moment and run again stores every plant once. Refused lines and differences are told in line order.
  */
 async function replay (store: BulkStore, from: string | undefined, limit: number, write: boolean): Promise<number> {
-  const t = { new: 0, same: 0, other: 0, read: 0, refused: 0, bytes: 0, sum: 0n }
+  const count = { new: 0, same: 0, other: 0, read: 0, refused: 0, bytes: 0, sum: 0n }
+  const started = performance.now()
   const progress = process.stderr.isTTY && setInterval(() => {
-    const seconds = process.uptime()
-    const left = from === undefined ? '' : `, ${Math.round((statSync(from).size - t.bytes) * seconds / t.bytes)} s left`
-    process.stderr.write(`\r${t.read} plants, ${Math.round(t.read / seconds)}/s${left}   `)
-  }, 1000).unref()
-  // import reports every refused line and conflict; verify, the first ten differences (each counted before).
-  const report = (line: number, message: string): void => {
-    if (write || t.new + t.other + t.refused <= 10) process.stderr.write(`line ${line}: ${message}\n`)
-  }
-  const batch: Array<Row & { line: number }> = []
-  async function compare (rows: typeof batch): Promise<void> {
+    const seconds = (performance.now() - started) / 1000
+    const left = (from === undefined ? 0 : statSync(from).size - count.bytes) * seconds / count.bytes
+    const time = left >= 0 && left < Infinity ? `, ${Math.round(left)} s left` : ''
+    process.stderr.write(`\r${count.read} plants, ${Math.round(count.read / seconds)}/s${time}   `)
+  }, 1000)
+  const batch: Array<{ line: number, row?: Row, refused?: string }> = []
+  async function settle (entries: typeof batch): Promise<void> {
+    const rows = entries.flatMap((entry) => entry.row ?? [])
     const added = write ? await store.insert(rows) : 0
-    t.new += added
-    if (added === rows.length) return
+    count.new += added
     // Each line against what is stored now: its id stored before, or by an earlier line of the batch, holds the
     // same or another plant. The plants just stored are counted as same below, so they are taken off.
-    const stored = new Map((await store.find(rows.map((row) => String(row.id)))).map((row) => [String(row.id), row]))
-    t.same -= added
-    for (const row of rows) {
-      const now = stored.get(String(row.id))
-      const kind = now === undefined ? 'new' : now.name === row.name && now.tag === row.tag ? 'same' : 'other'
-      t[kind]++
-      if (!write) t.sum += digest(row)
-      if (kind !== 'same') report(row.line, `id ${row.id} is ${now ? `stored as ${lineOf(now)}` : 'not stored'}`)
+    const kinds = added === rows.length ? [] : await store.compare(rows)
+    if (kinds.length > 0) count.same -= added
+    for (const { line, row, refused } of entries) {
+      const kind = row === undefined ? 'refused' : kinds.shift()
+      if (kind === undefined) continue
+      count[kind]++
+      if (!write && row !== undefined) count.sum += digest(row)
+      // import tells every refused line and conflict; verify, the first ten differences (each counted before).
+      if (kind === 'same' || !(write || count.new + count.other + count.refused <= 10)) continue
+      const now = kind === 'other' ? await store.get((row as Row).id) : undefined
+      const message = refused ?? `id ${row?.id} is ${now ? `stored as ${lineOf(now)}` : 'not stored'}`
+      process.stderr.write(`line ${line}: ${message}\n`)
     }
   }
   // A line read as POST /plants reads a body (BODY_LIMIT, strict UTF-8, exact int64 ids, the same validation); a
-  // refused line is reported with the API's message.
+  // refused line is told with the API's message.
+  let [rest, line, settled, pending] = [Buffer.alloc(0), 0, 0, Promise.resolve()]
   function check (text: Buffer, line: number): void {
     const body = text.at(-1) === 13 ? text.subarray(0, -1) : text
     if (body.length === 0) return
-    t.read++
+    count.read++
     try {
       if (body.length > limit) throw new Error('Request body is too large')
       const { value, error } = validate(parseBody(body, undefined, limit)) as { value?: NewPlant, error?: Error }
       if (value === undefined) throw error
-      batch.push({ line, id: value.id, name: value.name, tag: value.tag ?? null })
+      batch.push({ line, row: { id: value.id, name: value.name, tag: value.tag ?? null } })
     } catch (error) {
-      t.refused++
-      report(line, (error as Error).message)
+      batch.push({ line, refused: (error as Error).message })
     }
   }
   // Lines end at \n (a \r before it is dropped); of a line past BODY_LIMIT, only enough to refuse it is kept. One
   // batch is in the store while the next is read and checked.
-  let [rest, line, pending] = [Buffer.alloc(0), 0, Promise.resolve()]
-  for await (const chunk of from === undefined ? process.stdin : createReadStream(from)) {
-    t.bytes += chunk.length
-    const data = Buffer.concat([rest, chunk])
-    let start = 0
-    for (let end; (end = data.indexOf(10, start)) !== -1; start = end + 1) {
-      check(data.subarray(start, end), ++line)
-      if (batch.length < 10000) continue
-      await pending
-      pending = compare(batch.splice(0))
-      pending.catch(() => {})
+  try {
+    for await (const chunk of from === undefined ? process.stdin : createReadStream(from)) {
+      count.bytes += chunk.length
+      const data = Buffer.concat([rest, chunk])
+      let start = 0
+      for (let end; (end = data.indexOf(10, start)) !== -1; start = end + 1) {
+        check(data.subarray(start, end), ++line)
+        if (batch.length < PAGE.rows && count.bytes - settled < PAGE.bytes) continue
+        await pending
+        ;(pending = settle(batch.splice(0))).catch(() => {})
+        settled = count.bytes
+      }
+      rest = data.subarray(start, start + limit + 2)
     }
-    rest = data.subarray(start, start + limit + 2)
+    check(rest, ++line)
+    await pending
+    await settle(batch)
+  } finally {
+    clearInterval(progress || undefined)
+    if (progress) process.stderr.write('\r\x1b[K')
   }
-  check(rest, ++line)
-  await pending
-  await compare(batch)
-  if (progress) process.stderr.write('\n')
   if (write) {
-    process.stdout.write(`read ${t.read}, stored ${t.new}, present ${t.same}, conflicts ${t.other}, ` +
-      `refused ${t.refused}\n`)
-    return t.other + t.refused === 0 ? 0 : 1
+    process.stdout.write(`read ${count.read}, stored ${count.new}, present ${count.same}, conflicts ${count.other}, ` +
+      `refused ${count.refused}\n`)
+    return count.other + count.refused === 0 ? 0 : 1
   }
   const kept = { count: 0, sum: 0n }
   for await (const page of store.plants()) {
     kept.count += page.length
     for (const row of page) kept.sum += digest(row)
   }
-  process.stdout.write(`export: ${t.new + t.same + t.other} plants, checksum ${hex(t.sum)}\n` +
+  process.stdout.write(`export: ${count.new + count.same + count.other} plants, checksum ${hex(count.sum)}\n` +
     `store: ${kept.count} plants, checksum ${hex(kept.sum)}\n` +
-    `identical ${t.same}, missing ${t.new}, differing ${t.other}, refused ${t.refused}\n`)
-  return t.new + t.other + t.refused === 0 ? 0 : 1
+    `identical ${count.same}, missing ${count.new}, differing ${count.other}, refused ${count.refused}\n`)
+  return count.new + count.other + count.refused === 0 ? 0 : 1
 }
 
 /** The exit status: 0 done; 1 a line refused, a conflict or a difference; 2 the command could not run. */
-async function main ([command = '', ...args]: string[]): Promise<number> {
-  const options = { to: { type: 'string' }, from: { type: 'string' } } as const
-  const { values, positionals: [file], tokens } = parseArgs({ args, options, allowPositionals: true, tokens: true })
-  const form = [command, ...tokens.map((token) => token.kind === 'option' ? `--${token.name}` : 'FILE')].join(' ')
-  if (!/^(?:export(?: --to)?|import(?: --from)?|verify --from|backup FILE)$/.test(form)) throw new Error(USAGE)
-  const { DATABASE_URL: url, BODY_LIMIT: limit } = readEnv(process.env)
-  if (url === 'memory:') throw new Error('DATABASE_URL: memory: lives in the service; use sqlite:<path> or postgres://')
-  const sqlite = url.startsWith('sqlite:')
-  if (command === 'backup' && !sqlite) throw new Error('backup copies a SQLite store; for PostgreSQL, use pg_dump')
-  if (command === 'backup') return (await import('./sqlite-bulk.js')).backupSqlite(url, file as string)
-  const write = command === 'import'
-  if (write) {
-    // The schema brought up to date first, as the service does.
-    const repository = await createRepository({ DATABASE_URL: url, MAX_PLANTS: 1 })
-    await repository.ready().finally(() => repository.close())
+async function main (args: string[]): Promise<number> {
+  const { values: { help, version, ...paths }, positionals: [name, ...operands], tokens } =
+    parseArgs({ args, options: OPTIONS, allowPositionals: true, tokens: true })
+  if (help === true || version === true) {
+    const { version: number } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'))
+    process.stdout.write(help === true ? USAGE : `plant-store ${number}\n`)
+    return 0
   }
-  // Any other scheme goes to PostgreSQL's URL parser, which refuses it in one line naming DATABASE_URL.
-  const bulk = sqlite ? await import('./sqlite-bulk.js') : await import('./postgres-bulk.js')
-  const store = await bulk.openStore(url, write)
-  const run = command === 'export' ? exportPlants(store, values.to) : replay(store, values.from, limit, write)
-  return await run.finally(() => store.close())
+  const flags = tokens.flatMap((token) => token.kind === 'option' ? `--${token.name}` : [])
+  if (!FORMS.test([name, ...flags, ...operands.map(() => 'FILE')].join(' ')) || operands[0] === '-') {
+    throw Object.assign(new Error(`not a command and its arguments: ${args.join(' ')}`), { code: 'ERR_PARSE_ARGS' })
+  }
+  // Only the variables the command uses, checked as the service checks them.
+  const sqlite = /^\s*sqlite:/.test(process.env.DATABASE_URL ?? '')
+  const body = name === 'import' || name === 'verify'
+  const used = ['DATABASE_URL', sqlite ? '' : 'DATABASE_STATEMENT_TIMEOUT_MS', body ? 'BODY_LIMIT' : '']
+  const env = readEnv(Object.fromEntries(used.map((key) => [key, process.env[key]])))
+  const { DATABASE_URL: url, DATABASE_STATEMENT_TIMEOUT_MS: timeout, BODY_LIMIT: limit } = env
+  if (url === 'memory:') throw new Error('DATABASE_URL: memory: lives in the service; use sqlite:<path> or postgres://')
+  if (name === 'backup' && !sqlite) throw new Error('backup copies a SQLite store; for PostgreSQL, use pg_dump')
+  if (name === 'backup') return (await import('./sqlite-bulk.js')).backupSqlite(url, operands[0] as string)
+  const [from, to] = [paths.from, paths.to].map((path) => path === '-' ? undefined : path)
+  const write = name === 'import'
+  // PostgreSQL first: a server that cannot be used is named, with its own words, before any schema work.
+  let store = sqlite ? undefined : await (await import('./postgres-bulk.js')).openStore(url, timeout)
+  try {
+    // The schema brought up to date first, as the service does.
+    if (write) await createRepository({ ...env, MAX_PLANTS: 1 }).then((one) => one.ready().finally(() => one.close()))
+    store ??= (await import('./sqlite-bulk.js')).openStore(url, write)
+    return name === 'export' ? await exportPlants(store, to) : await replay(store, from, limit, write)
+  } finally {
+    await store?.close()
+  }
 }
 
-main(process.argv.slice(2)).then((status) => { process.exitCode = status }, (error: Error) => {
-  process.stderr.write(`plant-store: ${error.message}\n`)
+// A reader that stops early (`export | head`) closes the pipe: the command then ends quietly, as asked.
+process.stdout.on('error', () => {})
+main(process.argv.slice(2)).then((status) => { process.exitCode = status }, (error: Error & { code?: string }) => {
+  if (error.code === 'EPIPE') return
+  // A mistake in the command line comes with the usage line; a failure, with its cause.
+  const cause = error.cause instanceof Error ? `: ${error.cause.message}` : ''
+  const usage = error.code?.startsWith('ERR_PARSE_ARGS') === true ? USAGE : ''
+  process.stderr.write(`plant-store: ${error.message}${cause}\n${usage}`)
   process.exitCode = 2
 })

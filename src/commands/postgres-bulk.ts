@@ -2,25 +2,36 @@ import { finished } from 'node:stream/promises'
 import pg from 'pg'
 import { from as copyFrom } from 'pg-copy-streams'
 import { noop, parsePostgresUrl } from '../sql/postgres-hosts.js'
-import { lineOf, type BulkStore, type Row } from './store.js'
+import { lineOf, PAGE, type BulkStore, type Row } from './store.js'
 
 // The rows as the export's JSON lines: ids exact, a missing tag NULL.
 const INSERT = 'INSERT INTO plants (id, name, tag) SELECT id, name, tag ' +
   'FROM json_populate_recordset(NULL::plants, $1) ON CONFLICT (id) DO NOTHING'
-// The stored plants of a batch's ids, one probe of the primary key each (LIMIT 1 keeps it so): as a join or with
-// `= ANY`, the planner scanned the whole table for every batch of a growing, not yet analyzed table.
-const FIND = 'SELECT u.id::text AS id, p.name, p.tag FROM unnest($1::int8[]) AS u (id), ' +
-  'LATERAL (SELECT name, tag FROM plants WHERE plants.id = u.id LIMIT 1) AS p'
+// What is stored under each id of a batch, compared in the server (no stored plant travels), one probe of the
+// primary key each (LIMIT 1 keeps it so): as a join or with `= ANY`, the planner scanned the whole table for every
+// batch of a growing, not yet analyzed table.
+const COMPARE = 'SELECT CASE WHEN p.name IS NULL THEN \'new\' WHEN p.name = u.name AND p.tag IS NOT DISTINCT FROM ' +
+  'u.tag THEN \'same\' ELSE \'other\' END AS kind FROM json_populate_recordset(NULL::plants, $1) WITH ORDINALITY AS ' +
+  'u LEFT JOIN LATERAL (SELECT name, tag FROM plants WHERE plants.id = u.id LIMIT 1) AS p ON true ORDER BY ordinality'
+// A page from id $1 on: PAGE.rows at most, ending with the plant that reaches $2 bytes (sizes read, not values).
+const SIZE = 'octet_length(name) + coalesce(octet_length(tag), 0)'
+const PAGE_FROM = `SELECT id::text, name, tag FROM (SELECT id, name, tag, sum(${SIZE}) OVER (ORDER BY id) - ${SIZE}` +
+  ` AS before FROM plants WHERE id >= $1 ORDER BY id LIMIT ${PAGE.rows}) AS page WHERE before < $2 ORDER BY page.id`
 const WRITABLE = 'SELECT NOT pg_is_in_recovery() AND NOT current_setting(\'transaction_read_only\')::bool AS ok'
 const csv = (text: string): string => `"${text.replaceAll('"', '""')}"`
+const json = (rows: Row[]): string => `[${rows.map(lineOf).join(',')}]`
 
-/** One connection to the first host of DATABASE_URL that answers (and takes writes when target_session_attrs asks). */
-export async function openStore (url: string): Promise<BulkStore> {
+/**
+ * One connection to the first host of DATABASE_URL that answers (and takes writes when target_session_attrs asks);
+ * connecting and each statement wait `ms` at most: a server that stops answering ends the command.
+ */
+export async function openStore (url: string, ms: number): Promise<BulkStore> {
   const { hosts, attrs } = parsePostgresUrl(url)
   const reasons: string[] = []
+  const options = { application_name: 'plant-store', connectionTimeoutMillis: ms, query_timeout: ms }
   for (const host of hosts) {
     // A lost connection also fails the statement in flight, which reports it.
-    const client = new pg.Client({ connectionString: host.url, application_name: 'plant-store' }).on('error', noop)
+    const client = new pg.Client({ ...options, connectionString: host.url }).on('error', noop)
     try {
       await client.connect()
       if (attrs === 'any' || (await client.query<{ ok: boolean }>(WRITABLE)).rows[0]?.ok === true) return bulk(client)
@@ -36,9 +47,12 @@ export async function openStore (url: string): Promise<BulkStore> {
 function bulk (client: pg.Client): BulkStore {
   return {
     async * plants () {
-      // A cursor reads one snapshot, taken when it is declared, a page at a time.
-      await client.query('BEGIN READ ONLY; DECLARE plants_out CURSOR FOR SELECT id, name, tag FROM plants ORDER BY id')
-      for (let rows; (rows = (await client.query<Row>('FETCH 5000 FROM plants_out')).rows).length > 0;) yield rows
+      // Every page from one snapshot, taken by the first.
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+      for (let from = -(2n ** 63n), rows; from < 2n ** 63n; from = BigInt((rows.at(-1) as Row).id) + 1n) {
+        if ((rows = (await client.query<Row>(PAGE_FROM, [from, PAGE.bytes])).rows).length === 0) break
+        yield rows
+      }
       await client.query('COMMIT')
     },
     async insert (rows) {
@@ -48,10 +62,11 @@ function bulk (client: pg.Client): BulkStore {
       copy.end(rows.map((row) => `${row.id},${csv(row.name)},${row.tag === null ? '' : csv(row.tag)}\n`).join(''))
       return await finished(copy).then(() => copy.rowCount, async (error: unknown) => {
         if ((error as { code?: string }).code !== '23505') throw error
-        return (await client.query(INSERT, [`[${rows.map(lineOf).join(',')}]`])).rowCount ?? 0
+        return (await client.query(INSERT, [json(rows)])).rowCount ?? 0
       })
     },
-    find: async (ids) => (await client.query<Row>(FIND, [ids])).rows,
+    compare: async (rows) => (await client.query(COMPARE, [json(rows)])).rows.map((row) => row.kind),
+    get: async (id) => (await client.query<Row>('SELECT id::text, name, tag FROM plants WHERE id = $1', [id])).rows[0],
     close: () => client.end()
   }
 }

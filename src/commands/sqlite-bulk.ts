@@ -1,7 +1,7 @@
-import { closeSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs'
+import { existsSync, realpathSync, renameSync, rmSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import type { BulkStore, Row } from './store.js'
+import { fsync, kindOf, PAGE, type BulkStore, type Row } from './store.js'
 
 export function openStore (url: string, write: boolean): BulkStore {
   const db = new Database(url.slice('sqlite:'.length), { readonly: !write, fileMustExist: true, timeout: 5000 })
@@ -25,40 +25,39 @@ export function openStore (url: string, write: boolean): BulkStore {
     async * plants () {
       // One statement, one read transaction: in WAL mode, a snapshot that writers do not block.
       const page: Row[] = []
+      let bytes = 0
       for (const row of db.prepare<[], Row>('SELECT id, name, tag FROM plants ORDER BY id').iterate()) {
-        if (page.push(row) === 1000) yield page.splice(0)
+        if (page.push(row) < 1000 && (bytes += row.name.length + (row.tag?.length ?? 0)) < PAGE.bytes) continue
+        yield page.splice(0)
+        bytes = 0
       }
       yield page
     },
     insert: async (rows) => insertAll.immediate(rows),
-    find: async (ids) => ids.flatMap((id) => get.get(BigInt(id)) ?? []),
+    compare: async (rows) => rows.map((row) => kindOf(row, get.get(BigInt(row.id)))),
+    get: async (id) => get.get(BigInt(id)),
     close: async () => { db.close() }
   }
 }
 
 /**
  * An online copy (VACUUM INTO reads one snapshot while the service writes) under a temporary name, checked with
- * integrity_check, flushed, then renamed: a file under the given name is always a whole backup.
+ * integrity_check, flushed, then renamed: a file under the given name is always a whole backup. Never the store.
  */
-export function backupSqlite (url: string, file: string): number {
-  const partial = `${file}.partial`
+export async function backupSqlite (url: string, file: string): Promise<number> {
+  const [partial, store] = [`${file}.partial`, url.slice('sqlite:'.length)]
+  if (existsSync(file) && realpathSync(file) === realpathSync(store)) throw new Error(`${file} is the store itself`)
   rmSync(partial, { force: true })
-  const db = new Database(url.slice('sqlite:'.length), { readonly: true, fileMustExist: true, timeout: 5000 })
+  const db = new Database(store, { readonly: true, fileMustExist: true, timeout: 5000 })
   db.prepare('VACUUM INTO ?').run(partial)
   const copy = new Database(partial, { readonly: true })
   const check = copy.pragma('integrity_check', { simple: true })
   const count = copy.prepare('SELECT count(*) FROM plants').pluck().get()
   copy.close()
   if (check !== 'ok') throw new Error(`the copy ${partial} fails integrity_check: ${String(check)}`)
-  fsync(partial)
+  await fsync(partial)
   renameSync(partial, file)
-  fsync(dirname(file))
+  await fsync(dirname(file))
   process.stdout.write(`backed up ${String(count)} plants to ${file}, integrity_check ok\n`)
   return 0
-}
-
-function fsync (name: string): void {
-  const fd = openSync(name, 'r')
-  fsyncSync(fd)
-  closeSync(fd)
 }

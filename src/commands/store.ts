@@ -1,21 +1,34 @@
 import { hash } from 'node:crypto'
+import { open } from 'node:fs/promises'
 
 /** A plant as the commands move it: the id exact (as the store or the parser gives it), no tag as null. */
 export interface Row { id: number | bigint | string, name: string, tag: string | null }
 
 /** A store in bulk, on one connection. */
 export interface BulkStore {
-  /** Every plant in id order, from one snapshot, a page at a time. */
+  /** Every plant in id order, from one snapshot, a page at a time (PAGE at most). */
   plants (): AsyncIterable<Row[]>
   /** Stores each row whose id is free (the first of an id) in one durable commit; returns how many. */
   insert (rows: Row[]): Promise<number>
-  find (ids: string[]): Promise<Row[]>
+  /** What is stored under each row's id now, in the rows' order: nothing, the same plant, or another. */
+  compare (rows: Row[]): Promise<Array<'new' | 'same' | 'other'>>
+  get (id: Row['id']): Promise<Row | undefined>
   close (): Promise<void>
 }
+
+// A page of an export, or a batch of an import or verify, ends at this many plants or bytes, whichever comes first:
+// memory stays flat for plants of any size the API takes (BODY_LIMIT up to 1 MiB).
+export const PAGE = { rows: 10000, bytes: 1 << 20 }
 
 /** A plant's line in an export (without its newline). */
 export const lineOf = ({ id, name, tag }: Row): string =>
   `{"id":${id},"name":${JSON.stringify(name)}${tag === null ? '' : `,"tag":${JSON.stringify(tag)}`}}`
 
+export const kindOf = (row: Row, now: Row | undefined) =>
+  now === undefined ? 'new' : now.name === row.name && now.tag === row.tag ? 'same' : 'other'
+
 /** A plant's share of a checksum: summed over plants, it does not depend on their order. */
 export const digest = (row: Row): bigint => hash('sha256', lineOf(row), 'buffer').readBigUInt64BE(0)
+
+/** Flushes a file or a folder (a rename is durable once its folder is) to the disk. */
+export const fsync = (name: string): Promise<void> => open(name).then((file) => file.sync().finally(() => file.close()))

@@ -1,12 +1,12 @@
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterAll, describe, expect, it } from 'vitest'
 import { docBlock } from '../docs/blocks.js'
 import { postPlant, startServer } from '../e2e/storage-process.js'
-import { createTestSchemas, type TestSchemas } from '../plants/postgres-test-schemas.js'
+import { createSwitchableProxy, createTestSchemas, type TestSchemas } from '../plants/postgres-test-schemas.js'
 import { jsonLines, PLANT_STORE, plantStore } from './run.js'
 
 // The commands as an operator runs them: the built bin (npm run build), on real stores.
@@ -64,7 +64,7 @@ function mixedInput (stored: { id: bigint, name: string }): { text: Buffer, conf
 }
 
 describe('plant-store commands', () => {
-  it('refuse the memory store in one line, before anything else (exit 2)', async () => {
+  it('refuse the memory store in one line, before anything else (exit 2)', { timeout: 60000 }, async () => {
     const commands = [['export'], ['import'], ['verify', '--from', 'plants.jsonl'], ['backup', 'plants.db']]
     for (const [args, env] of commands.flatMap((args) => [[args, { DATABASE_URL: 'memory:' }], [args, {}]] as const)) {
       const ran = await plantStore([...args], env)
@@ -80,13 +80,88 @@ describe('plant-store commands', () => {
     expect(ran.stderr).toBe('plant-store: DATABASE_URL: Expected string to match \'^(memory:$|sqlite:|postgres(ql)?://)\'\n')
   })
 
-  it('answer a usage line with exit 2 for an unknown command or a wrong argument', async () => {
+  it('answer the error, then the usage line, with exit 2 for an unknown command, flag or a wrong argument', { timeout: 60000 }, async () => {
     const env = { DATABASE_URL: sqliteStore() }
-    for (const args of [[], ['frob'], ['backup'], ['verify'], ['export', '--from', 'x'], ['import', 'x'], ['backup', 'a', 'b']]) {
+    const cases = [[], ['frob'], ['backup'], ['backup', '-'], ['verify'], ['export', '--from', 'x'], ['import', 'x'], ['backup', 'a', 'b'],
+      ['export', '--frob'], ['export', '--to']]
+    for (const args of cases) {
       const ran = await plantStore(args, env)
       expect(ran.status, args.join(' ')).toBe(2)
-      expect(ran.stderr).toMatch(/^plant-store: usage: plant-store export \[--to FILE\] \| import/)
+      expect(ran.stdout).toBe('')
+      expect(ran.stderr, args.join(' ')).toMatch(/^plant-store: [^\n]+\nusage: plant-store export \[--to FILE\|-\] \| import \[--from FILE\|-\] \| [^\n]+\n$/)
     }
+    expect((await plantStore(['export', '--frob'], env)).stderr).toMatch(/^plant-store: Unknown option '--frob'\. /)
+  })
+
+  it('--help and -h, for the tool and each command, print the usage on stdout (exit 0); --version the package version', { timeout: 60000 }, async () => {
+    for (const args of [['--help'], ['-h'], ['export', '--help'], ['import', '-h'], ['verify', '--help'], ['backup', '-h']]) {
+      const ran = await plantStore(args, {})
+      expect(ran.stderr).toBe('')
+      expect(ran.stdout, args.join(' ')).toMatch(/^usage: plant-store export \[--to FILE\|-\] \| import \[--from FILE\|-\] \| verify --from FILE\|- \| backup FILE\n$/)
+      expect(ran.status).toBe(0)
+    }
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+    expect(await plantStore(['--version'], {})).toMatchObject({ status: 0, stdout: `plant-store ${version}\n`, stderr: '' })
+  })
+
+  it('read - as standard input (import, verify) and standard output (export --to -)', async () => {
+    const env = { DATABASE_URL: sqliteStore() }
+    const imported = await plantStore(['import', '--from', '-'], env, { text: jsonLines(EXTREMES) })
+    expect(imported.stdout).toBe('read 5, stored 5, present 0, conflicts 0, refused 0\n')
+    expect((await plantStore(['export', '--to', '-'], env)).stdout).toBe(jsonLines(EXTREMES))
+    expect((await plantStore(['verify', '--from', '-'], env, { text: jsonLines(EXTREMES) })).stdout).toMatch(/\nidentical 5, missing 0, differing 0, refused 0\n$/)
+    expect(existsSync('-')).toBe(false)
+  })
+
+  it('read only the variables they use: a bad LOG_LEVEL or PORT stops none, a bad BODY_LIMIT stops import but not export', async () => {
+    const env = { DATABASE_URL: sqliteStore(), LOG_LEVEL: 'loud', PORT: 'eighty', API_TOKENS_FILE: '/nonexistent', DATABASE_STATEMENT_TIMEOUT_MS: 'x' }
+    expect((await plantStore(['import'], env, { text: jsonLines(EXTREMES) })).status).toBe(0)
+    expect((await plantStore(['export'], { ...env, BODY_LIMIT: 'big' })).stdout).toBe(jsonLines(EXTREMES))
+    const refused = await plantStore(['import'], { ...env, BODY_LIMIT: 'big' }, { text: jsonLines(EXTREMES) })
+    expect(refused).toMatchObject({ status: 2, stdout: '', stderr: 'plant-store: BODY_LIMIT: Expected number\n' })
+  })
+
+  it('export | head ends quietly when head closes the pipe: exit 0, nothing on standard error', async () => {
+    const env = { DATABASE_URL: sqliteStore() }
+    const many = writeTo('pipe.jsonl', jsonLines(Array.from({ length: 100000 }, (_, n) => ({ id: BigInt(n), name: `plant ${n}` }))))
+    expect((await plantStore(['import', '--from', many], env)).status).toBe(0)
+    const piped = runBlock('plant-store export | head -n 1', env)
+    expect(piped).toEqual({ status: 0, stdout: '{"id":0,"name":"plant 0"}\n', stderr: '' })
+  })
+
+  it('import tells refused lines and conflicts in line order, a conflict before a later refused line', async () => {
+    const env = { DATABASE_URL: sqliteStore() }
+    expect((await plantStore(['import'], env, { text: jsonLines([{ id: 1n, name: 'kept' }]) })).status).toBe(0)
+    const ran = await plantStore(['import'], env, { text: '{"id":1,"name":"other"}\n{"id":2}\n{"id":3,"name":"new"}\n{"id":4,"name":' })
+    expect(ran.stderr).toBe('line 1: id 1 is stored as {"id":1,"name":"kept"}\nline 2: body/name is required\nline 4: body is not valid JSON\n')
+    expect(ran.status).toBe(1)
+  })
+
+  it('backup refuses to write over the store it copies, however the path is spelled, and leaves it whole', async () => {
+    const path = file('self.db')
+    const env = { DATABASE_URL: `sqlite:${path}` }
+    expect((await plantStore(['import'], env, { text: jsonLines(EXTREMES) })).status).toBe(0)
+    for (const target of [path, join(dir, '.', path.slice(dir.length + 1))]) {
+      const ran = await plantStore(['backup', target], env)
+      expect(ran).toMatchObject({ status: 2, stdout: '', stderr: `plant-store: ${target} is the store itself\n` })
+    }
+    expect((await plantStore(['export'], env)).stdout).toBe(jsonLines(EXTREMES))
+  })
+
+  it.skipIf(spawnSync('strace', ['-V']).status !== 0)('export --to fsyncs FILE.partial, renames it to FILE, then fsyncs the folder', async () => {
+    const env = { DATABASE_URL: sqliteStore() }
+    expect((await plantStore(['import'], env, { text: jsonLines(EXTREMES) })).status).toBe(0)
+    const to = file('synced.jsonl')
+    const trace = file('strace.txt')
+    const ran = spawnSync('strace', ['-f', '-y', '-e', 'trace=fsync,fdatasync,rename,renameat,renameat2', '-o', trace, PLANT_STORE, 'export', '--to', to],
+      { env: { PATH: process.env.PATH, ...env }, encoding: 'utf8' })
+    expect(ran.status, ran.stderr).toBe(0)
+    const calls = readFileSync(trace, 'utf8').split('\n').filter((call) => /fsync|rename/.test(call) && call.includes(dir))
+      .map((call) => call.replace(/^\d+ +/, '').replaceAll(dir, 'DIR').replace(/\(\d+</, '(<').replace(/ = 0$/, ''))
+    expect(calls.filter((call) => call.includes('synced'))).toEqual([
+      `fsync(<DIR/${to.slice(dir.length + 1)}.partial>)`, `rename("DIR/${to.slice(dir.length + 1)}.partial", "DIR/${to.slice(dir.length + 1)}")`
+    ])
+    expect(calls.at(-1)).toBe('fsync(<DIR>)')
   })
 
   it('backup refuses a PostgreSQL store and points to pg_dump', async () => {
@@ -142,7 +217,11 @@ describe('plant-store commands', () => {
     // script(1) gives the command a terminal; its output is the terminal's.
     const onTty = await plantStoreOnTerminal(['import', '--from', input], sqliteStore())
     expect(onTty).toMatch(/\r\d+ plants, \d+\/s, \d+ s left/)
-    expect(onTty).toContain('read 1000000, stored 1000000, present 0, conflicts 0, refused 0')
+    expect(onTty).not.toMatch(/NaN|Infinity|-\d/)
+    // The last progress line is erased before the summary, and nothing is drawn after it.
+    const erase = '\r\u001b[K'
+    expect(onTty).toContain(erase)
+    expect(onTty.split(erase).at(-1)).toBe('read 1000000, stored 1000000, present 0, conflicts 0, refused 0\r\n')
   })
 
   it('an import killed (kill -9) at a random moment and run again ends with the checksum of an uninterrupted one (SQLite)', async () => {
@@ -247,6 +326,64 @@ describe.skipIf(noPostgres !== undefined)('plant-store commands between SQLite a
       expect(check.status).toBe(1)
     })
   }
+
+  it('a connection failure names the host and gives the server\'s words, for import as for export (exit 2)', async () => {
+    const target = Object.assign(new URL(url as string), { pathname: `/plants_none_${process.pid}` })
+    for (const command of ['import', 'export']) {
+      const ran = await plantStore([command], { DATABASE_URL: target.toString() }, { text: jsonLines(EXTREMES) })
+      expect(ran.stderr).toBe(`plant-store: DATABASE_URL: no host could be used (${target.hostname}:${target.port || 5432}: ` +
+        `database "plants_none_${process.pid}" does not exist)\n`)
+      expect(ran.status).toBe(2)
+    }
+  })
+
+  it('a server that stalls, before or during a command, ends it with exit 2 within DATABASE_STATEMENT_TIMEOUT_MS', { timeout: 60000 }, async () => {
+    const { hostname, port } = new URL(url as string)
+    const proxy = await createSwitchableProxy({ host: hostname, port: Number(port || 5432) })
+    await proxy.up()
+    try {
+      const store = await (schemas ??= createTestSchemas(url as string)).create({ port: proxy.port })
+      const env = { DATABASE_URL: store, DATABASE_STATEMENT_TIMEOUT_MS: '1000' }
+      const input = writeTo('stall.jsonl', jsonLines(Array.from({ length: 300000 }, (_, n) => ({ id: BigInt(n), name: `plant ${n}` }))))
+      // During: the import is under way (its first batches stored) when the server stops answering.
+      const stored = `SELECT EXISTS (SELECT FROM ${schemas.schemaOf(store)}.plants) AS some`
+      const during = await plantStore(['import', '--from', input], env, undefined, () => {
+        const waiting = setInterval(() => {
+          void schemas?.query(stored).then(({ rows }) => {
+            if (rows[0]?.some !== true) return
+            proxy.freeze()
+            clearInterval(waiting)
+          }, () => {})
+        }, 50)
+      })
+      expect(during.stderr).toBe('plant-store: Query read timeout\n')
+      expect(during.status).toBe(2)
+      // Before: the connection is accepted and never answered.
+      for (const args of [['export'], ['import', '--from', input], ['verify', '--from', input], ['export', '--to', file('stalled.jsonl')]]) {
+        const started = performance.now()
+        const ran = await plantStore(args, env)
+        expect(ran.stderr, args.join(' ')).toMatch(/^plant-store: DATABASE_URL: no host could be used \(127\.0\.0\.1:\d+: timeout expired\)\n$/)
+        expect(ran.status).toBe(2)
+        // 1 s, with the process's start and exit on a loaded machine.
+        expect(performance.now() - started).toBeLessThan(6000)
+      }
+      proxy.thaw()
+      // An export to a file that the server stops feeding half-way leaves neither FILE nor FILE.partial.
+      const to = file('half.jsonl')
+      const half = await plantStore(['export', '--to', to], env, undefined, () => {
+        const waiting = setInterval(() => {
+          if (!existsSync(`${to}.partial`)) return
+          proxy.freeze()
+          clearInterval(waiting)
+        }, 10)
+      })
+      expect(half.status, half.stderr).toBe(2)
+      expect([existsSync(to), existsSync(`${to}.partial`)]).toEqual([false, false])
+    } finally {
+      proxy.thaw()
+      await proxy.down()
+    }
+  })
 
   it('an import killed (kill -9) at a random moment and run again ends with the checksum of an uninterrupted one (PostgreSQL)', async () => {
     await killedImport(await postgresStore(), await postgresStore())
