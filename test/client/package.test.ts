@@ -46,7 +46,7 @@ describe('the plant-store-client package', () => {
     expect(example).toContain('\'change-me-to-a-long-secret\'')
     writeFileSync(join(app, 'example.mts'), example.replace('http://127.0.0.1:3000', server.url).replace('change-me-to-a-long-secret', E2E_TOKEN))
 
-    const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
+    const tsc = join(ROOT, 'node_modules', '@typescript', 'native', 'bin', 'tsc')
     await run(process.execPath, [tsc, '--noEmit', '--strict', '--target', 'es2023', '--module', 'nodenext', '--moduleResolution', 'nodenext',
       '--types', 'node', '--typeRoots', join(ROOT, 'node_modules', '@types'), 'example.mts'], { cwd: app, timeout: 60000 })
 
