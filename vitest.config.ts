@@ -2,9 +2,28 @@ import { defineConfig } from 'vitest/config'
 import { BaseSequencer, type TestSpecification } from 'vitest/node'
 
 /**
- * The suites that run for minutes, longest first: the Docker image, faults kept on as long as they
- * last in production, the alert rules in a real Prometheus, rollouts behind a balancer. Started
- * before the rest, they run beside it instead of ending the run alone.
+ * The `long` project: suites that hold real time or real load on purpose (a rate limit's minute, kill -9
+ * restarts under clients, faults kept as long as they last in production, alerts over Prometheus's windows,
+ * a log reader held at 64 KB/s, the Docker image). `npm test` runs the `quick` project, everything else;
+ * CI runs both (`npm test -- --project long`, .ci/run). Naming a file runs it whatever its project.
+ */
+const LONG = [
+  'test/container/**/*.test.ts',
+  'test/e2e/storage-long-faults.test.ts',
+  'test/commands/move-long.test.ts',
+  'test/e2e/alerts-healthy.test.ts',
+  'test/e2e/alerts.test.ts',
+  'test/client/restarts.test.ts',
+  'test/e2e/rollout-haproxy.test.ts',
+  'test/e2e/storage-failover.test.ts',
+  'test/client/rate-limit.test.ts',
+  'test/client/failover.test.ts',
+  'test/e2e/slow-log-reader.test.ts'
+]
+
+/**
+ * The files that run for a minute or more, longest first (the long project's before the quick one's).
+ * Started before the rest, they run beside it instead of ending the run alone.
  */
 const LONGEST = [
   'test/container/image.test.ts',
@@ -12,16 +31,19 @@ const LONGEST = [
   'test/commands/move-long.test.ts',
   'test/e2e/alerts-healthy.test.ts',
   'test/e2e/alerts.test.ts',
-  'test/e2e/storage-postgres.test.ts',
   'test/client/restarts.test.ts',
   'test/e2e/rollout-haproxy.test.ts',
-  'test/plants/postgres-plant-repository.test.ts',
   'test/e2e/storage-failover.test.ts',
   'test/client/rate-limit.test.ts',
   'test/client/failover.test.ts',
   'test/e2e/slow-log-reader.test.ts',
+  'test/commands/commands.test.ts',
+  'test/e2e/storage-postgres.test.ts',
+  'test/plants/postgres-plant-repository.test.ts',
   'test/scripts/start.test.ts',
-  'test/e2e/storage-sqlite.test.ts'
+  'test/e2e/storage-sqlite.test.ts',
+  'test/hardening/token-rotation.test.ts',
+  'test/e2e/openapi-client.test.ts'
 ]
 
 class LongestFirst extends BaseSequencer {
@@ -37,7 +59,6 @@ class LongestFirst extends BaseSequencer {
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     // End-to-end tests start the built server; `npm test` builds first (pretest).
     testTimeout: 20000,
     hookTimeout: 30000,
@@ -46,6 +67,10 @@ export default defineConfig({
     // Vitest's default on 2 cores is one file at a time, yet most of the long suites wait on child
     // processes, timers and sockets: three at a time overlap those waits on a 2-core machine.
     maxWorkers: 3,
-    sequence: { sequencer: LongestFirst }
+    sequence: { sequencer: LongestFirst },
+    projects: [
+      { extends: true, test: { name: 'quick', include: ['test/**/*.test.ts'], exclude: LONG } },
+      { extends: true, test: { name: 'long', include: LONG } }
+    ]
   }
 })

@@ -4,14 +4,15 @@
 // costs a digest of the sources (a few milliseconds) instead of a TypeScript build (seconds).
 import { spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { distStatus, ROOT, writeStamp } from './dist-stamp.mjs'
 
 const { current, digest } = distStatus()
 if (!current) {
   process.stderr.write('plant-store: dist/ is not built from the current sources: building (npm run build)\n')
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
+  // TypeScript 7's compiler (package.json's @typescript/native); `typescript` is the TypeScript 6 API for the tools.
+  const tsc = join(dirname(createRequire(import.meta.url).resolve('@typescript/native/package.json')), 'bin', 'tsc')
   for (const step of [[tsc, '-p', 'tsconfig.build.json'], [join(ROOT, 'scripts', 'bundle.mjs')]]) {
     const build = spawnSync(process.execPath, step, { cwd: ROOT, stdio: 'inherit' })
     if (build.status !== 0) {

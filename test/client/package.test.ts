@@ -16,7 +16,8 @@ import { E2E_TOKEN, startServer } from '../e2e/storage-process.js'
 const run = promisify(execFile)
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const CLIENT = join(ROOT, 'client')
-const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
+// TypeScript 7's compiler (the root's `typescript` is the TypeScript 6 API, which ships no `tsc`).
+const TSC = join(ROOT, 'node_modules', '@typescript', 'native', 'bin', 'tsc')
 const dir = mkdtempSync(join(tmpdir(), 'plant-store-client-pack-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
