@@ -18,6 +18,8 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const CLIENT = join(ROOT, 'client')
 // TypeScript 7's compiler (the root's `typescript` is the TypeScript 6 API, which ships no `tsc`).
 const TSC = join(ROOT, 'node_modules', '@typescript', 'native', 'bin', 'tsc')
+// TypeScript 7 removed `node10` resolution: the users who still have it are on TypeScript 6, whose tsc this is.
+const TSC6 = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc6')
 const dir = mkdtempSync(join(tmpdir(), 'plant-store-client-pack-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
@@ -125,9 +127,11 @@ describe('the plant-store-client package', () => {
         // tsc writes its errors on stdout: the failure shows them.
         // A loaded machine may take a minute or more for each of three tsc runs at once.
         if (!tsc) return
-        await run(process.execPath, [TSC, '-p', '.'], { cwd: built[name], timeout: 240000 }).catch((error: Error & { stdout?: string, signal?: string }) => {
-          throw new Error(`${name}: ${error.message} ${error.signal ?? ''}${error.stdout ?? ''}`)
-        })
+        const compiler = name === 'node10' ? TSC6 : TSC
+        await run(process.execPath, [compiler, '-p', '.'], { cwd: built[name], timeout: 240000 })
+          .catch((error: Error & { stdout?: string, signal?: string }) => {
+            throw new Error(`${name}: ${error.message} ${error.signal ?? ''}${error.stdout ?? ''}`)
+          })
       }))
     }, 400000)
 
