@@ -86,10 +86,10 @@ export function createPostgresPlantRepository (options: {
 
   let migrated = false
   let closed = false
-  // The schema attempt in progress, or the last; a failed one resolves with the driver's error, ready()'s cause.
-  let migration: Promise<unknown>
   let retryTimer: NodeJS.Timeout | undefined
   let retryDelay = 250
+  // The schema attempt in progress, or the last; a failed one resolves with the driver's error, ready()'s cause.
+  let migration = migrate()
   // When each write (a batch, a probe) in flight started, oldest first.
   const writeStarts: number[] = []
   let lastOutcomeAt = -Infinity
@@ -100,15 +100,14 @@ export function createPostgresPlantRepository (options: {
   let probeText = PROBE
 
   // Backing off while the database is not reached: an insert meanwhile fails at once, not after an attempt's timeout.
-  function migrate (): void {
-    migration = session.query({ text: MIGRATE }, performance.now() + statementTimeoutMs).then(() => { migrated = true },
+  function migrate (): Promise<unknown> {
+    return session.query({ text: MIGRATE }, performance.now() + statementTimeoutMs).then(() => { migrated = true },
       (error: unknown) => {
-        if (!closed) retryTimer = setTimeout(migrate, retryDelay * (0.5 + Math.random()))
+        if (!closed) retryTimer = setTimeout(() => { migration = migrate() }, retryDelay * (0.5 + Math.random()))
         retryDelay = Math.min(retryDelay * 2, 10000)
         return error instanceof Error ? error.cause : error
       })
   }
-  migrate()
 
   /** Waits for a schema attempt in progress (T at most); rejects while the database is not reached, with the cause. */
   async function whenMigrated (): Promise<void> {
