@@ -45,8 +45,7 @@ BEGIN
   IF v < 1 THEN
     CREATE TABLE plants (id bigint PRIMARY KEY, name text NOT NULL, tag text,
       created_at timestamptz NOT NULL DEFAULT now());
-    oldest := 1;
-    INSERT INTO plant_store_migrations (version, runs_on) VALUES (1, oldest);
+    INSERT INTO plant_store_migrations (version, runs_on) VALUES (1, 1) RETURNING runs_on INTO oldest;
   END IF;
   IF v < 2 THEN
     -- Compatible. The readiness probe's row: a write through WAL and a synchronous commit, as a create, no plant.
@@ -82,16 +81,15 @@ export function createPostgresPlantRepository (options: {
   /** Where the host chosen (several hosts, or a target_session_attrs) and the connections' errors are logged. */
   log?: FailureLogger | undefined
 }): PlantRepository {
-  const { maxConnections: max = 10, statementTimeoutMs: statementTimeout = 5000, log = { info: noop, warn: noop } } =
-    options
-  const session = createSession(options.connectionString, max, statementTimeout, log)
+  const { maxConnections: max = 10, statementTimeoutMs = 5000, log = { info: noop, warn: noop } } = options
+  const session = createSession(options.connectionString, max, statementTimeoutMs, log)
 
   let migrated = false
   let closed = false
-  // The schema attempt in progress, or the last; a failed one resolves with the driver's error, ready()'s cause.
-  let migration: Promise<unknown>
   let retryTimer: NodeJS.Timeout | undefined
   let retryDelay = 250
+  // The schema attempt in progress, or the last; a failed one resolves with the driver's error, ready()'s cause.
+  let migration = migrate()
   // When each write (a batch, a probe) in flight started, oldest first.
   const writeStarts: number[] = []
   let lastOutcomeAt = -Infinity
@@ -102,36 +100,32 @@ export function createPostgresPlantRepository (options: {
   let probeText = PROBE
 
   // Backing off while the database is not reached: an insert meanwhile fails at once, not after an attempt's timeout.
-  function migrate (): void {
-    migration = session.query({ text: MIGRATE }, performance.now() + statementTimeout).then(() => { migrated = true },
+  function migrate (): Promise<unknown> {
+    return session.query({ text: MIGRATE }, performance.now() + statementTimeoutMs).then(() => { migrated = true },
       (error: unknown) => {
-        if (!closed) retryTimer = setTimeout(migrate, retryDelay * (0.5 + Math.random()))
+        if (!closed) retryTimer = setTimeout(() => { migration = migrate() }, retryDelay * (0.5 + Math.random()))
         retryDelay = Math.min(retryDelay * 2, 10000)
         return error instanceof Error ? error.cause : error
       })
   }
-  migrate()
 
   /** Waits for a schema attempt in progress (T at most); rejects while the database is not reached, with the cause. */
   async function whenMigrated (): Promise<void> {
-    const failure = migrated ? undefined : await awaitAtMost(migration, statementTimeout)
+    const failure = migrated ? undefined : await awaitAtMost(migration, statementTimeoutMs)
     if (!migrated) throw new StoreUnavailableError({ cause: failure ?? new Error('schema attempt: statement timeout') })
   }
 
   /** Runs a write (a batch, a probe): in writeStarts while it runs, then its outcome is readiness's verdict. */
-  function tracked<T> (write: () => Promise<T>): Promise<T> {
+  function tracked<T> (write: Promise<T>): Promise<T> {
     const start = performance.now()
     writeStarts.push(start)
-    return write().then((value) => {
-      writesFailing = undefined
-      return value
-    }, (error: unknown) => {
+    void write.then(() => { writesFailing = undefined }, (error: unknown) => {
       writesFailing = { since: writesFailing?.since ?? start, error }
-      throw error
     }).finally(() => {
       writeStarts.splice(writeStarts.indexOf(start), 1)
       lastOutcomeAt = performance.now()
     })
+    return write
   }
 
   async function probeWrites (timeoutAt: number): Promise<void> {
@@ -153,9 +147,9 @@ export function createPostgresPlantRepository (options: {
 
   /** Inserts a batch as if its inserts ran one after another in arrival order. */
   async function run (batch: Entry[]): Promise<void> {
-    const timeoutAt = (batch[0] as Entry).queuedAt + statementTimeout
+    const timeoutAt = (batch[0] as Entry).queuedAt + statementTimeoutMs
     const values = (['id', 'name', 'tag'] as const).map((column) => batch.map(({ item }) => item[column]))
-    const { rows } = await tracked(() => session.query<{ id: string }>({ ...INSERT_BATCH, values }, timeoutAt))
+    const { rows } = await tracked(session.query<{ id: string }>({ ...INSERT_BATCH, values }, timeoutAt))
     const created = new Set(rows.map((row) => row.id))
     const stored = new Map<string, Plant>()
     const existing = batch.filter(({ item }) => !created.has(item.id)).map(({ item }) => item.id)
@@ -187,10 +181,10 @@ export function createPostgresPlantRepository (options: {
       await whenMigrated()
       const now = performance.now()
       const oldestStart = writeStarts[0] ?? now
-      if (now - oldestStart >= statementTimeout) throw notReady(now)
+      if (now - oldestStart >= statementTimeoutMs) throw notReady(now)
       if (now - lastOutcomeAt >= FRESH_MS) {
-        probe ??= tracked(() => probeWrites(now + statementTimeout)).catch(noop).finally(() => { probe = undefined })
-        const answered = await awaitAtMost(probe.then(() => true), oldestStart + statementTimeout - now)
+        probe ??= tracked(probeWrites(now + statementTimeoutMs)).catch(noop).finally(() => { probe = undefined })
+        const answered = await awaitAtMost(probe.then(() => true), oldestStart + statementTimeoutMs - now)
         if (answered === undefined) throw notReady(performance.now())
       }
       if (writesFailing !== undefined) throw notReady(performance.now())

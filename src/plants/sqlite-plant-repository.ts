@@ -95,8 +95,7 @@ const migrate = (db: Database.Database): void => db.transaction(() => {
   if (version < 1) {
     // STRICT keeps a REAL or TEXT out of the int64 id.
     db.exec(`CREATE TABLE plants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, tag TEXT,
-    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))) STRICT`)
-    db.prepare('INSERT INTO plant_store_migrations (version, applied_at, runs_on) VALUES (1, ?, 1)')
-      .run(new Date().toISOString())
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))) STRICT;
+    INSERT INTO plant_store_migrations (version, applied_at, runs_on) VALUES (1, strftime('%Y-%m-%dT%H:%M:%fZ'), 1)`)
   }
 }).immediate()

@@ -31,9 +31,7 @@ export const unavailable = (reason: string): Error => new StoreUnavailableError(
  * answers, QUARANTINE_MS pass or the store closes, so there are never more backends than the pool.
  */
 export function createSession (url: string, max: number, connectTimeoutMs: number, log: FailureLogger) {
-  // What every pooler passes: no startup parameter but application_name, no session state.
-  const config = { max, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, application_name: 'plant-store' }
-  const hosts = createHosts(url, config, log)
+  const hosts = createHosts(url, max, connectTimeoutMs, log)
   const quarantined = new Set<pg.PoolClient>()
   // Released with an error, the client is closed by the pool, and a statement still pending fails.
   const release = (client: pg.PoolClient): void => { if (quarantined.delete(client)) client.release(true) }
@@ -57,16 +55,14 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
     const reply = client.query<Row>(named ? statement : { ...statement, name: undefined })
       .then((result) => ({ result }), (error: unknown) => ({ error }))
     const onTime = await awaitAtMost(reply, timeoutAt - performance.now())
-    const timedOut = onTime === undefined
-    const cancelSent = timedOut ? cancel(client, QUARANTINE_MS) : undefined
+    const cancelSent = onTime === undefined ? cancel(client, QUARANTINE_MS) : undefined
     const outcome = onTime ?? await awaitAtMost(reply, timeoutAt + CANCEL_ANSWER_MS - performance.now())
     if (outcome === undefined) {
       quarantined.add(client)
       // Never two cancels at once: a frozen server is not left a queue of them to work through when it wakes.
-      void (async () => {
-        await cancelSent
+      void cancelSent?.then(async () => {
         while (await awaitAtMost(reply, 1000) === undefined) await cancel(client, QUARANTINE_MS)
-      })()
+      })
       void awaitAtMost(reply, QUARANTINE_MS).then(() => { release(client) })
       hosts.chooseAgain(host)
       throw new StoreOutcomeUnknownError({ cause: new Error('no answer to the statement or its cancel in time') })
@@ -76,9 +72,9 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
     // Back to the pool after a clean rollback; closed after anything else, a read-only server (25006) or a cancel (sent
     // on a connection of its own, it could reach this one's next statement).
     const drop = failure !== undefined && (!rolledBack(failure) || code === '25006')
-    client.release(drop || timedOut)
+    client.release(drop || onTime === undefined)
     if (drop) hosts.chooseAgain(host)
-    if ('result' in outcome && !timedOut) return outcome.result
+    if ('result' in outcome && onTime !== undefined) return outcome.result
     // A pooler in transaction mode (PgBouncer before 1.21) hands a named statement to a server that has not
     // parsed it, or has already: refused before it ran, it runs again unnamed, as does every later one on this host.
     if (named && (code === '26000' || code === '42P05')) {
