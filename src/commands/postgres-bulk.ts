@@ -2,9 +2,8 @@ import { finished } from 'node:stream/promises'
 import pg from 'pg'
 import { from as copyFrom } from 'pg-copy-streams'
 import { noop, parsePostgresUrl } from '../sql/postgres-hosts.js'
-import { lineOf, PAGE, type BulkStore, type Row } from './store.js'
+import { json, PAGE, type BulkStore, type Row } from './store.js'
 
-// The rows as the export's JSON lines: ids exact, a missing tag NULL.
 const INSERT = 'INSERT INTO plants (id, name, tag) SELECT id, name, tag ' +
   'FROM json_populate_recordset(NULL::plants, $1) ON CONFLICT (id) DO NOTHING'
 // What is stored under each id of a batch, compared in the server (no stored plant travels), one probe of the
@@ -19,7 +18,6 @@ const PAGE_FROM = `SELECT id::text, name, tag FROM (SELECT id, name, tag, sum(${
   ` AS before FROM plants WHERE id >= $1 ORDER BY id LIMIT ${PAGE.rows}) AS page WHERE before < $2 ORDER BY page.id`
 const WRITABLE = 'SELECT NOT pg_is_in_recovery() AND NOT current_setting(\'transaction_read_only\')::bool AS ok'
 const csv = (text: string): string => `"${text.replaceAll('"', '""')}"`
-const json = (rows: Row[]): string => `[${rows.map(lineOf).join(',')}]`
 
 /**
  * One connection to the first host of DATABASE_URL that answers (and takes writes when target_session_attrs asks);

@@ -1,7 +1,7 @@
 import { existsSync, realpathSync, renameSync, rmSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import { fsync, kindOf, PAGE, type BulkStore, type Row } from './store.js'
+import { fsync, json, kindOf, PAGE, type BulkStore, type Row } from './store.js'
 
 export function openStore (url: string, write: boolean): BulkStore {
   const db = new Database(url.slice('sqlite:'.length), { readonly: !write, fileMustExist: true, timeout: 5000 })
@@ -9,18 +9,9 @@ export function openStore (url: string, write: boolean): BulkStore {
   db.defaultSafeIntegers(true)
   db.pragma('synchronous = FULL')
   const get = db.prepare<[bigint], Row>('SELECT id, name, tag FROM plants WHERE id = ?')
-  // 100 plants a statement: a call into SQLite costs about as much as storing one plant.
-  const put = (count: number) => db.prepare('INSERT INTO plants (id, name, tag) VALUES ' +
-    `${Array(count).fill('(?, ?, ?)').join(', ')} ON CONFLICT (id) DO NOTHING`)
-  const hundred = put(100)
-  const insertAll = db.transaction((rows: Row[]) => {
-    let added = 0
-    for (let i = 0; i < rows.length; i += 100) {
-      const values = rows.slice(i, i + 100).flatMap((row) => [row.id, row.name, row.tag])
-      added += (values.length === 300 ? hundred : put(values.length / 3)).run(values).changes
-    }
-    return added
-  })
+  // A batch in one statement (a commit of its own); WHERE true tells SQLite that ON CONFLICT belongs to the INSERT.
+  const insert = db.prepare<[string]>('INSERT INTO plants (id, name, tag) SELECT value ->> \'id\', ' +
+    'value ->> \'name\', value ->> \'tag\' FROM json_each(?) WHERE true ON CONFLICT (id) DO NOTHING')
   return {
     async * plants () {
       // One statement, one read transaction: in WAL mode, a snapshot that writers do not block.
@@ -33,7 +24,7 @@ export function openStore (url: string, write: boolean): BulkStore {
       }
       yield page
     },
-    insert: async (rows) => insertAll.immediate(rows),
+    insert: async (rows) => insert.run(json(rows)).changes,
     compare: async (rows) => rows.map((row) => kindOf(row, get.get(BigInt(row.id)))),
     get: async (id) => get.get(BigInt(id)),
     close: async () => { db.close() }
