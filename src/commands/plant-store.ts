@@ -44,9 +44,9 @@ async function exportPlants (store: BulkStore, to: string | undefined): Promise<
  */
 async function replay (store: BulkStore, from: string | undefined, limit: number, write: boolean): Promise<number> {
   const count = { new: 0, same: 0, other: 0, read: 0, refused: 0, bytes: 0, sum: 0n }
-  const started = performance.now()
+  // Rates over the command's run: performance.now() counts from the process's start.
   const progress = process.stderr.isTTY && setInterval(() => {
-    const seconds = (performance.now() - started) / 1000
+    const seconds = performance.now() / 1000
     const left = (from === undefined ? 0 : statSync(from).size - count.bytes) * seconds / count.bytes
     const time = left >= 0 && left < Infinity ? `, ${Math.round(left)} s left` : ''
     process.stderr.write(`\r${count.read} plants, ${Math.round(count.read / seconds)}/s${time}   `)

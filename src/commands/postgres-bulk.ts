@@ -1,7 +1,6 @@
 import { finished } from 'node:stream/promises'
-import pg from 'pg'
 import { from as copyFrom } from 'pg-copy-streams'
-import { noop, parsePostgresUrl } from '../sql/postgres-hosts.js'
+import { createHosts, noop } from '../sql/postgres-hosts.js'
 import { json, PAGE, type BulkStore, type Row } from './store.js'
 
 const INSERT = 'INSERT INTO plants (id, name, tag) SELECT id, name, tag ' +
@@ -16,33 +15,19 @@ const COMPARE = 'SELECT CASE WHEN p.name IS NULL THEN \'new\' WHEN p.name = u.na
 const SIZE = 'octet_length(name) + coalesce(octet_length(tag), 0)'
 const PAGE_FROM = `SELECT id::text, name, tag FROM (SELECT id, name, tag, sum(${SIZE}) OVER (ORDER BY id) - ${SIZE}` +
   ` AS before FROM plants WHERE id >= $1 ORDER BY id LIMIT ${PAGE.rows}) AS page WHERE before < $2 ORDER BY page.id`
-const WRITABLE = 'SELECT NOT pg_is_in_recovery() AND NOT current_setting(\'transaction_read_only\')::bool AS ok'
 const csv = (text: string): string => `"${text.replaceAll('"', '""')}"`
 
 /**
- * One connection to the first host of DATABASE_URL that answers (and takes writes when target_session_attrs asks);
- * connecting and each statement wait `ms` at most: a server that stops answering ends the command.
+ * One connection, to the host the service would choose (target_session_attrs); connecting and each statement wait
+ * `ms` at most: a server that stops answering ends the command.
  */
 export async function openStore (url: string, ms: number): Promise<BulkStore> {
-  const { hosts, attrs } = parsePostgresUrl(url)
-  const reasons: string[] = []
-  const options = { application_name: 'plant-store', connectionTimeoutMillis: ms, query_timeout: ms }
-  for (const host of hosts) {
-    // A lost connection also fails the statement in flight, which reports it.
-    const client = new pg.Client({ ...options, connectionString: host.url }).on('error', noop)
-    try {
-      await client.connect()
-      if (attrs === 'any' || (await client.query<{ ok: boolean }>(WRITABLE)).rows[0]?.ok === true) return bulk(client)
-      reasons.push(`${host.label} takes no writes`)
-    } catch (error) {
-      reasons.push(`${host.label}: ${(error as Error).message}`)
-    }
-    await client.end().catch(noop)
-  }
-  throw new Error(`DATABASE_URL: no host could be used (${reasons.join('; ')})`)
-}
-
-function bulk (client: pg.Client): BulkStore {
+  const options = { application_name: 'plant-store', connectionTimeoutMillis: ms, query_timeout: ms, max: 1 }
+  const hosts = createHosts(url, options, { info: noop, warn: noop })
+  const { client } = await hosts.connect().catch(async (error: unknown) => {
+    await hosts.end()
+    throw new Error(`DATABASE_URL: ${hosts.inUse()?.label ?? 'no host could be used'}`, { cause: error })
+  })
   return {
     async * plants () {
       // Every page from one snapshot, taken by the first.
@@ -65,6 +50,9 @@ function bulk (client: pg.Client): BulkStore {
     },
     compare: async (rows) => (await client.query(COMPARE, [json(rows)])).rows.map((row) => row.kind),
     get: async (id) => (await client.query<Row>('SELECT id::text, name, tag FROM plants WHERE id = $1', [id])).rows[0],
-    close: () => client.end()
+    close: async () => {
+      client.release(true)
+      await hosts.end()
+    }
   }
 }

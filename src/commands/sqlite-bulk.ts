@@ -39,8 +39,7 @@ export async function backupSqlite (url: string, file: string): Promise<number> 
   const [partial, store] = [`${file}.partial`, url.slice('sqlite:'.length)]
   if (existsSync(file) && realpathSync(file) === realpathSync(store)) throw new Error(`${file} is the store itself`)
   rmSync(partial, { force: true })
-  const db = new Database(store, { readonly: true, fileMustExist: true, timeout: 5000 })
-  db.prepare('VACUUM INTO ?').run(partial)
+  new Database(store, { readonly: true, fileMustExist: true, timeout: 5000 }).prepare('VACUUM INTO ?').run(partial)
   const copy = new Database(partial, { readonly: true })
   const check = copy.pragma('integrity_check', { simple: true })
   const count = copy.prepare('SELECT count(*) FROM plants').pluck().get()
