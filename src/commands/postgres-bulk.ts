@@ -5,12 +5,10 @@ import { json, PAGE, type BulkStore, type Row } from './store.js'
 
 const INSERT = 'INSERT INTO plants (id, name, tag) SELECT id, name, tag ' +
   'FROM json_populate_recordset(NULL::plants, $1) ON CONFLICT (id) DO NOTHING'
-// What is stored under each id of a batch, compared in the server (no stored plant travels), one probe of the
-// primary key each (LIMIT 1 keeps it so): as a join or with `= ANY`, the planner scanned the whole table for every
-// batch of a growing, not yet analyzed table.
-const COMPARE = 'SELECT CASE WHEN p.name IS NULL THEN \'new\' WHEN p.name = u.name AND p.tag IS NOT DISTINCT FROM ' +
-  'u.tag THEN \'same\' ELSE \'other\' END AS kind FROM json_populate_recordset(NULL::plants, $1) WITH ORDINALITY AS ' +
-  'u LEFT JOIN LATERAL (SELECT name, tag FROM plants WHERE plants.id = u.id LIMIT 1) AS p ON true ORDER BY ordinality'
+// What is stored under each id of a batch, one probe of the primary key each (LIMIT 1 keeps it so): as a join or
+// with `= ANY`, the planner scanned the whole table for every batch of a growing, not yet analyzed table.
+const STORED = 'SELECT p.id::text, p.name, p.tag FROM json_populate_recordset(NULL::plants, $1) WITH ORDINALITY AS u ' +
+  'LEFT JOIN LATERAL (SELECT id, name, tag FROM plants WHERE plants.id = u.id LIMIT 1) AS p ON true ORDER BY ordinality'
 // A page from id $1 on: PAGE.rows at most, ending with the plant that reaches $2 bytes (sizes read, not values).
 const SIZE = 'octet_length(name) + coalesce(octet_length(tag), 0)'
 const PAGE_FROM = `SELECT id::text, name, tag FROM (SELECT id, name, tag, sum(${SIZE}) OVER (ORDER BY id) - ${SIZE}` +
@@ -48,8 +46,7 @@ export async function openStore (url: string, ms: number): Promise<BulkStore> {
         return (await client.query(INSERT, [json(rows)])).rowCount ?? 0
       })
     },
-    compare: async (rows) => (await client.query(COMPARE, [json(rows)])).rows.map((row) => row.kind),
-    get: async (id) => (await client.query<Row>('SELECT id::text, name, tag FROM plants WHERE id = $1', [id])).rows[0],
+    stored: async (rows) => (await client.query<Row>(STORED, [json(rows)])).rows.map((row) => row.id ? row : undefined),
     close: async () => {
       client.release(true)
       await hosts.end()

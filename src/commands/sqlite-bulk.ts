@@ -1,9 +1,9 @@
 import { existsSync, realpathSync, renameSync, rmSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import { fsync, json, kindOf, PAGE, type BulkStore, type Row } from './store.js'
+import { fsync, json, PAGE, type Row } from './store.js'
 
-export function openStore (url: string, write: boolean): BulkStore {
+export function openStore (url: string, write: boolean) {
   const db = new Database(url.slice('sqlite:'.length), { readonly: !write, fileMustExist: true, timeout: 5000 })
   // Ids as bigints (exact past 2^53). Each batch's commit waits for the disk, so the summary reports durable plants.
   db.defaultSafeIntegers(true)
@@ -24,9 +24,8 @@ export function openStore (url: string, write: boolean): BulkStore {
       }
       yield page
     },
-    insert: async (rows) => insert.run(json(rows)).changes,
-    compare: async (rows) => rows.map((row) => kindOf(row, get.get(BigInt(row.id)))),
-    get: async (id) => get.get(BigInt(id)),
+    insert: async (rows: Row[]) => insert.run(json(rows)).changes,
+    stored: async (rows: Row[]) => rows.map((row) => get.get(BigInt(row.id))),
     close: async () => { db.close() }
   }
 }
