@@ -10,7 +10,7 @@ import { parseBody } from '../plugins/json-body.js'
 import { NewPlant } from '../schemas.js'
 import { createRepository } from '../storage.js'
 import { validatorCompiler } from '../validation.js'
-import { digest, fsync, lineOf, PAGE, type BulkStore, type Row } from './store.js'
+import { digest, fsync, kindOf, lineOf, PAGE, type BulkStore, type Row } from './store.js'
 
 const USAGE = 'usage: plant-store export [--to FILE|-] | import [--from FILE|-] | verify --from FILE|- | backup FILE\n'
 const FORMS = /^(?:export(?: --to)?|import(?: --from)?|verify --from|backup FILE)$/
@@ -44,9 +44,9 @@ async function exportPlants (store: BulkStore, to: string | undefined): Promise<
  */
 async function replay (store: BulkStore, from: string | undefined, limit: number, write: boolean): Promise<number> {
   const count = { new: 0, same: 0, other: 0, read: 0, refused: 0, bytes: 0, sum: 0n }
-  const started = performance.now()
+  // Rates over the command's run: performance.now() counts from the process's start.
   const progress = process.stderr.isTTY && setInterval(() => {
-    const seconds = (performance.now() - started) / 1000
+    const seconds = performance.now() / 1000
     const left = (from === undefined ? 0 : statSync(from).size - count.bytes) * seconds / count.bytes
     const time = left >= 0 && left < Infinity ? `, ${Math.round(left)} s left` : ''
     process.stderr.write(`\r${count.read} plants, ${Math.round(count.read / seconds)}/s${time}   `)
@@ -58,16 +58,16 @@ async function replay (store: BulkStore, from: string | undefined, limit: number
     count.new += added
     // Each line against what is stored now: its id stored before, or by an earlier line of the batch, holds the
     // same or another plant. The plants just stored are counted as same below, so they are taken off.
-    const kinds = added === rows.length ? [] : await store.compare(rows)
-    if (kinds.length > 0) count.same -= added
+    const stored = added === rows.length ? [] : await store.stored(rows)
+    if (stored.length > 0) count.same -= added
     for (const { line, row, refused } of entries) {
-      const kind = row === undefined ? 'refused' : kinds.shift()
-      if (kind === undefined) continue
+      if (row !== undefined && stored.length === 0) continue
+      const now = row && stored.shift()
+      const kind = row === undefined ? 'refused' : kindOf(row, now)
       count[kind]++
       if (!write && row !== undefined) count.sum += digest(row)
       // import tells every refused line and conflict; verify, the first ten differences (each counted before).
       if (kind === 'same' || !(write || count.new + count.other + count.refused <= 10)) continue
-      const now = kind === 'other' ? await store.get((row as Row).id) : undefined
       const message = refused ?? `id ${row?.id} is ${now ? `stored as ${lineOf(now)}` : 'not stored'}`
       process.stderr.write(`line ${line}: ${message}\n`)
     }

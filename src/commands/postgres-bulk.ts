@@ -1,50 +1,31 @@
 import { finished } from 'node:stream/promises'
-import pg from 'pg'
 import { from as copyFrom } from 'pg-copy-streams'
-import { noop, parsePostgresUrl } from '../sql/postgres-hosts.js'
-import { lineOf, PAGE, type BulkStore, type Row } from './store.js'
+import { createHosts, noop } from '../sql/postgres-hosts.js'
+import { json, PAGE, type BulkStore, type Row } from './store.js'
 
-// The rows as the export's JSON lines: ids exact, a missing tag NULL.
 const INSERT = 'INSERT INTO plants (id, name, tag) SELECT id, name, tag ' +
   'FROM json_populate_recordset(NULL::plants, $1) ON CONFLICT (id) DO NOTHING'
-// What is stored under each id of a batch, compared in the server (no stored plant travels), one probe of the
-// primary key each (LIMIT 1 keeps it so): as a join or with `= ANY`, the planner scanned the whole table for every
-// batch of a growing, not yet analyzed table.
-const COMPARE = 'SELECT CASE WHEN p.name IS NULL THEN \'new\' WHEN p.name = u.name AND p.tag IS NOT DISTINCT FROM ' +
-  'u.tag THEN \'same\' ELSE \'other\' END AS kind FROM json_populate_recordset(NULL::plants, $1) WITH ORDINALITY AS ' +
-  'u LEFT JOIN LATERAL (SELECT name, tag FROM plants WHERE plants.id = u.id LIMIT 1) AS p ON true ORDER BY ordinality'
+// What is stored under each id of a batch, one probe of the primary key each (LIMIT 1 keeps it so): as a join or
+// with `= ANY`, the planner scanned the whole table for every batch of a growing, not yet analyzed table.
+const STORED = 'SELECT p.id::text, p.name, p.tag FROM json_populate_recordset(NULL::plants, $1) WITH ORDINALITY AS u ' +
+  'LEFT JOIN LATERAL (SELECT id, name, tag FROM plants WHERE plants.id = u.id LIMIT 1) AS p ON true ORDER BY ordinality'
 // A page from id $1 on: PAGE.rows at most, ending with the plant that reaches $2 bytes (sizes read, not values).
 const SIZE = 'octet_length(name) + coalesce(octet_length(tag), 0)'
 const PAGE_FROM = `SELECT id::text, name, tag FROM (SELECT id, name, tag, sum(${SIZE}) OVER (ORDER BY id) - ${SIZE}` +
   ` AS before FROM plants WHERE id >= $1 ORDER BY id LIMIT ${PAGE.rows}) AS page WHERE before < $2 ORDER BY page.id`
-const WRITABLE = 'SELECT NOT pg_is_in_recovery() AND NOT current_setting(\'transaction_read_only\')::bool AS ok'
 const csv = (text: string): string => `"${text.replaceAll('"', '""')}"`
-const json = (rows: Row[]): string => `[${rows.map(lineOf).join(',')}]`
 
 /**
- * One connection to the first host of DATABASE_URL that answers (and takes writes when target_session_attrs asks);
- * connecting and each statement wait `ms` at most: a server that stops answering ends the command.
+ * One connection, to the host the service would choose (target_session_attrs); connecting and each statement wait
+ * `ms` at most: a server that stops answering ends the command.
  */
 export async function openStore (url: string, ms: number): Promise<BulkStore> {
-  const { hosts, attrs } = parsePostgresUrl(url)
-  const reasons: string[] = []
-  const options = { application_name: 'plant-store', connectionTimeoutMillis: ms, query_timeout: ms }
-  for (const host of hosts) {
-    // A lost connection also fails the statement in flight, which reports it.
-    const client = new pg.Client({ ...options, connectionString: host.url }).on('error', noop)
-    try {
-      await client.connect()
-      if (attrs === 'any' || (await client.query<{ ok: boolean }>(WRITABLE)).rows[0]?.ok === true) return bulk(client)
-      reasons.push(`${host.label} takes no writes`)
-    } catch (error) {
-      reasons.push(`${host.label}: ${(error as Error).message}`)
-    }
-    await client.end().catch(noop)
-  }
-  throw new Error(`DATABASE_URL: no host could be used (${reasons.join('; ')})`)
-}
-
-function bulk (client: pg.Client): BulkStore {
+  const options = { application_name: 'plant-store', connectionTimeoutMillis: ms, query_timeout: ms, max: 1 }
+  const hosts = createHosts(url, options, { info: noop, warn: noop })
+  const { client } = await hosts.connect().catch(async (error: unknown) => {
+    await hosts.end()
+    throw new Error(`DATABASE_URL: ${hosts.inUse()?.label ?? 'no host could be used'}`, { cause: error })
+  })
   return {
     async * plants () {
       // Every page from one snapshot, taken by the first.
@@ -65,8 +46,10 @@ function bulk (client: pg.Client): BulkStore {
         return (await client.query(INSERT, [json(rows)])).rowCount ?? 0
       })
     },
-    compare: async (rows) => (await client.query(COMPARE, [json(rows)])).rows.map((row) => row.kind),
-    get: async (id) => (await client.query<Row>('SELECT id::text, name, tag FROM plants WHERE id = $1', [id])).rows[0],
-    close: () => client.end()
+    stored: async (rows) => (await client.query<Row>(STORED, [json(rows)])).rows.map((row) => row.id ? row : undefined),
+    close: async () => {
+      client.release(true)
+      await hosts.end()
+    }
   }
 }

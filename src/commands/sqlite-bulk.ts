@@ -1,26 +1,17 @@
 import { existsSync, realpathSync, renameSync, rmSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import { fsync, kindOf, PAGE, type BulkStore, type Row } from './store.js'
+import { fsync, json, PAGE, type Row } from './store.js'
 
-export function openStore (url: string, write: boolean): BulkStore {
+export function openStore (url: string, write: boolean) {
   const db = new Database(url.slice('sqlite:'.length), { readonly: !write, fileMustExist: true, timeout: 5000 })
   // Ids as bigints (exact past 2^53). Each batch's commit waits for the disk, so the summary reports durable plants.
   db.defaultSafeIntegers(true)
   db.pragma('synchronous = FULL')
   const get = db.prepare<[bigint], Row>('SELECT id, name, tag FROM plants WHERE id = ?')
-  // 100 plants a statement: a call into SQLite costs about as much as storing one plant.
-  const put = (count: number) => db.prepare('INSERT INTO plants (id, name, tag) VALUES ' +
-    `${Array(count).fill('(?, ?, ?)').join(', ')} ON CONFLICT (id) DO NOTHING`)
-  const hundred = put(100)
-  const insertAll = db.transaction((rows: Row[]) => {
-    let added = 0
-    for (let i = 0; i < rows.length; i += 100) {
-      const values = rows.slice(i, i + 100).flatMap((row) => [row.id, row.name, row.tag])
-      added += (values.length === 300 ? hundred : put(values.length / 3)).run(values).changes
-    }
-    return added
-  })
+  // A batch in one statement (a commit of its own); WHERE true tells SQLite that ON CONFLICT belongs to the INSERT.
+  const insert = db.prepare<[string]>('INSERT INTO plants (id, name, tag) SELECT value ->> \'id\', ' +
+    'value ->> \'name\', value ->> \'tag\' FROM json_each(?) WHERE true ON CONFLICT (id) DO NOTHING')
   return {
     async * plants () {
       // One statement, one read transaction: in WAL mode, a snapshot that writers do not block.
@@ -33,9 +24,8 @@ export function openStore (url: string, write: boolean): BulkStore {
       }
       yield page
     },
-    insert: async (rows) => insertAll.immediate(rows),
-    compare: async (rows) => rows.map((row) => kindOf(row, get.get(BigInt(row.id)))),
-    get: async (id) => get.get(BigInt(id)),
+    insert: async (rows: Row[]) => insert.run(json(rows)).changes,
+    stored: async (rows: Row[]) => rows.map((row) => get.get(BigInt(row.id))),
     close: async () => { db.close() }
   }
 }
@@ -48,8 +38,7 @@ export async function backupSqlite (url: string, file: string): Promise<number> 
   const [partial, store] = [`${file}.partial`, url.slice('sqlite:'.length)]
   if (existsSync(file) && realpathSync(file) === realpathSync(store)) throw new Error(`${file} is the store itself`)
   rmSync(partial, { force: true })
-  const db = new Database(store, { readonly: true, fileMustExist: true, timeout: 5000 })
-  db.prepare('VACUUM INTO ?').run(partial)
+  new Database(store, { readonly: true, fileMustExist: true, timeout: 5000 }).prepare('VACUUM INTO ?').run(partial)
   const copy = new Database(partial, { readonly: true })
   const check = copy.pragma('integrity_check', { simple: true })
   const count = copy.prepare('SELECT count(*) FROM plants').pluck().get()

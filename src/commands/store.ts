@@ -1,20 +1,16 @@
 import { hash } from 'node:crypto'
 import { open } from 'node:fs/promises'
+import type { openStore } from './sqlite-bulk.js'
 
 /** A plant as the commands move it: the id exact (as the store or the parser gives it), no tag as null. */
 export interface Row { id: number | bigint | string, name: string, tag: string | null }
 
-/** A store in bulk, on one connection. */
-export interface BulkStore {
-  /** Every plant in id order, from one snapshot, a page at a time (PAGE at most). */
-  plants (): AsyncIterable<Row[]>
-  /** Stores each row whose id is free (the first of an id) in one durable commit; returns how many. */
-  insert (rows: Row[]): Promise<number>
-  /** What is stored under each row's id now, in the rows' order: nothing, the same plant, or another. */
-  compare (rows: Row[]): Promise<Array<'new' | 'same' | 'other'>>
-  get (id: Row['id']): Promise<Row | undefined>
-  close (): Promise<void>
-}
+/**
+ * A store in bulk, on one connection, as sqlite-bulk.ts opens it (postgres-bulk.ts's has its shape). plants(): every
+ * plant in id order, from one snapshot, a page at a time (PAGE at most); insert(rows): stores each row whose id is free
+ * (the first of an id) in one durable commit, and says how many; stored(rows): the plant under each row's id, if any.
+ */
+export type BulkStore = ReturnType<typeof openStore>
 
 // A page of an export, or a batch of an import or verify, ends at this many plants or bytes, whichever comes first:
 // memory stays flat for plants of any size the API takes (BODY_LIMIT up to 1 MiB).
@@ -23,6 +19,9 @@ export const PAGE = { rows: 10000, bytes: 1 << 20 }
 /** A plant's line in an export (without its newline). */
 export const lineOf = ({ id, name, tag }: Row): string =>
   `{"id":${id},"name":${JSON.stringify(name)}${tag === null ? '' : `,"tag":${JSON.stringify(tag)}`}}`
+
+/** Rows as a JSON array of their export lines, for a store to read in one statement: ids exact, a missing tag NULL. */
+export const json = (rows: Row[]): string => `[${rows.map(lineOf).join(',')}]`
 
 export const kindOf = (row: Row, now: Row | undefined) =>
   now === undefined ? 'new' : now.name === row.name && now.tag === row.tag ? 'same' : 'other'
