@@ -20,8 +20,7 @@ const csv = (text: string): string => `"${text.replaceAll('"', '""')}"`
  * `ms` at most: a server that stops answering ends the command.
  */
 export async function openStore (url: string, ms: number): Promise<BulkStore> {
-  const options = { application_name: 'plant-store', connectionTimeoutMillis: ms, query_timeout: ms, max: 1 }
-  const hosts = createHosts(url, options, { info: noop, warn: noop })
+  const hosts = createHosts(url, { connectionTimeoutMillis: ms, query_timeout: ms, max: 1 }, { info: noop, warn: noop })
   const { client } = await hosts.connect().catch(async (error: unknown) => {
     await hosts.end()
     throw new Error(`DATABASE_URL: ${hosts.inUse()?.label ?? 'no host could be used'}`, { cause: error })

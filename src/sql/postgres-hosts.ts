@@ -40,7 +40,8 @@ export interface Host { label: string, pool: pg.Pool, namedStatements: boolean }
  * target_session_attrs, chosen again after chooseAgain(). One host that any server will do for is never checked.
  * Every host is checked at once, so that a choice takes one connect timeout however many hosts are down.
  */
-export function createHosts (url: string, max: number, connectTimeoutMs: number, log: FailureLogger) {
+export function createHosts (url: string, options: pg.PoolConfig & { connectionTimeoutMillis: number },
+  log: FailureLogger) {
   const { hosts: urls, attrs } = parsePostgresUrl(url)
   // Without a listener, a connection's error (a restart, a failover) would end the process; a statement's own failure
   // comes as its rejection. Each kind is logged once: a failover repeats them on every connection.
@@ -53,7 +54,7 @@ export function createHosts (url: string, max: number, connectTimeoutMs: number,
     log.warn({ subject: 'store', cause }, 'store connection error (each kind is logged once)')
   }
   // What every pooler passes: no startup parameter but application_name, no session state.
-  const config = { max, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, application_name: 'plant-store' }
+  const config = { ...options, keepAlive: true, application_name: 'plant-store' }
   const hosts: Host[] = urls.map(({ label, url }) => ({
     label,
     namedStatements: true,
@@ -69,7 +70,7 @@ export function createHosts (url: string, max: number, connectTimeoutMs: number,
 
   /** Why `host` cannot take the writes, or undefined when it can; within the connect timeout. */
   async function refusal ({ label, pool }: Host): Promise<string | undefined> {
-    const deadline = performance.now() + connectTimeoutMs
+    const deadline = performance.now() + options.connectionTimeoutMillis
     try {
       const client = await pool.connect()
       // A host that stalls once connected is passed over, its connection closed.

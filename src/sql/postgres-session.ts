@@ -31,7 +31,7 @@ export const unavailable = (reason: string): Error => new StoreUnavailableError(
  * answers, QUARANTINE_MS pass or the store closes, so there are never more backends than the pool.
  */
 export function createSession (url: string, max: number, connectTimeoutMs: number, log: FailureLogger) {
-  const hosts = createHosts(url, max, connectTimeoutMs, log)
+  const hosts = createHosts(url, { max, connectionTimeoutMillis: connectTimeoutMs }, log)
   const quarantined = new Set<pg.PoolClient>()
   // Released with an error, the client is closed by the pool, and a statement still pending fails.
   const release = (client: pg.PoolClient): void => { if (quarantined.delete(client)) client.release(true) }
