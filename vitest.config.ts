@@ -8,24 +8,6 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node'
  * CI runs both (`npm test -- --project long`, .ci/run). Naming a file runs it whatever its project.
  */
 const LONG = [
-  'test/container/**/*.test.ts',
-  'test/e2e/storage-long-faults.test.ts',
-  'test/commands/move-long.test.ts',
-  'test/e2e/alerts-healthy.test.ts',
-  'test/e2e/alerts.test.ts',
-  'test/client/restarts.test.ts',
-  'test/e2e/rollout-haproxy.test.ts',
-  'test/e2e/storage-failover.test.ts',
-  'test/client/rate-limit.test.ts',
-  'test/client/failover.test.ts',
-  'test/e2e/slow-log-reader.test.ts'
-]
-
-/**
- * The files that run for a minute or more, longest first (the long project's before the quick one's).
- * Started before the rest, they run beside it instead of ending the run alone.
- */
-const LONGEST = [
   'test/container/image.test.ts',
   'test/e2e/storage-long-faults.test.ts',
   'test/commands/move-long.test.ts',
@@ -37,6 +19,15 @@ const LONGEST = [
   'test/client/rate-limit.test.ts',
   'test/client/failover.test.ts',
   'test/e2e/slow-log-reader.test.ts',
+  'test/container/**/*.test.ts'
+]
+
+/**
+ * The files that run for a minute or more, longest first: the long project's, then the quick one's. Started before
+ * the rest, they run beside it instead of ending the run alone.
+ */
+const LONGEST = [
+  ...LONG,
   'test/commands/commands.test.ts',
   'test/e2e/storage-postgres.test.ts',
   'test/plants/postgres-plant-repository.test.ts',

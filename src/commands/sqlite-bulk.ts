@@ -1,9 +1,9 @@
 import { existsSync, realpathSync, renameSync, rmSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import { fsync, PAGE, type Row } from './store.js'
+import { fsync, PAGE, type BulkStore, type Row } from './store.js'
 
-export function openStore (url: string, write: boolean) {
+export function openStore (url: string, write: boolean): BulkStore {
   const db = new Database(url.slice('sqlite:'.length), { readonly: !write, fileMustExist: true, timeout: 5000 })
   // Ids as bigints (exact past 2^53). Each batch's commit waits for the disk, so the summary reports durable plants.
   db.defaultSafeIntegers(true)

@@ -1,16 +1,20 @@
 import { hash } from 'node:crypto'
 import { open } from 'node:fs/promises'
-import type { openStore } from './sqlite-bulk.js'
 
 /** A plant as the commands move it: the id exact (as the store or the parser gives it), no tag as null. */
 export interface Row { id: number | bigint | string, name: string, tag: string | null }
 
 /**
- * A store in bulk, on one connection, as sqlite-bulk.ts opens it (postgres-bulk.ts's has its shape). plants(): every
- * plant in id order, from one snapshot, a page at a time (PAGE at most); insert(rows): stores each row whose id is free
- * (the first of an id) in one durable commit, and says how many; stored(rows): the plant under each row's id, if any.
+ * A store in bulk, on one connection (sqlite-bulk.ts, postgres-bulk.ts). plants(): every plant in id order, from one
+ * snapshot, a page at a time (PAGE at most); insert(rows): stores each row whose id is free (the first of an id) in
+ * one durable commit, and says how many; stored(rows): the plant under each row's id, if any.
  */
-export type BulkStore = ReturnType<typeof openStore>
+export interface BulkStore {
+  plants: () => AsyncGenerator<Row[]>
+  insert: (rows: Row[]) => Promise<number>
+  stored: (rows: Row[]) => Promise<Array<Row | undefined>>
+  close: () => Promise<void>
+}
 
 // A page of an export, or a batch of an import or verify, ends at this many plants or bytes, whichever comes first:
 // memory stays flat for plants of any size the API takes (BODY_LIMIT up to 1 MiB).
