@@ -1,7 +1,7 @@
 // npm run bench: the service against the same contract written the obvious way (bench/peer.js) and
 // bare Fastify (bench/baseline-fastify.js), and its PostgreSQL store against pgbench, in one table.
 // Every server is started fresh in each round (A B C, A B C, …), its stdout written to a file.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { freshDatabase, pgbench, postgresProblem } from './postgres.js'
@@ -10,7 +10,7 @@ import {
   runQueueSeconds, serviceEnv, SERVERS, startServer, stopServer, vmRssBytes
 } from './util.js'
 
-const TARGETS = ['baseline-fastify', 'peer', 'memory', 'postgres', 'pgbench']
+const TARGETS = ['baseline-fastify', 'peer', 'memory', 'sqlite', 'postgres', 'pgbench']
 const { values: args } = parseArgs({
   options: {
     duration: { type: 'string' },
@@ -99,6 +99,13 @@ async function measureServer (name, round, { ids, pinned }) {
   if (name === 'postgres') {
     db = await freshDatabase(`service_${round}`)
     env = serviceEnv({ DATABASE_URL: db.url })
+    script = SERVERS.memory.script
+  }
+  if (name === 'sqlite') {
+    // A fresh file each round, on the disk the results go to (a tmpfs would flatter its fsyncs).
+    db = { dir: mkdtempSync(join(logs, 'sqlite-')) }
+    db.drop = async () => rmSync(db.dir, { recursive: true, force: true })
+    env = serviceEnv({ DATABASE_URL: `sqlite:${join(db.dir, 'plants.db')}` })
     script = SERVERS.memory.script
   }
   if (options.nodeOptions !== null) env = { ...env, NODE_OPTIONS: options.nodeOptions }
@@ -194,6 +201,9 @@ const check = (measure, target, value, pass, detail = '') => ({
   result: value === null ? 'SKIP' : pass(value) ? 'PASS' : 'FAIL'
 })
 
+/** What each store's req/s is paired with in the rounds' table: the peer, the memory store, pgbench. */
+const BASIS = { memory: 'peer', sqlite: 'memory', postgres: 'pgbench' }
+
 /** Medians over the rounds, the checks, and the rows of the table, for one cell. */
 function summarise (cell) {
   const { rounds } = cell
@@ -222,6 +232,7 @@ function summarise (cell) {
   const byRound = (each) => each.length < 2 ? '' : ` (by round ${each.map(times).join(', ')})`
   const service = paired('memory', 'peer')
   const postgres = paired('postgres', 'pgbench')
+  const sqlite = paired('sqlite', 'memory')
   const p99s = (rounds.memory ?? []).map((r) => [r.p99, rounds.peer?.find((o) => o.round === r.round)?.p99]).filter(([, p]) => p !== undefined)
   const suffix = cells.length > 1 ? `, ${cell.name}` : ''
   let checks = [
@@ -231,7 +242,8 @@ function summarise (cell) {
       ` (${fmt(S.memory?.p99, 2)} vs ${fmt(S.peer?.p99, 2)} ms${p99s.length < 2 ? '' : `; by round ${p99s.map(([a, b]) => `${fmt(a, 1)}/${fmt(b, 1)}`).join(', ')}`})`),
     check(`service start to first 2xx of POST /plants vs bare Fastify${suffix}`, '≤ 1.3×', ratio(S.memory?.startMs, S['baseline-fastify']?.startMs), (v) => v <= 1.3,
       ` (${fmt(S.memory?.startMs)} vs ${fmt(S['baseline-fastify']?.startMs)} ms)`),
-    check(`PostgreSQL store req/s vs pgbench (${options.pgConnections} connections)${suffix}`, '≥ 0.80×', median(postgres), (v) => v >= 0.80, byRound(postgres))
+    check(`PostgreSQL store req/s vs pgbench (${options.pgConnections} connections)${suffix}`, '≥ 0.80×', median(postgres), (v) => v >= 0.80, byRound(postgres)),
+    check(`SQLite store req/s vs memory store${suffix}`, '≥ 0.50×', median(sqlite), (v) => v >= 0.50, byRound(sqlite))
   ]
   // A server that answers errors is broken, however fast it is: the only failure of the run's exit status.
   for (const [name, row] of Object.entries(S)) {
@@ -249,9 +261,7 @@ function summarise (cell) {
   const roundRows = Object.entries(rounds).flatMap(([name, rs]) => rs.map((r) => [
     String(r.round), name, fmt(r.rps), fmt(r.p99, 2), fmt(r.cpuUs), fmt(r.waitUs),
     ...options.traceGc ? [fmt(r.gc?.pausePerK, 2), fmt(r.gc?.maxPauseMs, 1)] : [],
-    name === 'memory' || name === 'postgres'
-      ? fmt(ratio(r.rps, rounds[name === 'memory' ? 'peer' : 'pgbench']?.find((o) => o.round === r.round)?.rps), 2)
-      : ''
+    name in BASIS ? fmt(ratio(r.rps, rounds[BASIS[name]]?.find((o) => o.round === r.round)?.rps), 2) : ''
   ])).sort((a, b) => Number(a[0]) - Number(b[0]))
   return { S, checks, rows, roundRows }
 }
@@ -259,7 +269,7 @@ function summarise (cell) {
 const header = ['target', 'req/s', 'p50 ms', 'p99 ms', '× peer', 'CPU µs/req', 'waited µs/req',
   ...options.traceGc ? ['GCs/kreq', 'GC ms/kreq', 'longest GC ms'] : [], 'RSS MB', 'start ms', 'errors']
 const roundHeader = ['round', 'target', 'req/s', 'p99 ms', 'CPU µs/req', 'waited µs/req',
-  ...options.traceGc ? ['GC ms/kreq', 'longest GC ms'] : [], '× peer (pgbench)']
+  ...options.traceGc ? ['GC ms/kreq', 'longest GC ms'] : [], '× peer (memory, pgbench)']
 const results = cells.map((cell) => ({ cell, ...summarise(cell) }))
 const checks = results.flatMap((r) => r.checks)
 

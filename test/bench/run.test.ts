@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -81,10 +81,29 @@ describe('bench/run.js', () => {
       }
       const md = readFileSync(out, 'utf8')
       expect(md).toContain('## snowflake ids, unpinned')
-      expect(md).toContain('| round | target | req/s | p99 ms | CPU µs/req | waited µs/req | GC ms/kreq | longest GC ms | × peer (pgbench) |')
+      expect(md).toContain('| round | target | req/s | p99 ms | CPU µs/req | waited µs/req | GC ms/kreq | longest GC ms | × peer (memory, pgbench) |')
       expect(md).toContain('NODE_OPTIONS `--max-semi-space-size=1`, node --trace-gc')
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
   }, 90000)
+
+  it('runs the service on a fresh SQLite file each round, judged against the memory store, and removes the file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bench-test-'))
+    try {
+      const out = join(dir, 'bench.md')
+      const result = spawnSync(process.execPath, [
+        RUN, '--targets', 'memory,sqlite', '--tool', 'autocannon', '--rounds', '1', '--duration', '1', '--warmup', '0',
+        '--starts', '1', '--out', out
+      ], { encoding: 'utf8', timeout: 50000 })
+      expect(result.status, result.stderr + result.stdout).toBe(0)
+      expect(result.stdout).toMatch(/^(PASS|FAIL) {2}SQLite store req\/s vs memory store: [\d.]+× \(target ≥ 0\.50×\)$/m)
+      const { summary } = JSON.parse(readFileSync(out.replace(/\.md$/, '.json'), 'utf8')) as { summary: Record<string, Row> }
+      expect(summary.sqlite?.errors).toBe(0)
+      expect(summary.sqlite?.rps).toBeGreaterThan(0)
+      expect(readdirSync(LOGS).filter((name) => name.startsWith('sqlite-'))).toEqual([])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 60000)
 })
