@@ -19,6 +19,7 @@ const LONG = [
   'test/client/rate-limit.test.ts',
   'test/client/failover.test.ts',
   'test/e2e/slow-log-reader.test.ts',
+  'test/docs/performance-map.test.ts',
   'test/container/**/*.test.ts'
 ]
 
