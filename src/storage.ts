@@ -1,5 +1,4 @@
 import type { Config } from './config/load-config.js'
-import { ConfigError } from './config/config-error.js'
 import type { FailureLogger } from './observability/failure-log.js'
 import type { PlantRepository } from './plants/plant-repository.js'
 
@@ -13,12 +12,7 @@ export async function createRepository (options: StorageOptions): Promise<PlantR
     return (await import('./plants/memory-plant-repository.js')).createMemoryPlantRepository({ maxPlants })
   }
   if (url.startsWith('sqlite:')) {
-    const path = url.slice('sqlite:'.length)
-    if (path === '' || path === ':memory:') {
-      throw new ConfigError('DATABASE_URL: sqlite: needs a file path, e.g. sqlite:./data/plants.db ' +
-        '(for a store in memory, use memory:)')
-    }
-    return (await import('./plants/sqlite-plant-repository.js')).createSqlitePlantRepository(path)
+    return (await import('./plants/sqlite-plant-repository.js')).createSqlitePlantRepository(url.replace('sqlite:', ''))
   }
   // Otherwise postgres:// or postgresql://, which the schema of DATABASE_URL allows (config/env.ts).
   return (await import('./plants/postgres-plant-repository.js')).createPostgresPlantRepository(url, options)

@@ -72,8 +72,8 @@ const FRESH_MS = 1000
  * Plants in PostgreSQL, shared by every replica: a 200 is a commit. A failure is StoreUnavailableError when
  * nothing was stored for sure, StoreOutcomeUnknownError when the write was sent and its answer lost. Readiness
  * tells the truth about writes: a write in flight for the statement timeout is a 503 at once. `url` names the server
- * or a pooler (several hosts, sslmode, sslrootcert as libpq reads them: docs/storage.md); the statement timeout bounds
- * each insert's answer (+ 1 s) and a connect; `log` hears of the host chosen and the connections' errors.
+ * or a pooler (several hosts, sslmode, sslrootcert as libpq reads them: docs/storage.md). DATABASE_STATEMENT_TIMEOUT_MS
+ * bounds each insert's answer (+ 1 s) and a connect; `log` hears of the host chosen and the connections' errors.
  */
 export function createPostgresPlantRepository (url: string,
   options: Partial<Config> & { log?: FailureLogger } = {}): PlantRepository {

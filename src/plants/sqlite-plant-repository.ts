@@ -13,11 +13,15 @@ type Entry = Pending<{ id: bigint, plant: Plant }, InsertOutcome>
 /**
  * Plants in one SQLite file (its folder created when missing), durable on 200 (WAL, `synchronous=FULL`). Inserts that
  * arrive in the same turn share one transaction (group commit), so an fsync is not paid per request. A write waits
- * busyTimeoutMs for another process's lock, retrying off the event loop; maxPageCount caps the file's size in pages,
- * like a full disk (tests use it to reach SQLITE_FULL).
+ * busyTimeoutMs (default 1000) for another process's lock, retrying off the event loop; maxPageCount caps the file's
+ * size in pages, like a full disk (tests use it to reach SQLITE_FULL).
  */
 export function createSqlitePlantRepository (path: string,
   { busyTimeoutMs = 1000, maxPageCount }: { busyTimeoutMs?: number, maxPageCount?: number } = {}): PlantRepository {
+  if (path === '' || path === ':memory:') {
+    throw new ConfigError('DATABASE_URL: sqlite: needs a file path, e.g. sqlite:./data/plants.db ' +
+      '(for a store in memory, use memory:)')
+  }
   let db: Database.Database | undefined
   try {
     mkdirSync(dirname(path), { recursive: true })
