@@ -29,7 +29,8 @@ describe('group commit (shared by the SQLite and PostgreSQL stores)', () => {
         resolve()
       }, 20)
     })
-    const group = createGroupCommit(commit, 2, 2)
+    const [maxBatch, maxInFlight] = [2, 2]
+    const group = createGroupCommit(commit, maxBatch, maxInFlight)
     const sizes: number[] = []
     group.observe({ batch: (size) => sizes.push(size) })
     const all = Array.from({ length: 9 }, (_, n) => group.add(n))
