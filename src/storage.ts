@@ -1,5 +1,4 @@
 import type { Config } from './config/load-config.js'
-import { ConfigError } from './config/config-error.js'
 import type { FailureLogger } from './observability/failure-log.js'
 import type { PlantRepository } from './plants/plant-repository.js'
 
@@ -8,23 +7,13 @@ export type StorageOptions = Pick<Config, 'DATABASE_URL' | 'MAX_PLANTS'> & Parti
 
 /** The one place that picks a store, importing its driver only when chosen (better-sqlite3 is native). */
 export async function createRepository (options: StorageOptions): Promise<PlantRepository> {
-  const { DATABASE_URL: databaseUrl, MAX_PLANTS: maxPlants, log } = options
-  if (databaseUrl === 'memory:') {
+  const { DATABASE_URL: url, MAX_PLANTS: maxPlants } = options
+  if (url === 'memory:') {
     return (await import('./plants/memory-plant-repository.js')).createMemoryPlantRepository({ maxPlants })
   }
-  if (databaseUrl.startsWith('sqlite:')) {
-    const path = databaseUrl.slice('sqlite:'.length)
-    if (path === '' || path === ':memory:') {
-      throw new ConfigError('DATABASE_URL: sqlite: needs a file path, e.g. sqlite:./data/plants.db ' +
-        '(for a store in memory, use memory:)')
-    }
-    return (await import('./plants/sqlite-plant-repository.js')).createSqlitePlantRepository({ path })
+  if (url.startsWith('sqlite:')) {
+    return (await import('./plants/sqlite-plant-repository.js')).createSqlitePlantRepository(url.replace('sqlite:', ''))
   }
   // Otherwise postgres:// or postgresql://, which the schema of DATABASE_URL allows (config/env.ts).
-  return (await import('./plants/postgres-plant-repository.js')).createPostgresPlantRepository({
-    connectionString: databaseUrl,
-    maxConnections: options.DATABASE_POOL_MAX,
-    statementTimeoutMs: options.DATABASE_STATEMENT_TIMEOUT_MS,
-    log
-  })
+  return (await import('./plants/postgres-plant-repository.js')).createPostgresPlantRepository(url, options)
 }

@@ -1,8 +1,7 @@
 #!/usr/bin/env -S node --max-semi-space-size=4 --max-old-space-size=64
 // V8 lets its heap grow far past what a command holds (a page or two, PAGE): 4 MiB semi-spaces and a 64 MiB old
 // generation make it collect first, so that moving plants of 1 MB stays under 160 MB of RSS.
-import { createReadStream, createWriteStream, readFileSync, renameSync, rmSync, statSync } from 'node:fs'
-import { dirname } from 'node:path'
+import { createReadStream, createWriteStream, readFileSync, statSync } from 'node:fs'
 import { pipeline } from 'node:stream/promises'
 import { parseArgs } from 'node:util'
 import { readEnv } from '../config/env.js'
@@ -10,7 +9,7 @@ import { parseBody } from '../plugins/json-body.js'
 import { NewPlant } from '../schemas.js'
 import { createRepository } from '../storage.js'
 import { validatorCompiler } from '../validation.js'
-import { digest, fsync, kindOf, lineOf, PAGE, type BulkStore, type Row } from './store.js'
+import { digest, kindOf, lineOf, PAGE, writeWhole, type BulkStore, type Row } from './store.js'
 
 const USAGE = 'usage: plant-store export [--to FILE|-] | import [--from FILE|-] | verify --from FILE|- | backup FILE\n'
 const FORMS = /^(?:export(?: --to)?|import(?: --from)?|verify --from|backup FILE)$/
@@ -28,11 +27,8 @@ async function exportPlants (store: BulkStore, to: string | undefined): Promise<
       yield page.map((row) => lineOf(row) + '\n').join('')
     }
   }
-  // A file is fsynced as it is closed (flush), renamed, then its folder fsynced; on a failure, it is removed.
-  const partial = `${to}.partial`
-  await pipeline(text, to === undefined ? process.stdout : createWriteStream(partial, { flush: true }))
-    .then(() => to === undefined || renameSync(partial, to)).finally(() => rmSync(partial, { force: true }))
-  if (to !== undefined) await fsync(dirname(to))
+  if (to === undefined) await pipeline(text, process.stdout)
+  else await writeWhole(to, (partial) => pipeline(text, createWriteStream(partial)))
   process.stderr.write(`exported ${count} plants\n`)
   return 0
 }

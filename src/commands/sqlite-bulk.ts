@@ -1,7 +1,6 @@
-import { existsSync, realpathSync, renameSync, rmSync } from 'node:fs'
-import { dirname } from 'node:path'
+import { existsSync, realpathSync } from 'node:fs'
 import Database from 'better-sqlite3'
-import { fsync, PAGE, type BulkStore, type Row } from './store.js'
+import { PAGE, writeWhole, type BulkStore, type Row } from './store.js'
 
 export function openStore (url: string, write: boolean): BulkStore {
   const db = new Database(url.slice('sqlite:'.length), { readonly: !write, fileMustExist: true, timeout: 5000 })
@@ -40,22 +39,21 @@ export function openStore (url: string, write: boolean): BulkStore {
 }
 
 /**
- * An online copy (VACUUM INTO reads one snapshot while the service writes) under a temporary name, checked with
- * integrity_check, flushed, then renamed: a file under the given name is always a whole backup. Never the store.
+ * An online copy (VACUUM INTO reads one snapshot while the service writes), written whole and checked with
+ * integrity_check before it takes the given name: a file under that name is always a whole backup. Never the store.
  */
 export async function backupSqlite (url: string, file: string): Promise<number> {
-  const [partial, store] = [`${file}.partial`, url.slice('sqlite:'.length)]
+  const store = url.slice('sqlite:'.length)
   if (existsSync(file) && realpathSync(file) === realpathSync(store)) throw new Error(`${file} is the store itself`)
-  rmSync(partial, { force: true })
-  new Database(store, { readonly: true, fileMustExist: true, timeout: 5000 }).prepare('VACUUM INTO ?').run(partial)
-  const copy = new Database(partial, { readonly: true })
-  const check = copy.pragma('integrity_check', { simple: true })
-  const count = copy.prepare('SELECT count(*) FROM plants').pluck().get()
-  copy.close()
-  if (check !== 'ok') throw new Error(`the copy ${partial} fails integrity_check: ${String(check)}`)
-  await fsync(partial)
-  renameSync(partial, file)
-  await fsync(dirname(file))
+  let count: unknown
+  await writeWhole(file, async (partial) => {
+    new Database(store, { readonly: true, fileMustExist: true, timeout: 5000 }).prepare('VACUUM INTO ?').run(partial)
+    const copy = new Database(partial, { readonly: true })
+    const check = copy.pragma('integrity_check', { simple: true })
+    count = copy.prepare('SELECT count(*) FROM plants').pluck().get()
+    copy.close()
+    if (check !== 'ok') throw new Error(`the copy fails integrity_check: ${String(check)}`)
+  })
   process.stdout.write(`backed up ${String(count)} plants to ${file}, integrity_check ok\n`)
   return 0
 }

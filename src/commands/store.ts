@@ -1,5 +1,7 @@
 import { hash } from 'node:crypto'
+import { renameSync, rmSync } from 'node:fs'
 import { open } from 'node:fs/promises'
+import { dirname } from 'node:path'
 
 /** A plant as the commands move it: the id exact (as the store or the parser gives it), no tag as null. */
 export interface Row { id: number | bigint | string, name: string, tag: string | null }
@@ -33,5 +35,16 @@ export const kindOf = (row: Row, now: Row | undefined) =>
 /** A plant's share of a checksum: summed over plants, it does not depend on their order. */
 export const digest = (row: Row): bigint => hash('sha256', lineOf(row), 'buffer').readBigUInt64BE(0)
 
-/** Flushes a file or a folder (a rename is durable once its folder is) to the disk. */
-export const fsync = (name: string): Promise<void> => open(name).then((file) => file.sync().finally(() => file.close()))
+const fsync = (name: string): Promise<void> => open(name).then((file) => file.sync().finally(() => file.close()))
+
+/**
+ * Writes a file whole or not at all: `write` fills FILE.partial (a leftover removed first), which is flushed to the
+ * disk and renamed, then its folder flushed (a rename is durable once its folder is); on a failure, it is removed.
+ */
+export async function writeWhole (file: string, write: (partial: string) => Promise<unknown>): Promise<void> {
+  const partial = `${file}.partial`
+  rmSync(partial, { force: true })
+  await write(partial).then(() => fsync(partial)).then(() => { renameSync(partial, file) })
+    .finally(() => { rmSync(partial, { force: true }) })
+  await fsync(dirname(file))
+}

@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto'
+import type { Config } from '../config/load-config.js'
 import { StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../errors.js'
 import type { Plant, PlantId } from '../schemas.js'
 import type { FailureLogger } from '../observability/failure-log.js'
@@ -70,19 +71,14 @@ const FRESH_MS = 1000
 /**
  * Plants in PostgreSQL, shared by every replica: a 200 is a commit. A failure is StoreUnavailableError when
  * nothing was stored for sure, StoreOutcomeUnknownError when the write was sent and its answer lost. Readiness
- * tells the truth about writes: a write in flight for the statement timeout is a 503 at once.
+ * tells the truth about writes: a write in flight for the statement timeout is a 503 at once. `url` names the server
+ * or a pooler (several hosts, sslmode, sslrootcert as libpq reads them: docs/storage.md). DATABASE_STATEMENT_TIMEOUT_MS
+ * bounds each insert's answer (+ 1 s) and a connect; `log` hears of the host chosen and the connections' errors.
  */
-export function createPostgresPlantRepository (options: {
-  /** To the server or a pooler; several hosts, sslmode and sslrootcert as libpq reads them (docs/storage.md). */
-  connectionString: string
-  maxConnections?: number | undefined
-  /** DATABASE_STATEMENT_TIMEOUT_MS, default 5000: each insert answered within it + 1 s; also a connect's timeout. */
-  statementTimeoutMs?: number | undefined
-  /** Where the host chosen (several hosts, or a target_session_attrs) and the connections' errors are logged. */
-  log?: FailureLogger | undefined
-}): PlantRepository {
-  const { maxConnections: max = 10, statementTimeoutMs = 5000, log = { info: noop, warn: noop } } = options
-  const session = createSession(options.connectionString, max, statementTimeoutMs, log)
+export function createPostgresPlantRepository (url: string,
+  options: Partial<Config> & { log?: FailureLogger } = {}): PlantRepository {
+  const { DATABASE_POOL_MAX: max = 10, DATABASE_STATEMENT_TIMEOUT_MS: statementTimeoutMs = 5000 } = options
+  const session = createSession(url, max, statementTimeoutMs, options.log ?? { info: noop, warn: noop })
 
   let migrated = false
   let closed = false
@@ -142,8 +138,8 @@ export function createPostgresPlantRepository (options: {
   const notReady = (now: number): Error => new WritesFailingError(
     String(Math.round(now - (writesFailing?.since ?? writeStarts[0] ?? now))), { cause: writesFailing?.error })
 
-  // maxBatch bounds one statement's size and time; while batches run, new inserts queue and leave together.
-  const batches = createGroupCommit({ commit: run, maxBatch: 1000, maxInFlight: Math.min(4, max) })
+  // 1000 inserts a batch at most bound one statement's size and time; while batches run, new inserts queue.
+  const batches = createGroupCommit(run, 1000, Math.min(4, max))
 
   /** Inserts a batch as if its inserts ran one after another in arrival order. */
   async function run (batch: Entry[]): Promise<void> {

@@ -11,17 +11,17 @@ import type { InsertOutcome, PlantRepository } from './plant-repository.js'
 type Entry = Pending<{ id: bigint, plant: Plant }, InsertOutcome>
 
 /**
- * Plants in one SQLite file, durable on 200 (WAL, `synchronous=FULL`). Inserts that arrive in the same turn
- * share one transaction (group commit), so an fsync is not paid per request.
+ * Plants in one SQLite file (its folder created when missing), durable on 200 (WAL, `synchronous=FULL`). Inserts that
+ * arrive in the same turn share one transaction (group commit), so an fsync is not paid per request. A write waits
+ * busyTimeoutMs (default 1000) for another process's lock, retrying off the event loop; maxPageCount caps the file's
+ * size in pages, like a full disk (tests use it to reach SQLITE_FULL).
  */
-export function createSqlitePlantRepository ({ path, busyTimeoutMs = 1000, maxPageCount }: {
-  /** The database file; its folder is created when missing. */
-  path: string
-  /** How long a write waits for another process's lock, in ms, retrying off the event loop. Default 1000. */
-  busyTimeoutMs?: number
-  /** A cap on the file's size in pages, like a full disk (tests use it to reach SQLITE_FULL). */
-  maxPageCount?: number
-}): PlantRepository {
+export function createSqlitePlantRepository (path: string,
+  { busyTimeoutMs = 1000, maxPageCount }: { busyTimeoutMs?: number, maxPageCount?: number } = {}): PlantRepository {
+  if (path === '' || path === ':memory:') {
+    throw new ConfigError('DATABASE_URL: sqlite: needs a file path, e.g. sqlite:./data/plants.db ' +
+      '(for a store in memory, use memory:)')
+  }
   let db: Database.Database | undefined
   try {
     mkdirSync(dirname(path), { recursive: true })
@@ -65,7 +65,7 @@ export function createSqlitePlantRepository ({ path, busyTimeoutMs = 1000, maxPa
     }
   }
   // One batch at a time (better-sqlite3 commits synchronously), of at most 1000 inserts: one commit's time is bounded.
-  const batches = createGroupCommit({ commit: flush, maxBatch: 1000 })
+  const batches = createGroupCommit(flush, 1000)
 
   return {
     insert: (id: PlantId, plant: Plant) => batches.add({ id: BigInt(id), plant }),

@@ -7,15 +7,11 @@ export type Pending<Item, Outcome> = PromiseWithResolvers<Outcome> & { item: Ite
 /**
  * Group commit for the SQL stores: entries added in one turn of the event loop (setImmediate runs after the poll
  * phase) leave as one batch, one transaction and one fsync or round trip. After close(), StoreUnavailableError.
+ * `commit` commits a batch (in arrival order) and settles each entry; a rejection rejects those it left unsettled.
+ * A batch holds `maxBatch` entries at most; while `maxInFlight` batches commit, new entries queue and leave together.
  */
-export function createGroupCommit<Item, Outcome> ({ commit, maxBatch = Infinity, maxInFlight = 1 }: {
-  /** Commits one batch (entries in arrival order) and settles each entry; a rejection rejects those not settled. */
-  commit: (batch: Array<Pending<Item, Outcome>>) => void | Promise<void>
-  /** Entries per batch at most; more wait for the next one. Default: no limit. */
-  maxBatch?: number
-  /** Batches committing at once; while they run, new entries queue up and leave together. Default 1. */
-  maxInFlight?: number
-}) {
+export function createGroupCommit<Item, Outcome> (
+  commit: (batch: Array<Pending<Item, Outcome>>) => void | Promise<void>, maxBatch = Infinity, maxInFlight = 1) {
   const queue: Array<Pending<Item, Outcome>> = []
   const running = new Set<Promise<void>>()
   let closed = false

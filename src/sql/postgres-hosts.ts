@@ -53,13 +53,12 @@ export function createHosts (url: string, options: pg.PoolConfig & { connectionT
     kindsLogged.add(kind)
     log.warn({ subject: 'store', cause }, 'store connection error (each kind is logged once)')
   }
-  // What every pooler passes: no startup parameter but application_name, no session state.
-  const config = { ...options, keepAlive: true, application_name: 'plant-store' }
   const hosts: Host[] = urls.map(({ label, url }) => ({
     label,
     namedStatements: true,
-    pool: new pg.Pool({ ...config, connectionString: url }).on('error', logError)
-      .on('connect', (client) => client.on('error', logError))
+    // What every pooler passes: no startup parameter but application_name, no session state.
+    pool: new pg.Pool({ ...options, keepAlive: true, application_name: 'plant-store', connectionString: url })
+      .on('error', logError).on('connect', (client) => client.on('error', logError))
   }))
   const check = attrs === 'read-write'
     ? 'SELECT NOT current_setting(\'transaction_read_only\')::bool AS ok'

@@ -89,11 +89,10 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
 
   return {
     query,
-    stats: () => ({
-      poolConnections: hosts.inUse()?.pool.totalCount ?? 0,
-      poolIdleConnections: hosts.inUse()?.pool.idleCount ?? 0,
-      poolWaitingRequests: hosts.inUse()?.pool.waitingCount ?? 0
-    }),
+    stats: () => {
+      const { totalCount = 0, idleCount = 0, waitingCount = 0 } = hosts.inUse()?.pool ?? {}
+      return { poolConnections: totalCount, poolIdleConnections: idleCount, poolWaitingRequests: waitingCount }
+    },
     async end () {
       for (const client of quarantined) release(client)
       await hosts.end()

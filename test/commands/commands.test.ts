@@ -113,6 +113,17 @@ describe('plant-store commands', () => {
     expect(existsSync('-')).toBe(false)
   })
 
+  it('export to standard output removes no file of the current folder (a FILE.partial is only --to\'s)', async () => {
+    const env = { DATABASE_URL: sqliteStore() }
+    expect((await plantStore(['import'], env, { text: jsonLines(EXTREMES) })).status).toBe(0)
+    const cwd = file('cwd')
+    mkdirSync(cwd)
+    writeFileSync(join(cwd, 'undefined.partial'), 'kept')
+    const ran = spawnSync(PLANT_STORE, ['export'], { cwd, env: { PATH: process.env.PATH, ...env }, encoding: 'utf8' })
+    expect(ran.stdout).toBe(jsonLines(EXTREMES))
+    expect(readFileSync(join(cwd, 'undefined.partial'), 'utf8')).toBe('kept')
+  })
+
   it('read only the variables they use: a bad LOG_LEVEL or PORT stops none, a bad BODY_LIMIT stops import but not export', async () => {
     const env = { DATABASE_URL: sqliteStore(), LOG_LEVEL: 'loud', PORT: 'eighty', API_TOKENS_FILE: '/nonexistent', DATABASE_STATEMENT_TIMEOUT_MS: 'x' }
     expect((await plantStore(['import'], env, { text: jsonLines(EXTREMES) })).status).toBe(0)

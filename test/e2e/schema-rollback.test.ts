@@ -18,7 +18,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 /** A SQLite file this release made, then extended by a later release's step 2 (a table), recorded with `runsOn`. */
 async function sqliteWithLaterStep (name: string, runsOn: number): Promise<string> {
   const path = join(dir, name)
-  await createSqlitePlantRepository({ path }).close()
+  await createSqlitePlantRepository(path).close()
   const db = new Database(path)
   db.exec('CREATE TABLE plant_notes (id INTEGER PRIMARY KEY) STRICT')
   db.prepare('INSERT INTO plant_store_migrations (version, applied_at, runs_on) VALUES (2, ?, ?)').run(new Date().toISOString(), runsOn)

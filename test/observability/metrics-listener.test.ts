@@ -103,7 +103,7 @@ describe('promtool check metrics', () => {
     const dir = mkdtempSync(join(tmpdir(), 'plant-store-metrics-'))
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
     const sqliteMetrics = createMetrics()
-    const sqlite = await buildTestApp({ metrics: sqliteMetrics, repository: createSqlitePlantRepository({ path: join(dir, 'plants.db') }) })
+    const sqlite = await buildTestApp({ metrics: sqliteMetrics, repository: createSqlitePlantRepository(join(dir, 'plants.db')) })
     await Promise.all([1, 2, 3].map((id) => postPlant(sqlite, { id, name: 'fern' })))
 
     for (const registry of [metrics.exposition, sqliteMetrics.exposition]) {

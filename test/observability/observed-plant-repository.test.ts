@@ -189,7 +189,7 @@ describe('createObservedPlantRepository', () => {
     vi.useFakeTimers({ toFake: ['Date'] })
     onTestFinished(() => { vi.useRealTimers() })
     const busyPath = join(dir, 'busy.db')
-    const busy = createObservedPlantRepository(createSqlitePlantRepository({ path: busyPath, busyTimeoutMs: 20 }), { log })
+    const busy = createObservedPlantRepository(createSqlitePlantRepository(busyPath, { busyTimeoutMs: 20 }), { log })
     onTestFinished(() => busy.close())
     const other = new Database(busyPath)
     onTestFinished(() => { other.close() })
@@ -197,7 +197,7 @@ describe('createObservedPlantRepository', () => {
     for (let i = 0; i < 3; i++) await expect(busy.insert(i, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
     other.exec('COMMIT')
 
-    const full = createObservedPlantRepository(createSqlitePlantRepository({ path: join(dir, 'full.db'), maxPageCount: 12 }), { log })
+    const full = createObservedPlantRepository(createSqlitePlantRepository(join(dir, 'full.db'), { maxPageCount: 12 }), { log })
     onTestFinished(() => full.close())
     let refusals = 0
     for (let id = 0; id < 2000 && refusals < 3; id++) {

@@ -5,11 +5,9 @@ import { createGroupCommit, type Pending } from '../../src/sql/group-commit.js'
 describe('group commit (shared by the SQLite and PostgreSQL stores)', () => {
   it('sends the entries added in one turn as one batch, in arrival order, and settles each with its own outcome', async () => {
     const batches: number[][] = []
-    const group = createGroupCommit<number, string>({
-      commit: (batch) => {
-        batches.push(batch.map((pending) => pending.item))
-        for (const pending of batch) pending.resolve(`done ${pending.item}`)
-      }
+    const group = createGroupCommit<number, string>((batch) => {
+      batches.push(batch.map((pending) => pending.item))
+      for (const pending of batch) pending.resolve(`done ${pending.item}`)
     })
     const sizes: number[] = []
     group.observe({ batch: (size) => sizes.push(size) })
@@ -22,19 +20,17 @@ describe('group commit (shared by the SQLite and PostgreSQL stores)', () => {
   it('splits at maxBatch and runs at most maxInFlight batches at once; the rest queue and leave together', async () => {
     const running: Array<Array<Pending<number, number>>> = []
     let most = 0
-    const group = createGroupCommit<number, number>({
-      commit: (batch) => new Promise<void>((resolve) => {
-        running.push(batch)
-        most = Math.max(most, running.length)
-        setTimeout(() => {
-          running.splice(running.indexOf(batch), 1)
-          for (const pending of batch) pending.resolve(pending.item)
-          resolve()
-        }, 20)
-      }),
-      maxBatch: 2,
-      maxInFlight: 2
+    const commit = (batch: Array<Pending<number, number>>) => new Promise<void>((resolve) => {
+      running.push(batch)
+      most = Math.max(most, running.length)
+      setTimeout(() => {
+        running.splice(running.indexOf(batch), 1)
+        for (const pending of batch) pending.resolve(pending.item)
+        resolve()
+      }, 20)
     })
+    const [maxBatch, maxInFlight] = [2, 2]
+    const group = createGroupCommit(commit, maxBatch, maxInFlight)
     const sizes: number[] = []
     group.observe({ batch: (size) => sizes.push(size) })
     const all = Array.from({ length: 9 }, (_, n) => group.add(n))
@@ -46,15 +42,13 @@ describe('group commit (shared by the SQLite and PostgreSQL stores)', () => {
   it('rejects the entries a failed commit left unsettled with its error, keeps those it settled, and commits the next batch', async () => {
     const failure = new Error('the disk is gone')
     let calls = 0
-    const group = createGroupCommit<number, number>({
-      commit: async (batch) => {
-        if (++calls > 1) {
-          for (const pending of batch) pending.resolve(pending.item)
-          return
-        }
-        batch[0]?.resolve(0)
-        throw failure
+    const group = createGroupCommit<number, number>(async (batch) => {
+      if (++calls > 1) {
+        for (const pending of batch) pending.resolve(pending.item)
+        return
       }
+      batch[0]?.resolve(0)
+      throw failure
     })
     const outcomes = await Promise.allSettled([0, 1, 2].map((n) => group.add(n)))
     expect(outcomes).toEqual([
@@ -67,13 +61,11 @@ describe('group commit (shared by the SQLite and PostgreSQL stores)', () => {
 
   it('on close, commits what is queued, waits for it, and refuses what comes after', async () => {
     const committed: number[] = []
-    const group = createGroupCommit<number, number>({
-      commit: async (batch) => {
-        await new Promise((resolve) => setTimeout(resolve, 10))
-        for (const pending of batch) {
-          committed.push(pending.item)
-          pending.resolve(pending.item)
-        }
+    const group = createGroupCommit<number, number>(async (batch) => {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      for (const pending of batch) {
+        committed.push(pending.item)
+        pending.resolve(pending.item)
       }
     })
     const before = [group.add(1), group.add(2)]

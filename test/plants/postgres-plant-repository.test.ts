@@ -53,13 +53,13 @@ function defineSuite (target: PostgresTarget): void {
   })
   afterAll(() => schemas.dropAll())
 
-  repositoryContract(`postgres, ${target.name}`, async () => createPostgresPlantRepository({ connectionString: await schemas.create() }))
+  repositoryContract(`postgres, ${target.name}`, async () => createPostgresPlantRepository(await schemas.create()))
   // Its schema step is bounded by a short statement timeout too, which a loaded machine can exceed: asked again, as a probe would.
   const untilReady = (store: { ready: () => Promise<void> }) => vi.waitFor(() => store.ready(), { timeout: 10000, interval: 50 })
   /** A ready store with a 300 ms statement timeout, and another session holding its plants table locked. */
   async function storeWithPlantsLocked () {
     const connectionString = await schemas.create()
-    const store = createPostgresPlantRepository({ connectionString, statementTimeoutMs: 300 })
+    const store = createPostgresPlantRepository(connectionString, { DATABASE_STATEMENT_TIMEOUT_MS: 300 })
     onTestFinished(() => store.close())
     await untilReady(store)
     const holder = await holdOpen(`LOCK TABLE ${schemas.schemaOf(connectionString)}.plants IN ACCESS EXCLUSIVE MODE`)
@@ -76,7 +76,7 @@ function defineSuite (target: PostgresTarget): void {
   }
 
   function open (connectionString: string) {
-    const store = createPostgresPlantRepository({ connectionString })
+    const store = createPostgresPlantRepository(connectionString)
     onTestFinished(() => store.close())
     return store
   }
@@ -120,7 +120,7 @@ function defineSuite (target: PostgresTarget): void {
 
   it('keeps every plant across close and reopen', async () => {
     const connectionString = await schemas.create()
-    const first = createPostgresPlantRepository({ connectionString })
+    const first = createPostgresPlantRepository(connectionString)
     await first.ready()
     expect(await first.insert(-(2n ** 63n), { name: 'min', tag: 't' })).toBe('created')
     await first.close()
@@ -248,7 +248,7 @@ function defineSuite (target: PostgresTarget): void {
     connectionString.searchParams.set('application_name', name)
     const warnings: Array<{ cause?: { code?: string, message: string } }> = []
     const log = { info: () => {}, warn: (fields: object) => { warnings.push(fields) } }
-    const store = createPostgresPlantRepository({ connectionString: connectionString.toString(), log })
+    const store = createPostgresPlantRepository(connectionString.toString(), { log })
     onTestFinished(() => store.close())
     for (const round of [1, 2]) {
       await Promise.all(Array.from({ length: 20 }, (_, i) => store.insert(i, { name: 'fern' })))
@@ -271,7 +271,7 @@ function defineSuite (target: PostgresTarget): void {
   })
 
   it('rejects inserts after close with StoreUnavailableError', async () => {
-    const store = createPostgresPlantRepository({ connectionString: await schemas.create() })
+    const store = createPostgresPlantRepository(await schemas.create())
     await store.ready()
     await store.close()
     await expect(store.insert(1, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
@@ -305,12 +305,12 @@ function defineSuite (target: PostgresTarget): void {
   // support hands the next one to a server that never parsed it, or already has: the store sends it again unnamed.
   it('stores a plant whose named insert meets a server that never parsed it (26000) or already has (42P05), and every later one', async () => {
     const connectionString = await schemas.create()
-    const store = createPostgresPlantRepository({ connectionString, maxConnections: 1 })
+    const store = createPostgresPlantRepository(connectionString, { DATABASE_POOL_MAX: 1 })
     onTestFinished(() => store.close())
     await store.ready()
     expect(await store.insert(1, { name: 'fern' })).toBe('created')
     // Another replica's first insert: through PgBouncer, the server that has just parsed it (42P05).
-    const replica = createPostgresPlantRepository({ connectionString, maxConnections: 1 })
+    const replica = createPostgresPlantRepository(connectionString, { DATABASE_POOL_MAX: 1 })
     onTestFinished(() => replica.close())
     await replica.ready()
     expect(await replica.insert(5, { name: 'palm' })).toBe('created')
@@ -328,7 +328,7 @@ function defineSuite (target: PostgresTarget): void {
       const { host } = new URL(connectionString)
       const selected: string[] = []
       const log = { info: (fields: { host?: string }) => { if (fields.host !== undefined) selected.push(fields.host) }, warn: () => {} }
-      const store = createPostgresPlantRepository({ connectionString: connectionString.replace(host, `${host},${host}`), maxConnections: 1, log })
+      const store = createPostgresPlantRepository(connectionString.replace(host, `${host},${host}`), { DATABASE_POOL_MAX: 1, log })
       onTestFinished(() => store.close())
       await store.ready()
       expect(await store.insert(1, { name: 'fern' })).toBe('created')
@@ -353,7 +353,7 @@ function defineSuite (target: PostgresTarget): void {
 
   it('stores nothing of a batch whose insert times out (one implicit transaction), and the next batch is stored', { timeout: 20000 }, async () => {
     const connectionString = await schemas.create()
-    const store = createPostgresPlantRepository({ connectionString, statementTimeoutMs: 300 })
+    const store = createPostgresPlantRepository(connectionString, { DATABASE_STATEMENT_TIMEOUT_MS: 300 })
     onTestFinished(() => store.close())
     await untilReady(store)
     const table = `${schemas.schemaOf(connectionString)}.plants`
@@ -421,10 +421,8 @@ function defineSuite (target: PostgresTarget): void {
     const url = new URL(await schemas.create())
     url.searchParams.set('target_session_attrs', 'read-write')
     const statementTimeoutMs = 1000
-    const store = createPostgresPlantRepository({
-      connectionString: url.toString().replace(`@${url.host}/`, `@${silent.join(',')},${url.host}/`),
-      statementTimeoutMs
-    })
+    const hosts = url.toString().replace(`@${url.host}/`, `@${silent.join(',')},${url.host}/`)
+    const store = createPostgresPlantRepository(hosts, { DATABASE_STATEMENT_TIMEOUT_MS: statementTimeoutMs })
     onTestFinished(() => store.close())
     const started = performance.now()
     await vi.waitFor(() => store.ready(), { timeout: 10000, interval: 50 })
@@ -439,11 +437,8 @@ function defineSuite (target: PostgresTarget): void {
     const proxy = await proxyToServer({ to: url })
     url.searchParams.set('target_session_attrs', 'read-write')
     const connectionString = url.toString()
-    const store = createPostgresPlantRepository({
-      connectionString: connectionString.replace(`@${url.host}/`, `@127.0.0.1:${proxy.port},${url.host}/`),
-      statementTimeoutMs: 2000,
-      maxConnections: 2
-    })
+    const hosts = connectionString.replace(`@${url.host}/`, `@127.0.0.1:${proxy.port},${url.host}/`)
+    const store = createPostgresPlantRepository(hosts, { DATABASE_STATEMENT_TIMEOUT_MS: 2000, DATABASE_POOL_MAX: 2 })
     onTestFinished(() => store.close())
     await vi.waitFor(() => store.ready(), { timeout: 10000, interval: 50 })
     // Another session holds id 1 uncommitted: that batch waits, and the next one opens the host's second connection.
@@ -486,7 +481,8 @@ function defineSuite (target: PostgresTarget): void {
     'is not ready within T, and recovers', { timeout: 30000 }, async () => {
     const proxy = await proxyToServer()
     const statementTimeoutMs = 500
-    const store = createPostgresPlantRepository({ connectionString: await schemas.create({ port: proxy.port }), statementTimeoutMs, maxConnections: 2 })
+    const url = await schemas.create({ port: proxy.port })
+    const store = createPostgresPlantRepository(url, { DATABASE_STATEMENT_TIMEOUT_MS: statementTimeoutMs, DATABASE_POOL_MAX: 2 })
     onTestFinished(() => store.close())
     await vi.waitFor(() => store.ready(), { timeout: 10000, interval: 50 })
     expect(await store.insert(1, { name: 'fern' })).toBe('created')
@@ -543,7 +539,7 @@ function defineSuite (target: PostgresTarget): void {
       await run('REVOKE EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text) FROM PUBLIC', inOwnDatabase.toString())
       await expect(run('SELECT pg_logical_emit_message(true, \'x\', \'y\')', asRole.toString())).rejects.toMatchObject({ code: '42501' })
 
-      const store = createPostgresPlantRepository({ connectionString: asRole.toString() })
+      const store = createPostgresPlantRepository(asRole.toString())
       try {
         await untilReady(store)
         expect((await run('SELECT count(*)::int AS n FROM plant_store_heartbeat', inOwnDatabase.toString())).rows).toEqual([{ n: 1 }])
@@ -557,7 +553,7 @@ function defineSuite (target: PostgresTarget): void {
       timeout: 30000
     }, async () => {
       const proxy = await proxyToServer()
-      const store = createPostgresPlantRepository({ connectionString: await schemas.create({ port: proxy.port }), statementTimeoutMs: 300, maxConnections: 1 })
+      const store = createPostgresPlantRepository(await schemas.create({ port: proxy.port }), { DATABASE_STATEMENT_TIMEOUT_MS: 300, DATABASE_POOL_MAX: 1 })
       onTestFinished(() => store.close())
       await untilReady(store)
       expect(await store.insert(1, { name: 'fern' })).toBe('created')
@@ -613,7 +609,7 @@ function defineSuite (target: PostgresTarget): void {
   // ROW EXCLUSIVE would wait too, and every replica would leave the balancer at once.
   it('stays ready, and writes nothing to probe, while another session holds SHARE on plants (CREATE INDEX)', { timeout: 30000 }, async () => {
     const connectionString = await schemas.create()
-    const store = createPostgresPlantRepository({ connectionString, statementTimeoutMs: 500 })
+    const store = createPostgresPlantRepository(connectionString, { DATABASE_STATEMENT_TIMEOUT_MS: 500 })
     onTestFinished(() => store.close())
     await untilReady(store)
     const schema = schemas.schemaOf(connectionString)
