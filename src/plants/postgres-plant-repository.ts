@@ -55,15 +55,13 @@ BEGIN
     INSERT INTO plant_store_migrations (version, runs_on) VALUES (2, oldest);
   END IF;
 END $$`
-// The readiness probe writes no row and takes no lock a CREATE INDEX waits on: the server takes this role's inserts
-// (not read-only, INSERT granted), one row of plants is read (an ACCESS EXCLUSIVE lock fails it as it stops creates),
-// and a logical-decoding message (WAL, no row) is committed, which waits for a synchronous standby as a create does.
-const CHECKS = `NOT current_setting('transaction_read_only')::bool AND has_table_privilege('plants', 'INSERT')
-  AS writable, EXISTS (SELECT FROM plants) AS readable`
-const PROBE = `SELECT ${CHECKS}, pg_logical_emit_message(true, 'plant-store', 'ready') AS committed`
-// Where the role may not run that function (42501) or the server lacks it (42883): the heartbeat row, the same wait.
-const PROBE_BY_ROW = `WITH beat AS (INSERT INTO plant_store_heartbeat VALUES (true, now()) ON CONFLICT (id)
-  DO UPDATE SET written_at = now() RETURNING true) SELECT ${CHECKS}, (SELECT true FROM beat) AS committed`
+// The readiness probe stores no plant and takes no lock a CREATE INDEX on plants waits on: the server takes this role's
+// inserts (not read-only, INSERT granted), one row of plants is read (an ACCESS EXCLUSIVE lock fails it as it stops
+// creates), and the heartbeat row's update commits, which waits for a synchronous standby as a create does.
+const PROBE = `WITH beat AS (INSERT INTO plant_store_heartbeat VALUES (true, now()) ON CONFLICT (id)
+  DO UPDATE SET written_at = now() RETURNING true)
+SELECT NOT current_setting('transaction_read_only')::bool AND has_table_privilege('plants', 'INSERT') AS writable,
+  EXISTS (SELECT FROM plants) AS readable, (SELECT true FROM beat) AS committed`
 
 /** How long the last outcome of a write or a probe stands for readiness: at most one probe this often. */
 const FRESH_MS = 1000
@@ -93,7 +91,6 @@ export function createPostgresPlantRepository (url: string,
   let writesFailing: { since: number, error: unknown } | undefined
   // The probe's write in progress; it never rejects, its outcome is in writesFailing.
   let probe: Promise<void> | undefined
-  let probeText = PROBE
 
   // Backing off while the database is not reached: an insert meanwhile fails at once, not after an attempt's timeout.
   function migrate (): Promise<unknown> {
@@ -125,13 +122,7 @@ export function createPostgresPlantRepository (url: string,
   }
 
   async function probeWrites (timeoutAt: number): Promise<void> {
-    const send = () => session.query<{ writable: boolean }>({ text: probeText }, timeoutAt)
-    const { rows } = await send().catch((error: unknown) => {
-      const code = (error as { cause?: { code?: unknown } }).cause?.code
-      if (probeText === PROBE_BY_ROW || (code !== '42501' && code !== '42883')) throw error
-      probeText = PROBE_BY_ROW
-      return send()
-    })
+    const { rows } = await session.query<{ writable: boolean }>({ text: PROBE }, timeoutAt)
     if (rows[0]?.writable !== true) throw unavailable('the server takes no writes')
   }
 
