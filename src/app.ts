@@ -33,7 +33,7 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
     ? undefined
     : (await import('./observability/tracing.js')).createTracing(config.OTEL_EXPORTER_OTLP_ENDPOINT)
   // Store failures logged throttled, inserts counted and traced: the one wrapper around any store.
-  const repository = createObservedPlantRepository(store, { log: logger, metrics, tracing })
+  const repository = createObservedPlantRepository(store, logger, metrics, tracing)
   const accessLog = new AccessLog(metrics)
   const app = Fastify({
     loggerInstance: logger,
@@ -71,7 +71,7 @@ export async function buildApp ({ config, tokens, repository: store, logger, met
     await scope.register(auth, { tokens })
     if (config.RATE_LIMIT_PER_MINUTE > 0) {
       // Loaded only when enabled: ioredis and the limiter cost about 90 ms of start-up otherwise.
-      await scope.register((await import('./plugins/rate-limit.js')).tokenRateLimit, { limit: config })
+      await scope.register((await import('./plugins/rate-limit.js')).tokenRateLimit, config)
     }
     await scope.register(plantRoutes, { plants: createPlantService(repository) })
   })

@@ -48,11 +48,11 @@ async function main (): Promise<void> {
   const app = await buildApp({ config, tokens, repository, logger: log, metrics })
 
   // SIGHUP reloads the tokens file (rotation); it must never start a shutdown.
-  if (tokensFile !== undefined) watchTokens({ file: tokensFile, tokens, log, onReload: metrics?.tokenReload })
+  if (tokensFile !== undefined) watchTokens(tokensFile, tokens, log, metrics?.tokenReload)
   else process.on('SIGHUP', () => log.info('SIGHUP: nothing to reload, the tokens come from API_TOKENS'))
   if (metrics !== undefined && metricsPort !== undefined) {
     const { listenMetrics } = await import('./observability/metrics-listener.js')
-    const listener = await listenMetrics({ registry: metrics.exposition, port: metricsPort, host: metricsHost, log })
+    const listener = await listenMetrics(metrics.exposition, metricsHost, metricsPort, log)
     // Closed with the app, after the last request, so that a last scrape still sees them.
     app.addHook('onClose', listener.close)
   }

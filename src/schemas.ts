@@ -10,16 +10,17 @@ TypeRegistry.Set('Int64', (_schema: unknown, value: unknown) =>
   Number.isSafeInteger(value) || (typeof value === 'bigint' && value >= INT64_MIN && value <= INT64_MAX))
 
 /**
- * Text every store keeps exactly: no U+0000 (PostgreSQL text cannot hold it) and no lone surrogate
- * (UTF-8 encoders replace it). The pattern means the same with and without the `u` flag.
+ * Text every store keeps exactly: no U+0000 (PostgreSQL text cannot hold it) and no lone surrogate (UTF-8 encoders
+ * replace it). The published pattern says the first (Rust's regular expressions refuse surrogates); words, the rest.
  */
-export const STORABLE_TEXT = '^(?:[^\\u0000\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF])*$'
-
-/** The published pattern: Rust's regular expressions refuse surrogate escapes, so words say the rest. */
+TypeRegistry.Set('StorableText', (_schema: unknown, value: unknown) =>
+  typeof value === 'string' && value.isWellFormed() && !value.includes('\0'))
 export const PORTABLE_TEXT = '^[^\\u0000]*$'
 const STORABLE_TEXT_RULE = 'No U+0000 and no unpaired surrogate: the service refuses either with 400'
-const Text = (description: string, example: string) =>
-  Type.String({ pattern: STORABLE_TEXT, description: `${description}. ${STORABLE_TEXT_RULE}`, examples: [example] })
+const Text = (description: string, example: string) => Type.Unsafe<string>({
+  ...Type.String({ pattern: PORTABLE_TEXT, description: `${description}. ${STORABLE_TEXT_RULE}`, examples: [example] }),
+  [Kind]: 'StorableText'
+})
 
 // The examples are what the docs page sends (Swagger UI builds a body from them) and what the curl examples use.
 export const Plant = Type.Object({

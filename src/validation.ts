@@ -22,8 +22,8 @@ function describe (part: string, error: ValueError): string {
   const where = part + error.path
   if (error.type === ValueErrorType.ObjectRequiredProperty) return `${where} is required`
   if (error.schema[Kind] === 'Int64') return `${where} must be an integer between ${INT64_MIN} and ${INT64_MAX}`
-  if (error.type === ValueErrorType.StringPattern) return `${where} must not contain U+0000 or unpaired surrogates`
   if (error.type === ValueErrorType.Object) return `${where} must be a JSON object`
-  if (error.schema.type === 'string') return `${where} must be a string`
+  if (error.schema.type === 'string' && typeof error.value !== 'string') return `${where} must be a string`
+  if (error.schema[Kind] === 'StorableText') return `${where} must not contain U+0000 or unpaired surrogates`
   return `${where} ${error.message.charAt(0).toLowerCase()}${error.message.slice(1)}`
 }

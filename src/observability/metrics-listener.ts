@@ -9,9 +9,8 @@ import { errorRecordReply, clientErrorHandler } from '../plugins/http-edge.js'
  * `GET /metrics` on METRICS_HOST:METRICS_PORT, without a token (like every exporter: docs/observability.md), from
  * a bare node:http server: a scrape needs no framework, and the API's hooks and access log stay out.
  */
-export async function listenMetrics ({ registry, host, port, log }: {
-  registry: Pick<Registry, 'metrics' | 'contentType'>, host: string, port: number, log: FastifyBaseLogger
-}) {
+export async function listenMetrics (registry: Pick<Registry, 'metrics' | 'contentType'>, host: string, port: number,
+  log: FastifyBaseLogger) {
   const server = createServer({ headersTimeout: 10000, requestTimeout: 15000 }, (request, response) => {
     const path = (request.url ?? '/').replace(/\?.*/s, '')
     if (request.method !== 'GET' || path !== '/metrics') {

@@ -21,9 +21,8 @@ export function failureKind (error: unknown): string {
 
 /** Any store, observed the same way: each insert counted by outcome and timed (`metrics`), traced (`tracing`); failures
  * logged throttled to `log` (failure-log.ts), which the error handler leaves to this wrapper. */
-export function createObservedPlantRepository (inner: PlantRepository, { log, metrics, tracing }: {
-  log: FailureLogger, metrics?: Metrics | undefined, tracing?: Tracing | undefined
-}): PlantRepository {
+export function createObservedPlantRepository (inner: PlantRepository, log: FailureLogger, metrics?: Metrics,
+  tracing?: Tracing): PlantRepository {
   const failures = createFailureLog({ log, subject: 'store' })
   metrics?.watchStore(inner)
   const failed = (during: string, error: unknown): never => {

@@ -4,13 +4,12 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { TokenEntry } from '../config/tokens.js'
 
-/** Who sent a request, as its accepted token says: never read from anything else in the request. */
-export interface Client {
-  /** The access line's `client`: the configured name, or `sha256:` and 12 hex digits of the token's SHA-256. */
-  readonly name: string
-  /** The rate limit's counter: `client:<name>` for a named client, tokenRateLimitKey(token) otherwise. */
-  readonly rateLimitKey: string
-}
+/**
+ * Who sent a request, as its accepted token says: never read from anything else in the request. `name` is the access
+ * line's `client`: the configured name, or `sha256:` and 12 hex digits of the token's SHA-256. `rateLimitKey` is the
+ * rate limit's counter: `client:<name>` for a named client, tokenRateLimitKey(token) otherwise.
+ */
+export interface Client { readonly name: string, readonly rateLimitKey: string }
 
 declare module 'fastify' {
   interface FastifyRequest {

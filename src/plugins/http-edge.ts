@@ -31,9 +31,12 @@ function refusal (request: FastifyRequest, reply: FastifyReply) {
   if (expect !== undefined && expect.toLowerCase() !== '100-continue') return new ExpectationFailedError()
 }
 
-/** An onRequest hook: each reply carries its request id, no content sniffing and no caching (replies answer writes). */
+/** On every reply, whoever writes it: no caching (replies answer writes) and no content sniffing. */
+const SAFE_HEADERS = { 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }
+
+/** An onRequest hook: each reply carries its request id and SAFE_HEADERS. */
 function setReplyHeaders (request: FastifyRequest, reply: FastifyReply, done = () => {}): void {
-  reply.headers({ 'x-request-id': request.id, 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' })
+  reply.headers({ 'x-request-id': request.id, ...SAFE_HEADERS })
   done()
 }
 
@@ -100,13 +103,8 @@ export function sendError (error: FastifyError & { headers?: Record<string, stri
 /** An Error record with its headers, for a reply that Fastify does not send (malformed HTTP, metrics). */
 export function errorRecordReply (status: number, message: string) {
   const body = JSON.stringify({ error: status, message })
-  const headers = {
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': Buffer.byteLength(body),
-    'Cache-Control': 'no-store',
-    'X-Content-Type-Options': 'nosniff'
-  }
-  return { body, headers }
+  const headers = { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) }
+  return { body, headers: { ...headers, ...SAFE_HEADERS } }
 }
 
 /**

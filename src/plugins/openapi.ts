@@ -1,8 +1,7 @@
-import swagger, { type SwaggerTransformObject } from '@fastify/swagger'
+import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { PORTABLE_TEXT, STORABLE_TEXT } from '../schemas.js'
 
 /**
  * The OpenAPI 3.1 document from the routes' schemas at /openapi.json, and Swagger UI at /docs (served
@@ -32,11 +31,6 @@ export const openapi = fp(async function openapi (app: FastifyInstance) {
       },
       security: [{ bearerAuth: [] }]
     },
-    // A copy, so that the routes keep the pattern they validate with: the published one compiles outside JavaScript.
-    transformObject: (document) => JSON.parse(
-      JSON.stringify('openapiObject' in document ? document.openapiObject : document.swaggerObject),
-      (key, value: unknown) => key === 'pattern' && value === STORABLE_TEXT ? PORTABLE_TEXT : value
-    ) as ReturnType<SwaggerTransformObject>,
     // Shared schemas keep their own names ($id) under components.schemas.
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}`

@@ -12,7 +12,7 @@ type RateLimit = Pick<Config, 'RATE_LIMIT_PER_MINUTE' | 'REDIS_URL'>
  * A per-client limit after auth, shared by the replicas through Redis. While Redis is unreachable the
  * limit fails open: an outage of a helper must not become one of the service.
  */
-export const tokenRateLimit = fp<{ limit: RateLimit }>(async function tokenRateLimit (app, { limit }) {
+export const tokenRateLimit = fp<RateLimit>(async function tokenRateLimit (app, limit) {
   await app.register(rateLimit, {
     max: limit.RATE_LIMIT_PER_MINUTE,
     timeWindow: 60000,

@@ -25,23 +25,23 @@ function setUp (text: string) {
   }))
   const tokens = createTokenSet(readTokensFile(file).entries)
   const reloads: boolean[] = []
-  return { file, lines, tokens, reloads, options: { file, tokens, log, onReload: (taken: boolean) => { reloads.push(taken) } } }
+  return { file, lines, tokens, reloads, reload: () => { reloads.push(reloadTokens(file, tokens, log)) } }
 }
 
 describe('reloadTokens', () => {
   it('takes named and hashed entries from the file, and tells of the reload taken', () => {
-    const { file, tokens, reloads, options } = setUp('old-token-0123456789\n')
+    const { file, tokens, reloads, reload } = setUp('old-token-0123456789\n')
     writeFileSync(file, `ci:ci-token-1-0123456789\nbilling:sha256:${sha256('billing-secret-1')}\n`)
-    reloadTokens(options)
+    reload()
     expect(reloads).toEqual([true])
     expect(['old-token-0123456789', 'ci-token-1-0123456789', 'billing-secret-1'].map((token) => tokens.identify(token)?.name))
       .toEqual([undefined, 'ci', 'billing'])
   })
 
   it('refuses a file with one bad line whole, keeps the previous tokens, tells of the refusal, and logs the line number, never a token', () => {
-    const { file, lines, tokens, reloads, options } = setUp('ci:ci-token-1-0123456789\n')
+    const { file, lines, tokens, reloads, reload } = setUp('ci:ci-token-1-0123456789\n')
     writeFileSync(file, `ci:ci-token-2-0123456789\n\nbilling:sha256:${sha256('billing-secret-1').slice(2)}\nshop:shop-token-1-0123456789\n`)
-    reloadTokens(options)
+    reload()
     expect(reloads).toEqual([false])
     expect(tokens.identify('ci-token-1-0123456789')?.name).toBe('ci')
     expect(tokens.identify('ci-token-2-0123456789')).toBeUndefined()
@@ -56,18 +56,18 @@ describe('reloadTokens', () => {
   })
 
   it('refuses a duplicate client name, keeping the previous tokens', () => {
-    const { file, lines, tokens, reloads, options } = setUp('ci:ci-token-1-0123456789\n')
+    const { file, lines, tokens, reloads, reload } = setUp('ci:ci-token-1-0123456789\n')
     writeFileSync(file, 'ci:ci-token-2-0123456789\nci:ci-token-3-0123456789\n')
-    reloadTokens(options)
+    reload()
     expect(reloads).toEqual([false])
     expect(tokens.identify('ci-token-1-0123456789')?.name).toBe('ci')
     expect(JSON.parse(lines[0] ?? '')).toMatchObject({ reason: 'API_TOKENS_FILE line 2: duplicate client name (first on line 1); names are unique' })
   })
 
   it('refuses a token shorter than 16 characters on reload, keeping the previous tokens, and logs its line', () => {
-    const { file, lines, tokens, reloads, options } = setUp('ci:ci-token-1-0123456789\n')
+    const { file, lines, tokens, reloads, reload } = setUp('ci:ci-token-1-0123456789\n')
     writeFileSync(file, 'ci:ci-token-2-0123456789\nshop:short-token\n')
-    reloadTokens(options)
+    reload()
     expect(reloads).toEqual([false])
     expect(tokens.identify('ci-token-1-0123456789')?.name).toBe('ci')
     expect(tokens.identify('ci-token-2-0123456789')).toBeUndefined()
@@ -79,9 +79,9 @@ describe('reloadTokens', () => {
     expect(lines[0]).not.toContain('short-token')
   })
   it('revokes a token the file no longer lists even when another line is bad, adds none, and logs how many it revoked', () => {
-    const { file, lines, tokens, reloads, options } = setUp('ci:ci-token-1-0123456789\nleaked:leaked-token-0123456789\n')
+    const { file, lines, tokens, reloads, reload } = setUp('ci:ci-token-1-0123456789\nleaked:leaked-token-0123456789\n')
     writeFileSync(file, 'ci:ci-token-1-0123456789\nshop:short-token\nnew:new-token-0123456789\n')
-    reloadTokens(options)
+    reload()
     expect(reloads).toEqual([false])
     expect(['ci-token-1-0123456789', 'leaked-token-0123456789', 'new-token-0123456789'].map((token) => tokens.identify(token)?.name))
       .toEqual(['ci', undefined, undefined])
@@ -94,11 +94,11 @@ describe('reloadTokens', () => {
   })
 
   it('revokes nothing when a file with a bad line lists none of the accepted tokens, nor when it cannot be read', () => {
-    const { file, lines, tokens, reloads, options } = setUp('ci:ci-token-1-0123456789\n')
+    const { file, lines, tokens, reloads, reload } = setUp('ci:ci-token-1-0123456789\n')
     writeFileSync(file, 'ci:ci-token-2-0123456789\nshop:short-token\n')
-    reloadTokens(options)
+    reload()
     rmSync(file)
-    reloadTokens(options)
+    reload()
     expect(reloads).toEqual([false, false])
     expect(tokens.identify('ci-token-1-0123456789')?.name).toBe('ci')
     expect(lines.map((line) => JSON.parse(line) as { revoked: number })).toMatchObject([{ revoked: 0 }, { revoked: 0 }])

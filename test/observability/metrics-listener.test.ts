@@ -14,7 +14,7 @@ import { buildTestApp, postPlant } from '../helpers.js'
 const silent = pino({ level: 'silent' })
 
 async function listen (metrics: Metrics = createMetrics()) {
-  const listener = await listenMetrics({ registry: metrics.exposition, host: '127.0.0.1', port: 0, log: silent })
+  const listener = await listenMetrics(metrics.exposition, '127.0.0.1', 0, silent)
   onTestFinished(() => listener.close())
   return listener
 }
@@ -63,7 +63,7 @@ describe('metrics listener (METRICS_PORT)', () => {
   })
 
   it('closes at once even while a scraper keeps an idle keep-alive connection', async () => {
-    const listener = await listenMetrics({ registry: createMetrics().exposition, host: '127.0.0.1', port: 0, log: silent })
+    const listener = await listenMetrics(createMetrics().exposition, '127.0.0.1', 0, silent)
     const agent = new Agent({ keepAlive: true })
     onTestFinished(() => agent.destroy())
     expect((await get(listener.url, 'GET', agent)).status).toBe(200)
@@ -77,7 +77,7 @@ describe('metrics listener (METRICS_PORT)', () => {
     await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve))
     onTestFinished(() => new Promise<void>((resolve) => busy.close(() => resolve())))
     const port = (busy.address() as { port: number }).port
-    await expect(listenMetrics({ registry: createMetrics().exposition, host: '127.0.0.1', port, log: silent }))
+    await expect(listenMetrics(createMetrics().exposition, '127.0.0.1', port, silent))
       .rejects.toThrow(`METRICS_PORT: cannot listen on 127.0.0.1:${port}: EADDRINUSE`)
   })
 })
@@ -107,7 +107,7 @@ describe('promtool check metrics', () => {
     await Promise.all([1, 2, 3].map((id) => postPlant(sqlite, { id, name: 'fern' })))
 
     for (const registry of [metrics.exposition, sqliteMetrics.exposition]) {
-      const { url } = await listenMetrics({ registry, host: '127.0.0.1', port: 0, log: silent }).then((listener) => {
+      const { url } = await listenMetrics(registry, '127.0.0.1', 0, silent).then((listener) => {
         onTestFinished(() => listener.close())
         return listener
       })

@@ -33,13 +33,13 @@ function poolStore () {
   return { store, stats, batch: (size: number) => observer?.batch(size) }
 }
 
-repositoryContract('memory, observed', async () => createObservedPlantRepository(createMemoryPlantRepository({ maxPlants: 1000 }), { log: silent }))
+repositoryContract('memory, observed', async () => createObservedPlantRepository(createMemoryPlantRepository({ maxPlants: 1000 }), silent))
 
 describe('createObservedPlantRepository', () => {
   it('exports the group-commit size histogram and the pool gauges, read at scrape time', async () => {
     const metrics = createMetrics()
     const fake = poolStore()
-    createObservedPlantRepository(fake.store, { log: silent, metrics })
+    createObservedPlantRepository(fake.store, silent, metrics)
     fake.batch(1)
     fake.batch(3)
     fake.batch(600)
@@ -61,13 +61,13 @@ describe('createObservedPlantRepository', () => {
 
   it('exports the memory store\'s fill, and of a store that tells nothing about itself no gauge, its batch sizes at 0', async () => {
     const metrics = createMetrics()
-    const store = createObservedPlantRepository(createMemoryPlantRepository({ maxPlants: 1000 }), { log: silent, metrics })
+    const store = createObservedPlantRepository(createMemoryPlantRepository({ maxPlants: 1000 }), silent, metrics)
     await store.insert(1, { name: 'fern' })
     const text = await metrics.exposition.metrics()
     expect(sampleValue(text, 'plant_store_memory_plants')).toBe(1)
     expect(sampleValue(text, 'plant_store_memory_capacity_plants')).toBe(1000)
     const bare = createMetrics()
-    createObservedPlantRepository({ insert: async () => 'created', ready: async () => {}, close: async () => {} }, { log: silent, metrics: bare })
+    createObservedPlantRepository({ insert: async () => 'created', ready: async () => {}, close: async () => {} }, silent, bare)
     const bareText = await bare.exposition.metrics()
     expect(bareText).not.toContain('plant_store_memory_')
     expect(bareText).not.toContain('plant_store_pool_')
@@ -76,7 +76,7 @@ describe('createObservedPlantRepository', () => {
 
   it('passes outcomes and errors through unchanged, counting and timing each, a lost write as unknown and not as error', async () => {
     const metrics = createMetrics()
-    const store = createObservedPlantRepository(poolStore().store, { log: silent, metrics })
+    const store = createObservedPlantRepository(poolStore().store, silent, metrics)
     expect(await store.insert(1, { name: 'fern' })).toBe('created')
     await expect(store.insert(13, { name: 'fern' })).rejects.toBeInstanceOf(StoreFullError)
     await expect(store.insert(14, { name: 'fern' })).rejects.toBeInstanceOf(StoreOutcomeUnknownError)
@@ -109,7 +109,7 @@ describe('createObservedPlantRepository', () => {
     // A clock that stands still: every failure falls within the interval of the first line.
     vi.useFakeTimers({ toFake: ['Date'] })
     onTestFinished(() => { vi.useRealTimers() })
-    const store = createObservedPlantRepository(inner, { log })
+    const store = createObservedPlantRepository(inner, log)
     const outcomes = await Promise.allSettled(Array.from({ length: 100 }, (_, i) => store.insert(i, { name: 'fern' })))
     // The callers still get the store's own error, each one.
     expect(outcomes.every((outcome) => outcome.status === 'rejected' && outcome.reason instanceof StoreUnavailableError)).toBe(true)
@@ -136,7 +136,7 @@ describe('createObservedPlantRepository', () => {
       insert: async () => 'created',
       ready: async () => { if (down) throw new StoreUnavailableError() },
       close: async () => {}
-    }, { log })
+    }, log)
     await expect(store.ready()).rejects.toBeInstanceOf(StoreUnavailableError)
     down = false
     await store.ready()
@@ -146,7 +146,7 @@ describe('createObservedPlantRepository', () => {
 
   it('closes the store on close', async () => {
     let closed = 0
-    const store = createObservedPlantRepository({ insert: async () => 'created', ready: async () => {}, close: async () => { closed++ } }, { log: silent })
+    const store = createObservedPlantRepository({ insert: async () => 'created', ready: async () => {}, close: async () => { closed++ } }, silent)
     await store.close()
     expect(closed).toBe(1)
   })
@@ -189,7 +189,7 @@ describe('createObservedPlantRepository', () => {
     vi.useFakeTimers({ toFake: ['Date'] })
     onTestFinished(() => { vi.useRealTimers() })
     const busyPath = join(dir, 'busy.db')
-    const busy = createObservedPlantRepository(createSqlitePlantRepository(busyPath, { busyTimeoutMs: 20 }), { log })
+    const busy = createObservedPlantRepository(createSqlitePlantRepository(busyPath, { busyTimeoutMs: 20 }), log)
     onTestFinished(() => busy.close())
     const other = new Database(busyPath)
     onTestFinished(() => { other.close() })
@@ -197,7 +197,7 @@ describe('createObservedPlantRepository', () => {
     for (let i = 0; i < 3; i++) await expect(busy.insert(i, { name: 'fern' })).rejects.toBeInstanceOf(StoreUnavailableError)
     other.exec('COMMIT')
 
-    const full = createObservedPlantRepository(createSqlitePlantRepository(join(dir, 'full.db'), { maxPageCount: 12 }), { log })
+    const full = createObservedPlantRepository(createSqlitePlantRepository(join(dir, 'full.db'), { maxPageCount: 12 }), log)
     onTestFinished(() => full.close())
     let refusals = 0
     for (let id = 0; id < 2000 && refusals < 3; id++) {

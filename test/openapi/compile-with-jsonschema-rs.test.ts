@@ -1,7 +1,7 @@
 import { execFile, spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { PORTABLE_TEXT, STORABLE_TEXT } from '../../src/schemas.js'
+import { PORTABLE_TEXT } from '../../src/schemas.js'
 import { buildTestApp, postPlant } from '../helpers.js'
 
 // The served document in a validator outside JavaScript: jsonschema_rs (Rust; what Schemathesis
@@ -21,6 +21,9 @@ if (!found) {
     })
   }
 }
+
+/** What the service checks (no U+0000, no unpaired surrogate) as a JavaScript pattern: Rust's engine refuses it. */
+const SURROGATE_PATTERN = '^(?:[^\\u0000\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF])*$'
 
 interface Report { compiled: number, examples: number, problems: string[], refusesNul: boolean, acceptsPair: boolean }
 
@@ -52,7 +55,7 @@ describe.skipIf(!found)(found ? '/openapi.json in jsonschema_rs (Rust regular ex
   it('fails the document the service validated with before (the JavaScript-only pattern): the check can fail', async () => {
     const app = await buildTestApp()
     const served = await app.inject({ method: 'GET', url: '/openapi.json' })
-    const report = await compileOutsideJavaScript(served.body.replaceAll(JSON.stringify(PORTABLE_TEXT), JSON.stringify(STORABLE_TEXT)))
+    const report = await compileOutsideJavaScript(served.body.replaceAll(JSON.stringify(PORTABLE_TEXT), JSON.stringify(SURROGATE_PATTERN)))
     expect(report.problems.length).toBeGreaterThan(0)
     expect(report.problems.join('\n')).toMatch(/does not compile/)
   })
@@ -62,7 +65,7 @@ describe('the published pattern and the service\'s own check', () => {
   it('publishes the portable pattern and the rule in the description, never the surrogate pattern', async () => {
     const app = await buildTestApp()
     const served = await app.inject({ method: 'GET', url: '/openapi.json' })
-    expect(served.body).not.toContain(JSON.stringify(STORABLE_TEXT))
+    expect(served.body).not.toContain(JSON.stringify(SURROGATE_PATTERN))
     const { components } = served.json() as {
       components: {
         schemas: Record<string, {

@@ -96,7 +96,7 @@ describe.skipIf(skip !== undefined)(skip !== undefined
     const log = { warn: record, info: record }
     // Failures are logged by the wrapper app.ts puts around any store.
     const store = createRepository({ DATABASE_URL: url, MAX_PLANTS: 100, DATABASE_STATEMENT_TIMEOUT_MS: 1000, log })
-      .then((inner) => createObservedPlantRepository(inner, { log }))
+      .then((inner) => createObservedPlantRepository(inner, log))
     onTestFinished(async () => { await (await store).close() })
     return { store, lines }
   }
