@@ -1,4 +1,3 @@
-import { hash } from 'node:crypto'
 import { renameSync, rmSync } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { dirname } from 'node:path'
@@ -31,9 +30,6 @@ export const json = (rows: Row[]): string => `[${rows.map(lineOf).join(',')}]`
 
 export const kindOf = (row: Row, now: Row | undefined) =>
   now === undefined ? 'new' : now.name === row.name && now.tag === row.tag ? 'same' : 'other'
-
-/** A plant's share of a checksum: summed over plants, it does not depend on their order. */
-export const digest = (row: Row): bigint => hash('sha256', lineOf(row), 'buffer').readBigUInt64BE(0)
 
 const fsync = (name: string): Promise<void> => open(name).then((file) => file.sync().finally(() => file.close()))
 

@@ -50,11 +50,9 @@ describe.skipIf(skip !== undefined)('plant-store: a million plants', () => {
     }
     const checks = await Promise.all(stores.map((store) => plantStore(['verify', '--from', input], { DATABASE_URL: store })))
     for (const check of checks) {
-      expect(check.stdout).toMatch(new RegExp(`^export: ${COUNT} plants, checksum ([0-9a-f]{16})\\nstore: ${COUNT} plants, ` +
-        `checksum \\1\\nidentical ${COUNT}, missing 0, differing 0, refused 0\\n$`))
+      expect(check.stdout).toBe(`export: ${COUNT} plants\nstore: ${COUNT} plants\nidentical ${COUNT}, missing 0, differing 0, refused 0\n`)
       expect(check.peakRssKb / 1024).toBeLessThanOrEqual(150)
     }
-    expect(new Set(checks.map((check) => check.stdout)).size).toBe(1)
   }, 900_000)
 })
 
