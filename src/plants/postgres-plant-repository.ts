@@ -1,4 +1,3 @@
-import { hash } from 'node:crypto'
 import type { Config } from '../config/load-config.js'
 import { StoreOutcomeUnknownError, StoreUnavailableError, WritesFailingError } from '../errors.js'
 import type { Plant, PlantId } from '../schemas.js'
@@ -11,15 +10,13 @@ import { samePlant, type InsertOutcome, type PlantRepository } from './plant-rep
 type Entry = Pending<Plant & { id: string }, InsertOutcome>
 interface StoredRow { id: string, name: string, tag: string | null }
 
-/** Named by its text's digest: two releases behind one pooler never run each other's statement. */
-const namedStatement = (text: string) => ({ name: `plant-store-${hash('sha256', text).slice(0, 16)}`, text })
 // One array parameter per column; ids travel as text both ways, never a JS number, whatever int8 parser is set. In id
 // order, so that concurrent batches (other replicas) take row locks in one order: no deadlock. Of two rows with one id,
-// the first inserted is the first that came.
-const INSERT_BATCH = namedStatement('INSERT INTO plants (id, name, tag) SELECT id, name, tag FROM unnest($1::int8[], ' +
+// the first inserted is the first that came. Unnamed, as every statement here: one path through any pooler.
+const INSERT_BATCH = 'INSERT INTO plants (id, name, tag) SELECT id, name, tag FROM unnest($1::int8[], ' +
   '$2::text[], $3::text[]) WITH ORDINALITY AS batch (id, name, tag, arrival) ORDER BY id, arrival ' +
-  'ON CONFLICT (id) DO NOTHING RETURNING id::text AS id')
-const SELECT_STORED = namedStatement('SELECT id::text AS id, name, tag FROM plants WHERE id = ANY ($1::int8[])')
+  'ON CONFLICT (id) DO NOTHING RETURNING id::text AS id'
+const SELECT_STORED = 'SELECT id::text AS id, name, tag FROM plants WHERE id = ANY ($1::int8[])'
 // Versioned steps (a released one is never edited) under a lock the replicas share, released by the commit, so
 // it works through transaction pooling. An up-to-date schema writes nothing: a replica on a read-only server
 // starts, and its creates answer 503. Each row records the oldest release version that may run on the schema:
@@ -136,7 +133,7 @@ export function createPostgresPlantRepository (url: string,
   async function run (batch: Entry[]): Promise<void> {
     const timeoutAt = (batch[0] as Entry).queuedAt + statementTimeoutMs
     const values = (['id', 'name', 'tag'] as const).map((column) => batch.map(({ item }) => item[column]))
-    const { rows } = await tracked(session.query<{ id: string }>({ ...INSERT_BATCH, values }, timeoutAt))
+    const { rows } = await tracked(session.query<{ id: string }>({ text: INSERT_BATCH, values }, timeoutAt))
     const created = new Set(rows.map((row) => row.id))
     const stored = new Map<string, Plant>()
     const existing = batch.filter(({ item }) => !created.has(item.id)).map(({ item }) => item.id)
@@ -144,7 +141,7 @@ export function createPostgresPlantRepository (url: string,
     // are stored (their insert found them): only whether as this plant is not known.
     const failure = existing.length === 0
       ? undefined
-      : await session.query<StoredRow>({ ...SELECT_STORED, values: [existing] }, timeoutAt).then(
+      : await session.query<StoredRow>({ text: SELECT_STORED, values: [existing] }, timeoutAt).then(
         ({ rows }) => { for (const { id, name, tag } of rows) stored.set(id, tag === null ? { name } : { name, tag }) },
         (error: unknown) => new StoreOutcomeUnknownError({ cause: error instanceof Error ? error.cause : error }))
     for (const { item, resolve, reject } of batch) {

@@ -32,8 +32,8 @@ export function parsePostgresUrl (url: string) {
   return { hosts, attrs }
 }
 
-/** One host of DATABASE_URL: its pool, and whether its connections keep named statements (a pooler's may not). */
-export interface Host { label: string, pool: pg.Pool, namedStatements: boolean }
+/** One host of DATABASE_URL and its pool. */
+export interface Host { label: string, pool: pg.Pool }
 
 /**
  * A pool per host, and the host statements go to: the first in the URL's order that answers and suits
@@ -55,7 +55,6 @@ export function createHosts (url: string, options: pg.PoolConfig & { connectionT
   }
   const hosts: Host[] = urls.map(({ label, url }) => ({
     label,
-    namedStatements: true,
     // What every pooler passes: no startup parameter but application_name, no session state.
     pool: new pg.Pool({ ...options, keepAlive: true, application_name: 'plant-store', connectionString: url })
       .on('error', logError).on('connect', (client) => client.on('error', logError))

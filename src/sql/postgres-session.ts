@@ -9,9 +9,8 @@ const CANCEL_ANSWER_MS = 600
 /** After that, a connection waits in quarantine this long for the answer (cancelled again meanwhile), then closes. */
 const QUARANTINE_MS = 10_000
 
-// SQLSTATEs after which nothing of the transaction is committed: classes 22, 23, 25, 26 (a statement name a pooler's
-// server does not know), 40, 42, 44, 53, 54, 55 and 57014 (timeout, cancel). Not 08, 57P0x, 58 or XX: a lost
-// connection or a crash may follow a commit.
+// SQLSTATEs after which nothing of the transaction is committed: classes 22, 23, 25, 26, 40, 42, 44, 53, 54, 55 and
+// 57014 (timeout, cancel). Not 08, 57P0x, 58 or XX: a lost connection or a crash may follow a commit.
 const ROLLED_BACK = /^(?:2[2356]|4[024]|5[345])[0-9A-Z]{3}$|^57014$/
 // PgBouncer's own errors for a query it never passed to a server.
 const NEVER_SENT = /^(?:query_wait_timeout|pgbouncer cannot connect to server|server login has been failing)/
@@ -51,9 +50,7 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
       throw new StoreUnavailableError({ cause: connected?.cause ?? new Error('timed out waiting for a connection') })
     }
     const { host, client } = connected
-    const named = host.namedStatements && statement.name !== undefined
-    const reply = client.query<Row>(named ? statement : { ...statement, name: undefined })
-      .then((result) => ({ result }), (error: unknown) => ({ error }))
+    const reply = client.query<Row>(statement).then((result) => ({ result }), (error: unknown) => ({ error }))
     const onTime = await awaitAtMost(reply, timeoutAt - performance.now())
     const cancelSent = onTime === undefined ? cancel(client, QUARANTINE_MS) : undefined
     const outcome = onTime ?? await awaitAtMost(reply, timeoutAt + CANCEL_ANSWER_MS - performance.now())
@@ -75,12 +72,6 @@ export function createSession (url: string, max: number, connectTimeoutMs: numbe
     client.release(drop || onTime === undefined)
     if (drop) hosts.chooseAgain(host)
     if ('result' in outcome && onTime !== undefined) return outcome.result
-    // A pooler in transaction mode (PgBouncer before 1.21) hands a named statement to a server that has not
-    // parsed it, or has already: refused before it ran, it runs again unnamed, as does every later one on this host.
-    if (named && (code === '26000' || code === '42P05')) {
-      host.namedStatements = false
-      return await query(statement, timeoutAt)
-    }
     const StoreError = !nothingStored(failure)
       ? StoreOutcomeUnknownError
       : code === '53100' ? StoreFullError : StoreUnavailableError
