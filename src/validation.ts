@@ -13,8 +13,8 @@ export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, http
   const check = TypeCompiler.Compile(schema, sharedSchemas)
   return (value: unknown) => {
     if (check.Check(value)) return { value }
-    const first = check.Errors(value).First()
-    return { error: new Error(first === undefined ? `${part} is not valid` : describe(part, first)) }
+    // A failed check has at least one error.
+    return { error: new Error(describe(part, check.Errors(value).First() as ValueError)) }
   }
 }
 

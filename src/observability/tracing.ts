@@ -21,7 +21,6 @@ export function createTracing (endpoint: string) {
     resource: resourceFromAttributes({ 'service.name': 'plant-store' }),
     spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url }) })]
   })
-  const tracer = provider.getTracer('plant-store')
   const instrumentation = new FastifyOtelInstrumentation({
     instrumentHooks: false,
     instrumentHandler: false,
@@ -42,7 +41,7 @@ export function createTracing (endpoint: string) {
     startInsert () {
       const parent = active.getStore()
       if (parent == null) return undefined
-      const span = tracer.startSpan('plant_store insert', {}, parent)
+      const span = provider.getTracer('plant-store').startSpan('plant_store insert', {}, parent)
       return (outcome: InsertOutcome | 'error' | 'unknown', error?: unknown): void => {
         if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: String(error) })
         span.setAttribute('plant_store.outcome', outcome).end()

@@ -55,10 +55,10 @@ END $$`
 // The readiness probe stores no plant and takes no lock a CREATE INDEX on plants waits on: the server takes this role's
 // inserts (not read-only, INSERT granted), one row of plants is read (an ACCESS EXCLUSIVE lock fails it as it stops
 // creates), and the heartbeat row's update commits, which waits for a synchronous standby as a create does.
-const PROBE = `WITH beat AS (INSERT INTO plant_store_heartbeat VALUES (true, now()) ON CONFLICT (id)
-  DO UPDATE SET written_at = now() RETURNING true)
-SELECT NOT current_setting('transaction_read_only')::bool AND has_table_privilege('plants', 'INSERT') AS writable,
-  EXISTS (SELECT FROM plants) AS readable, (SELECT true FROM beat) AS committed`
+// PostgreSQL runs a data-modifying WITH to completion whether or not the query reads it.
+const PROBE = `WITH beat AS (INSERT INTO plant_store_heartbeat VALUES (true, now())
+  ON CONFLICT (id) DO UPDATE SET written_at = now()) SELECT EXISTS (SELECT FROM plants) AS readable,
+  NOT current_setting('transaction_read_only')::bool AND has_table_privilege('plants', 'INSERT') AS writable`
 
 /** How long the last outcome of a write or a probe stands for readiness: at most one probe this often. */
 const FRESH_MS = 1000

@@ -4,7 +4,7 @@ import { errorCodes } from 'fastify'
 import fp from 'fastify-plugin'
 import secureJson from 'secure-json-parse'
 import { InvalidBodyError, UnsupportedEncodingError } from '../errors.js'
-import { INT64_MAX, INT64_MIN } from '../schemas.js'
+import type { PlantId } from '../schemas.js'
 
 // RFC 9110 §8.4.1: `deflate` is the zlib format, `x-gzip` is gzip.
 const DECODERS = new Map([['gzip', gunzipSync], ['x-gzip', gunzipSync], ['deflate', inflateSync],
@@ -37,7 +37,8 @@ function decode (body: Buffer, header: string, limit: number): Buffer {
 
 /**
  * The reviver that reads an `id` number from its source text, which Node 22+ hands a reviver (TC39 JSON.parse
- * source text access): the int64 the literal denotes exactly, or NaN (the schema refuses it).
+ * source text access): the integer the literal denotes exactly, or NaN past 2^63 or for a fraction (the schema
+ * refuses NaN, and a bigint beyond int64).
  */
 function exactId (key: string, value: unknown, { source }: { source?: string } = {}): unknown {
   if (key !== 'id' || typeof value !== 'number') return value
@@ -50,14 +51,11 @@ function exactId (key: string, value: unknown, { source }: { source?: string } =
   const shift = Number(exponent) - fraction.length
   const down = 10n ** BigInt(Math.max(-shift, 0))
   const id = digits * 10n ** BigInt(Math.max(shift, 0)) / down
-  return digits % down === 0n ? int64(id) : Number.NaN
+  return digits % down === 0n ? plantId(id) : Number.NaN
 }
 
-/** An id as the body parser gives it: a number while safe, else a bigint; NaN beyond int64 (the schema refuses it). */
-function int64 (id: bigint): number | bigint {
-  if (id < INT64_MIN || id > INT64_MAX) return Number.NaN
-  return Number.isSafeInteger(Number(id)) ? Number(id) : id
-}
+/** An id as the body parser gives it (schemas.ts): a number while safe, else a bigint, which the schema bounds. */
+const plantId = (id: bigint): PlantId => Number.isSafeInteger(Number(id)) ? Number(id) : id
 
 /** A body's JSON value, exact int64 ids; strict UTF-8 (RFC 8259 §8.1): toString's U+FFFD for a bad byte is 400. */
 export function parseBody (body: Buffer, coding: string | undefined, limit: number): unknown {
@@ -82,7 +80,7 @@ export function parseBody (body: Buffer, coding: string | undefined, limit: numb
     const [, integer = '', decimal = ''] = ID_VALUE.exec(text) ?? []
     if (decimal !== '') return secureJson.parse(text, exactId, POISON)
     if (Number.isSafeInteger(value.id)) return value
-    value.id = Math.abs(value.id) > 2 ** 63 ? Number.NaN : int64(BigInt(integer))
+    value.id = Math.abs(value.id) > 2 ** 63 ? Number.NaN : plantId(BigInt(integer))
     return value
   } catch {
     throw new InvalidBodyError('JSON')
