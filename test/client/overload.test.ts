@@ -1,7 +1,7 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { describe, expect, it } from 'vitest'
 import { PlantStoreError } from '../../client/src/index.js'
-import { startServer } from '../e2e/storage-process.js'
+import { startServer } from '../e2e/server-process.js'
 import { clientOf } from './built-service.js'
 import { recordingFetch, statusCounts } from './recorder.js'
 

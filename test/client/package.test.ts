@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { docBlock, docBlocks } from '../docs/blocks.js'
-import { E2E_TOKEN, startServer } from '../e2e/storage-process.js'
+import { E2E_TOKEN, startServer } from '../e2e/server-process.js'
 
 // The package as a user gets it: `npm pack` (whose prepack builds it) ships the built JavaScript, its types and
 // its map with the sources inside. Installed from the tarball into fresh projects (TypeScript with each module

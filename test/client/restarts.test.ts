@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterAll, describe, expect, it, vi } from 'vitest'
 import type { NewPlant } from '../../client/src/index.js'
-import { startServer } from '../e2e/storage-process.js'
+import { startServer } from '../e2e/server-process.js'
 import { clientOf, jsonOf, plantOf } from './built-service.js'
 import { recordingFetch, statusCounts } from './recorder.js'
 

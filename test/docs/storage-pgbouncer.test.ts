@@ -7,7 +7,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startServer } from '../e2e/server-process.js'
 import { findPgBouncer, runAs } from '../plants/pgbouncer.js'
-import { freePort } from '../plants/postgres-test-schemas.js'
+import { freePort } from '../helpers.js'
 import { docBlock } from './blocks.js'
 
 // docs/storage.md's pgbouncer.ini as written, with only what a shared test machine needs changed: the

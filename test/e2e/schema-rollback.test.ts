@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createSqlitePlantRepository } from '../../src/plants/sqlite-plant-repository.js'
 import { docBlock } from '../docs/blocks.js'
 import { postgresTargets, requiredButMissing, type TestSchemas } from '../plants/postgres-test-schemas.js'
-import { get, postPlant, runServerToExit, startServer } from './storage-process.js'
+import { startServer } from './server-process.js'
+import { get, postPlant, runServerToExit } from './storage-process.js'
 
 // docs/production.md, "Upgrading and rolling back": what a release does on a schema a later release extended.
 

@@ -5,8 +5,7 @@ import type { Readable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { sampleValue } from '../helpers.js'
-import { SERVER } from './server-process.js'
-import { E2E_TOKEN } from './storage-process.js'
+import { E2E_TOKEN, SERVER } from './server-process.js'
 
 // A log reader that falls behind (a log shipper, Docker's log driver) or stops reading: the service
 // must pay in log lines, never in requests or memory (pino.destination bounded, wired in main.ts).

@@ -7,6 +7,7 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 import { SERVER, run, startServer, type ServerProcess } from '../e2e/server-process.js'
 import { until } from '../helpers.js'
 
+/** POSTs a plant with `token`; node:http, not helpers.ts's fetch, so that keep-alive clients go through `agent`. */
 function post (port: number, token: string, id: number, agent?: Agent): Promise<number> {
   const payload = JSON.stringify({ id, name: 'fern' })
   return new Promise((resolve, reject) => {
