@@ -427,25 +427,26 @@ describe('plant-store-client: its options', () => {
 describe('plant-store-client: failures of fetch that are not the network', () => {
   it('ends at once as misconfigured, spending no token, when fetch refuses the port, TLS fails or a header cannot be sent', async () => {
     const stub = await startStub((_n, _request, response) => reply(503, OVERLOADED)(response))
+    const badHeader = new TypeError('Headers.append: "x" is an invalid header value.')
+    const notFound = new TypeError('fetch failed', { cause: Object.assign(new Error('getaddrinfo ENOTFOUND plants.invalid'), { code: 'ENOTFOUND' }) })
     const thrown = (error: unknown): typeof fetch => async () => { throw error }
-    const cases: Array<[Partial<PlantClientOptions>, string]> = [
+    // Each with the cause the error carries: what fetch threw.
+    const cases: Array<[Partial<PlantClientOptions>, string, unknown]> = [
       // Port 6000 is one the Fetch standard blocks.
-      [{ baseUrl: 'http://127.0.0.1:6000' }, 'the request cannot be sent: bad port'],
+      [{ baseUrl: 'http://127.0.0.1:6000' }, 'the request cannot be sent: bad port', expect.objectContaining({ name: 'TypeError', message: 'fetch failed' })],
       // TLS spoken to a plain HTTP server.
-      [{ baseUrl: stub.url.replace('http:', 'https:') }, 'the request cannot be sent: ERR_SSL_WRONG_VERSION_NUMBER'],
-      [{ fetch: thrown(new TypeError('Headers.append: "x" is an invalid header value.')) },
-        'the request cannot be sent: Headers.append: "x" is an invalid header value.'],
-      [{ fetch: thrown(new TypeError('fetch failed', { cause: Object.assign(new Error('getaddrinfo ENOTFOUND plants.invalid'), { code: 'ENOTFOUND' }) })) },
-        'the request cannot be sent: ENOTFOUND'],
-      [{ fetch: thrown('a string') }, 'the request cannot be sent: a string']
+      [{ baseUrl: stub.url.replace('http:', 'https:') }, 'the request cannot be sent: ERR_SSL_WRONG_VERSION_NUMBER',
+        expect.objectContaining({ name: 'TypeError', message: 'fetch failed' })],
+      [{ fetch: thrown(badHeader) }, 'the request cannot be sent: Headers.append: "x" is an invalid header value.', badHeader],
+      [{ fetch: thrown(notFound) }, 'the request cannot be sent: ENOTFOUND', notFound],
+      [{ fetch: thrown('a string') }, 'the request cannot be sent: a string', 'a string']
     ]
-    for (const [options, message] of cases) {
+    for (const [options, message, cause] of cases) {
       const client = createPlantClient({ baseUrl: stub.url, token: TOKEN, retry: { ...FAST, budget: 5 }, ...options })
       for (let n = 0; n < 3; n++) {
         const error = await failure(client.create({ id: 1, name: 'x' }))
-        expect({ kind: error.kind, status: error.status, attempts: error.attempts, message: error.message }, message)
-          .toEqual({ kind: 'misconfigured', status: undefined, attempts: 1, message })
-        expect(error.cause).toBeDefined()
+        expect({ kind: error.kind, status: error.status, attempts: error.attempts, message: error.message, cause: error.cause }, message)
+          .toEqual({ kind: 'misconfigured', status: undefined, attempts: 1, message, cause })
       }
     }
     // None of these reached the stub; a client with only 5 tokens that met them still has its retry.

@@ -43,7 +43,7 @@ describe('metrics and tracing (built server)', () => {
     const plain = await startServer({}, { args: ['--import', REPORT_IMPORTS, SERVER] })
     expect((await post(plain.url, 1)).status).toBe(200)
     expect(plain.stderr()).not.toContain('loaded:')
-    expect(plain.stdout.some((text) => text.includes('Metrics listening'))).toBe(false)
+    expect(plain.stdout).not.toContainEqual(expect.stringContaining('Metrics listening'))
 
     const observed = await startServer({ METRICS_PORT: '0', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' }, { args: ['--import', REPORT_IMPORTS, SERVER] })
     expect((await post(observed.url, 1)).status).toBe(200)
