@@ -9,8 +9,7 @@ import { recordingFetch, statusCounts } from './recorder.js'
 // (MAX_EVENT_LOOP_DELAY_MS) under more clients than it serves.
 
 describe('plant-store-client against an overloaded service', () => {
-  // eslint-disable-next-line @stylistic/max-len -- a test name stays whole, and this one is longer than a line
-  it('overload: with MAX_EVENT_LOOP_DELAY_MS=5, its event loop stalled 250 ms in every 400 and 100 clients for 20 s, every create resolves or ends unavailable within its deadline; none is a conflict', {
+  it('overload: MAX_EVENT_LOOP_DELAY_MS=5, loop stalled 250 ms in 400, 100 clients for 20 s: each create resolves or ends unavailable in time, no conflict', {
     timeout: 120000
   }, async () => {
     const server = await startServer({ MAX_EVENT_LOOP_DELAY_MS: '5' })
