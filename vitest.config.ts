@@ -2,14 +2,37 @@ import { defineConfig } from 'vitest/config'
 import { BaseSequencer, type TestSpecification } from 'vitest/node'
 
 /**
- * The `long` project: suites that hold real time or real load on purpose (a rate limit's minute, kill -9
- * restarts under clients, faults kept as long as they last in production, alerts over Prometheus's windows,
- * a log reader held at 64 KB/s, the Docker image). `npm test` runs the `quick` project, everything else;
- * CI runs both (`npm test -- --project long`, .ci/run). Naming a file runs it whatever its project.
+ * `npm test` runs the `quick` project: the suites that run in the test process (inject, or the app on a socket of
+ * its own), and two checks of the build, `test/e2e/server.test.ts` and `test/storage.test.ts`. The `long` project
+ * holds every suite that starts the built service, a command, the client's package or an outside tool (PostgreSQL
+ * servers, PgBouncer, HAProxy, Prometheus, Chromium, wrk, Docker, Python, Stryker) as a process, and those that
+ * hold real time or load on purpose. CI runs both (`npm test -- --project long`, .ci/run). Naming a file runs it
+ * whatever its project.
  */
 const LONG = [
+  'test/bench/**/*.test.ts',
+  'test/client/!(client).test.ts',
+  'test/commands/commands.test.ts',
+  'test/commands/move-long.test.ts',
+  'test/container/**/*.test.ts',
+  'test/deploy/prometheus-rules.test.ts',
+  'test/docs/{performance-map,performance-postgres,production-postgres,production-tls,readme-recipes,storage-pgbouncer,testing-mutation}.test.ts',
+  'test/e2e/!(server).test.ts',
+  'test/hardening/{shutdown-delay,shutdown-under-load,slow-clients,token-rotation}.test.ts',
+  'test/openapi/{compile-with-jsonschema-rs,lint}.test.ts',
+  'test/plants/postgres-tls.test.ts',
+  'test/scripts/start.test.ts'
+]
+
+/**
+ * The files that run longest, longest first: the long project's, then the quick one's. Started before the rest,
+ * they run beside it instead of ending the run alone.
+ */
+const LONGEST = [
   'test/container/image.test.ts',
   'test/e2e/storage-long-faults.test.ts',
+  'test/client/package.test.ts',
+  'test/commands/commands.test.ts',
   'test/commands/move-long.test.ts',
   'test/e2e/alerts-healthy.test.ts',
   'test/e2e/alerts.test.ts',
@@ -17,25 +40,19 @@ const LONG = [
   'test/e2e/rollout-haproxy.test.ts',
   'test/e2e/storage-failover.test.ts',
   'test/client/rate-limit.test.ts',
+  'test/e2e/storage-sqlite.test.ts',
+  'test/scripts/start.test.ts',
+  'test/bench/run.test.ts',
+  'test/hardening/token-rotation.test.ts',
+  'test/e2e/openapi-client.test.ts',
   'test/client/failover.test.ts',
   'test/e2e/slow-log-reader.test.ts',
   'test/docs/performance-map.test.ts',
-  'test/container/**/*.test.ts'
-]
-
-/**
- * The files that run for a minute or more, longest first: the long project's, then the quick one's. Started before
- * the rest, they run beside it instead of ending the run alone.
- */
-const LONGEST = [
-  ...LONG,
-  'test/commands/commands.test.ts',
   'test/e2e/storage-postgres.test.ts',
   'test/plants/postgres-plant-repository.test.ts',
-  'test/scripts/start.test.ts',
-  'test/e2e/storage-sqlite.test.ts',
-  'test/hardening/token-rotation.test.ts',
-  'test/e2e/openapi-client.test.ts'
+  'test/hardening/slow-clients.test.ts',
+  'test/client/client.test.ts',
+  'test/hardening/edge-fuzz.test.ts'
 ]
 
 class LongestFirst extends BaseSequencer {
@@ -61,7 +78,9 @@ export default defineConfig({
     maxWorkers: 3,
     sequence: { sequencer: LongestFirst },
     projects: [
-      { extends: true, test: { name: 'quick', include: ['test/**/*.test.ts'], exclude: LONG } },
+      // One module graph per worker instead of one per file: importing Fastify and the app again for each file was
+      // most of the quick project's time. Its suites build their apps and stores per test and hold no module state.
+      { extends: true, test: { name: 'quick', include: ['test/**/*.test.ts'], exclude: LONG, isolate: false } },
       { extends: true, test: { name: 'long', include: LONG } }
     ]
   }

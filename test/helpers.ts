@@ -56,13 +56,16 @@ export async function buildTestApp (options: TestAppOptions = {}): Promise<App> 
   return app
 }
 
-/** POSTs a raw JSON text (so tests can send what JSON.stringify cannot write, like 2^53 + 1). */
-export function postPlant (app: App, payload: string | object, headers: Record<string, string> = JSON_AUTH) {
+/**
+ * POSTs to /plants through inject: a string or a Buffer as it is (so tests can send what JSON.stringify cannot
+ * write, like 2^53 + 1, or bytes that are not UTF-8), anything else as JSON.
+ */
+export function postPlant (app: App, payload: string | Buffer | object, headers: Record<string, string> = JSON_AUTH) {
   return app.inject({
     method: 'POST',
     url: '/plants',
     headers,
-    payload: typeof payload === 'string' ? payload : JSON.stringify(payload)
+    payload: typeof payload === 'string' || Buffer.isBuffer(payload) ? payload : JSON.stringify(payload)
   })
 }
 
@@ -81,11 +84,14 @@ export function sampleValue (text: string, name: string, labels: Record<string, 
   return undefined
 }
 
-/** POSTs to /plants of a running server with `token`: a string or a Buffer as it is, anything else as JSON. */
-export function postOverHttp (url: string, token: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+/**
+ * POSTs to /plants of a running server with `token` (null: no Authorization header): a string or a Buffer as it
+ * is, anything else as JSON.
+ */
+export function postOverHttp (url: string, token: string | null, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
   return fetch(`${url}/plants`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers },
+    headers: { ...(token === null ? {} : { authorization: `Bearer ${token}` }), 'content-type': 'application/json', ...headers },
     body: typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body)
   })
 }

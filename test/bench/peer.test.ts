@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { run } from '../e2e/server-process.js'
-import { freePort } from '../plants/postgres-test-schemas.js'
+import { freePort, postOverHttp } from '../helpers.js'
 
 const PEER = fileURLToPath(new URL('../../bench/peer.js', import.meta.url))
 const TOKEN = 'peer-token-0123456789'
@@ -16,11 +16,7 @@ describe('bench/peer.js: the same contract written the obvious way', () => {
     const proc = run(process.execPath, [PEER], { PORT: String(port), API_TOKENS: TOKEN, METRICS_PORT: '0' })
     await proc.waitForLine((line) => line.includes('Server listening'), 15000)
     const post = async (body: unknown, token: string | null = TOKEN) => {
-      const res = await fetch(`http://127.0.0.1:${port}/plants`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...(token === null ? {} : { authorization: `Bearer ${token}` }) },
-        body: JSON.stringify(body)
-      })
+      const res = await postOverHttp(`http://127.0.0.1:${port}`, token, body)
       return [res.status, await res.json()]
     }
     expect(await post({ id: 7, name: 'fern', tag: 'green' })).toEqual([200, { name: 'fern', tag: 'green' }])
@@ -33,11 +29,7 @@ describe('bench/peer.js: the same contract written the obvious way', () => {
     // Plain JSON Schema, as the spec reads: no pattern on the text (U+0000 is the service's own refusal),
     // and a 19-digit id is an integer to Ajv once JSON.parse has made it a double.
     expect(await post({ id: 9, name: 'fern\u0000', tag: 'green' })).toEqual([200, { name: 'fern\u0000', tag: 'green' }])
-    const res = await fetch(`http://127.0.0.1:${port}/plants`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
-      body: '{"id":1234567890000000001,"name":"fern","tag":"green"}'
-    })
+    const res = await postOverHttp(`http://127.0.0.1:${port}`, TOKEN, '{"id":1234567890000000001,"name":"fern","tag":"green"}')
     expect([res.status, await res.json()]).toEqual([200, { name: 'fern', tag: 'green' }])
     // The access log at info: a line per request completed.
     await proc.waitForLine((line) => line.includes('"request completed"') && line.includes('"statusCode":409'))

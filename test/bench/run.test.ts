@@ -35,7 +35,12 @@ describe('bench/run.js', () => {
         { summary: Record<string, Row>, rounds: Record<string, Round[]>, options: { ids: string } }
       expect(options.ids).toBe('snowflake')
       expect(Object.keys(summary)).toEqual(['baseline-fastify', 'peer', 'memory'])
-      for (const row of Object.values(summary)) expect(row.rps > 0 && row.p99 > 0 && row.startMs > 0 && row.errors === 0).toBe(true)
+      for (const [name, row] of Object.entries(summary)) {
+        expect(row.rps, name).toBeGreaterThan(0)
+        expect(row.p99, name).toBeGreaterThan(0)
+        expect(row.startMs, name).toBeGreaterThan(0)
+        expect(row.errors, name).toBe(0)
+      }
       // Logged at info to a file: the peer writes two lines a request, the service one.
       for (const name of ['peer', 'memory']) {
         const [round] = rounds[name] as [Round]

@@ -58,7 +58,11 @@ describe.skipIf(!wrk)(wrk ? 'bench/scale.js' : 'bench/scale.js (skipped: wrk is 
     const [fill] = fills as [Fill]
     expect(fill.steps.length).toBeGreaterThan(0)
     expect(fill.steps.at(-1)?.plants).toBeGreaterThanOrEqual(10000)
-    for (const s of fill.steps) expect(s.rps > 0 && s.p99 > 0 && s.max >= s.p99).toBe(true)
+    for (const s of fill.steps) {
+      expect(s.rps, `step at ${s.plants}`).toBeGreaterThan(0)
+      expect(s.p99, `step at ${s.plants}`).toBeGreaterThan(0)
+      expect(s.max, `step at ${s.plants}`).toBeGreaterThanOrEqual(s.p99)
+    }
     expect(fill.checks.map((c) => c.measure)).toEqual(['lowest step throughput vs the first step', 'highest step p99 vs the first step',
       'longest single request (ms)'])
     expect(readFileSync(out.replace(/\.json$/, '.md'), 'utf8')).toContain('## memory, random ids, to 10,000 plants')

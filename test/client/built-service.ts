@@ -1,6 +1,5 @@
 import { createPlantClient, type NewPlant, type Plant, type PlantClientOptions } from '../../client/src/index.js'
-import type { ServerProcess } from '../e2e/server-process.js'
-import { E2E_TOKEN } from '../e2e/storage-process.js'
+import { E2E_TOKEN, type ServerProcess } from '../e2e/server-process.js'
 
 /** A client of a built server started by storage-process.ts's startServer (its token). */
 export const clientOf = (server: ServerProcess, options: Partial<PlantClientOptions> = {}) =>

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { PlantStoreError, type NewPlant } from '../../client/src/index.js'
-import { E2E_TOKEN, startServer } from '../e2e/storage-process.js'
+import { E2E_TOKEN, startServer } from '../e2e/server-process.js'
 import { clientOf, jsonOf } from './built-service.js'
 import { recordingFetch } from './recorder.js'
 

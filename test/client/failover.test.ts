@@ -1,8 +1,8 @@
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { createPlantClient } from '../../client/src/index.js'
 import { findPostgresBinaries, startStandbyPair, type Node, type StandbyPair } from '../plants/postgres-standby.js'
-import type { ServerProcess } from '../e2e/server-process.js'
-import { E2E_TOKEN, get, startServer } from '../e2e/storage-process.js'
+import { E2E_TOKEN, startServer, type ServerProcess } from '../e2e/server-process.js'
+import { get } from '../e2e/storage-process.js'
 import { byBody, recordingFetch, statusCounts } from './recorder.js'
 
 // plant-store-client through the failover suite's faults (test/e2e/storage-failover.test.ts): the built

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { docBlock, docBlocks } from '../docs/blocks.js'
-import { E2E_TOKEN, startServer } from '../e2e/storage-process.js'
+import { E2E_TOKEN, startServer } from '../e2e/server-process.js'
 
 // The package as a user gets it: `npm pack` (whose prepack builds it) ships the built JavaScript, its types and
 // its map with the sources inside. Installed from the tarball into fresh projects (TypeScript with each module
@@ -156,7 +156,7 @@ describe('the plant-store-client package', () => {
     it(`runs every example, CommonJS require included, on the oldest Node the engines field names (${manifest.engines.node})`, {
       timeout: 300000
     }, async (context) => {
-      expect(oldest, 'engines.node is >=X.Y.Z').toBeDefined()
+      expect(oldest, 'engines.node is >=X.Y.Z').toMatch(/^\d+\.\d+\.\d+$/)
       const fetched = await run(join(ROOT, '.ci', 'node.sh'), [oldest as string], { timeout: 240000 }).catch((error: unknown) => error as Error)
       if (fetched instanceof Error) {
         if (process.env.REQUIRE_CLIENT_OLDEST_NODE === '1') throw fetched
@@ -192,7 +192,7 @@ describe('the plant-store-client package', () => {
     const server = await startServer({})
     // client/README.md is no page of test/docs/blocks.test.ts: its block is found here by name.
     const readmeBlock = docBlocks(join(CLIENT, 'README.md')).find((block) => block.name === 'client-readme')
-    expect(readmeBlock, 'client/README.md has a block named client-readme').toBeDefined()
+    expect(readmeBlock, 'client/README.md has a block named client-readme').toMatchObject({ lang: 'ts', name: 'client-readme' })
     const examples = { 'api.mts': docBlock('docs/api.md', 'plant-store-client'), 'readme.mts': readmeBlock?.text ?? '' }
     for (const [file, example] of Object.entries(examples)) {
       // The pages' address and token are the README's; this run's are the test server's.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { startServer } from '../e2e/storage-process.js'
+import { startServer } from '../e2e/server-process.js'
 import { clientOf } from './built-service.js'
 import { byBody, recordingFetch, statusCounts } from './recorder.js'
 

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterAll, describe, expect, it, vi } from 'vitest'
 import type { NewPlant } from '../../client/src/index.js'
-import { startServer } from '../e2e/storage-process.js'
+import { startServer } from '../e2e/server-process.js'
 import { clientOf, jsonOf, plantOf } from './built-service.js'
 import { recordingFetch, statusCounts } from './recorder.js'
 
@@ -15,8 +15,9 @@ const dir = mkdtempSync(join(tmpdir(), 'plant-store-client-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 describe('plant-store-client through restarts of the built service', () => {
-  // eslint-disable-next-line @stylistic/max-len -- a test name stays whole, and this one is longer than a line
-  it('restarts: 8 clients create 20,000 plants while the SQLite store\'s service is killed (kill -9) and restarted 3 times: every create resolves, the store holds exactly those plants, 0 conflicts', { timeout: 300000 }, async () => {
+  it('restarts: 8 clients create 20,000 plants through 3 kill -9 of a SQLite service: each create resolves, the store holds exactly those, no conflict', {
+    timeout: 300000
+  }, async () => {
     const file = join(dir, 'restarts.db')
     const env = { DATABASE_URL: `sqlite:${file}` }
     let server = await startServer(env)

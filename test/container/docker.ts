@@ -64,7 +64,8 @@ export class GiveUp extends Error {}
 
 /**
  * Polls `check` (every 50 ms) until it returns a value other than undefined, or fails after
- * `timeoutMs`. A check that throws is retried (not listening yet), unless it throws GiveUp.
+ * `timeoutMs`. A check that throws is retried (not listening yet), unless it throws GiveUp: what
+ * helpers.ts's `until` does not do, for a container that may die while it is awaited.
  */
 export async function waitFor<T> (what: string, check: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { docBlock } from '../docs/blocks.js'
+import { postOverHttp } from '../helpers.js'
 import {
   baseImageUnavailable, docker, dockerResult, dockerUnavailable, GiveUp,
   machineBaseImageProbe, publishedUrl, uniqueName, waitFor, containerState
@@ -110,11 +111,7 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined
         return (await fetch(`${api}/readyz`)).status === 200 ? true : undefined
       }, 30000)
       const token = /API_TOKENS=(\S+)/.exec(line)?.[1] ?? FILE_TOKEN
-      const reply = await fetch(`${api}/plants`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: '{"id":1,"name":"Monstera"}'
-      })
+      const reply = await postOverHttp(api, token, '{"id":1,"name":"Monstera"}')
       expect([reply.status, await reply.json()]).toEqual([200, { name: 'Monstera' }])
       if (line.includes('sqlite:/data/plants.db')) await docker(['exec', name, 'test', '-s', '/data/plants.db'])
       if (line.includes('::9464')) {
@@ -139,11 +136,7 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined
         .replace(/(--entrypoint \S+) plant-store\b/g, `$1 ${IMAGE}`)
         .replace(/^docker (stop|start) plants$/gm, `docker $1 ${name}`)
       const create = async (body: string): Promise<[number, unknown]> => {
-        const reply = await fetch(`${await publishedUrl(name, 3000)}/plants`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${FILE_TOKEN}`, 'content-type': 'application/json' },
-          body
-        })
+        const reply = await postOverHttp(await publishedUrl(name, 3000), FILE_TOKEN, body)
         return [reply.status, await reply.json()]
       }
       const ready = (): Promise<boolean> => waitFor(`container ${name} ready`, async () => {

@@ -127,7 +127,7 @@ describe('deploy/kubernetes', () => {
     const config = podConfig()
     const serviceLabels = service.metadata?.labels ?? {}
     // It selects this Service (in its own namespace, the Operator's default) and no other kind of object.
-    expect(Object.entries(monitor.spec.selector.matchLabels ?? {}).every(([key, value]) => serviceLabels[key] === value)).toBe(true)
+    expect(serviceLabels).toMatchObject(monitor.spec.selector.matchLabels ?? {})
     expect(monitor.spec.namespaceSelector).toBeUndefined()
     const endpoints = monitor.spec.endpoints ?? []
     expect(endpoints.map((endpoint) => endpoint.path ?? '/metrics')).toEqual(['/metrics'])
@@ -212,7 +212,7 @@ describe('deploy/kubernetes', () => {
     expect(pod?.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000 })
     expect(container.securityContext).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } })
     const tmp = container.volumeMounts?.find((mount) => mount.mountPath === '/tmp')
-    expect(pod?.volumes?.find((volume) => volume.name === tmp?.name)?.emptyDir).toBeDefined()
+    expect(pod?.volumes?.find((volume) => volume.name === tmp?.name)?.emptyDir).toEqual({ medium: 'Memory', sizeLimit: '16Mi' })
   })
 
   it('reads the tokens from a Secret file (API_TOKENS_FILE) and DATABASE_URL from a Secret, never inline', () => {

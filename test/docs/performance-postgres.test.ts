@@ -6,7 +6,7 @@ import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runAs } from '../plants/pgbouncer.js'
 import { findPostgresBinaries } from '../plants/postgres-standby.js'
-import { freePort } from '../plants/postgres-test-schemas.js'
+import { freePort } from '../helpers.js'
 import { docBlock } from './blocks.js'
 
 // docs/performance.md's settings for tens of millions of plants change the server's own configuration

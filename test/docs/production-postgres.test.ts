@@ -1,14 +1,15 @@
 import { spawnSync } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parse } from 'yaml'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, vi } from 'vitest'
 import { Env } from '../../src/config/env.js'
 import { startServer } from '../e2e/server-process.js'
+import { postOverHttp } from '../helpers.js'
 import { docBlock } from './blocks.js'
+import { psql, urlFor, usePostgresRole } from './postgres-role.js'
 
 // docs/production.md's PostgreSQL role, run with psql as an operator would, in a database made for
 // this run on TEST_DATABASE_URL's server (whose user is a superuser); then the service started as that
@@ -24,57 +25,14 @@ if (unavailable !== undefined && process.env.REQUIRE_POSTGRES === '1') {
   })
 }
 
-/** Runs SQL with psql at `url`; resolves with its output and how it ended (never throws for an SQL error). */
-function psql (url: string, sql: string): { status: number | null, stdout: string, stderr: string } {
-  const result = spawnSync('psql', [url, '-X', '-q', '-At', '-v', 'ON_ERROR_STOP=1', '-f', '-'], { input: sql, encoding: 'utf8', timeout: 30000 })
-  return { status: result.status, stdout: result.stdout.trim(), stderr: result.stderr }
-}
-
-/** `url` pointing at another database, as another user (with the recipe's password) when given. */
-function urlFor (url: string, database: string, user?: string): string {
-  const target = new URL(url)
-  target.pathname = `/${database}`
-  if (user !== undefined) {
-    target.username = user
-    target.password = 'change-me'
-  }
-  return target.href
-}
-
 describe.skipIf(unavailable !== undefined)(unavailable === undefined
   ? 'docs/production.md: a PostgreSQL role for the service'
   : `docs/production.md's PostgreSQL role skipped: ${unavailable}`, () => {
-  // Roles belong to the whole server, which others share: this run's role and database have names of their own.
-  const suffix = randomBytes(4).toString('hex')
-  const role = `plant_store_${suffix}`
-  const database = `plants_${suffix}`
   const admin = adminUrl ?? ''
-  const asAdmin = (): string => urlFor(admin, database)
-  const asRole = (): string => urlFor(admin, database, role)
-
-  const restored = `plants_restored_${suffix}`
+  const { role, database, asAdmin, asRole, forThisRun, prepareDatabase } = usePostgresRole(admin)
+  const restored = `${database}_restored`
   const work = mkdtempSync(join(tmpdir(), 'plant-store-production-'))
-  const forThisRun = (block: string): string => block.replace(/\bplant_store\b/g, role)
-
-  /** What a superuser runs for a database the role is to use: createdb, then the page's block in it. */
-  function prepareDatabase (name: string): void {
-    const created = psql(admin, `CREATE DATABASE ${name};`)
-    expect(created.stderr).toBe('')
-    const ran = psql(urlFor(admin, name), forThisRun(docBlock('docs/production.md', 'postgres-database')))
-    expect([ran.status, ran.stderr]).toEqual([0, ''])
-  }
-
-  beforeAll(() => {
-    const ran = psql(admin, forThisRun(docBlock('docs/production.md', 'postgres-role')))
-    expect([ran.status, ran.stderr]).toEqual([0, ''])
-    prepareDatabase(database)
-  })
-
-  afterAll(() => {
-    for (const name of [database, restored]) psql(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE);`)
-    psql(admin, `DROP ROLE IF EXISTS ${role};`)
-    rmSync(work, { recursive: true, force: true })
-  })
+  afterAll(() => rmSync(work, { recursive: true, force: true }))
 
   it('makes a role that is no superuser, with a connection limit above a rollout of deploy/kubernetes', () => {
     const [superuser, createRole, createDb, limit] = psql(
@@ -99,12 +57,7 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined
   it('lets the service migrate and serve a create as that role, its tables in the role\'s schema', async () => {
     const server = await startServer({ API_TOKENS: TOKEN, DATABASE_URL: asRole() })
     try {
-      const reply = await fetch(`${server.url}/plants`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-        body: '{"id":1,"name":"Monstera"}'
-      })
-      expect([reply.status, await reply.json()]).toEqual([200, { name: 'Monstera' }])
+      expect(await create(server.url, '{"id":1,"name":"Monstera"}')).toEqual([200, { name: 'Monstera' }])
     } finally {
       server.child.kill('SIGTERM')
       await server.exited
@@ -148,11 +101,7 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined
 
     const restoredServer = await startServer({ API_TOKENS: TOKEN, DATABASE_URL: copy })
     try {
-      let ready = 0
-      for (const started = Date.now(); ready !== 200 && Date.now() - started < 15000; await new Promise((resolve) => setTimeout(resolve, 100))) {
-        ready = (await fetch(`${restoredServer.url}/readyz`)).status
-      }
-      expect(ready).toBe(200)
+      await vi.waitFor(async () => expect((await fetch(`${restoredServer.url}/readyz`)).status).toBe(200), { timeout: 15000, interval: 100 })
       expect(await create(restoredServer.url, plants[0] as string)).toEqual([200, { name: 'Ficus', tag: 'indoor' }])
       expect((await create(restoredServer.url, '{"id":2,"name":"another"}'))[0]).toBe(409)
       expect(await create(restoredServer.url, '{"id":3,"name":"Pilea"}')).toEqual([200, { name: 'Pilea' }])
@@ -166,11 +115,7 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined
 
 /** POSTs a plant to a running service; resolves with the status and the reply. */
 async function create (url: string, body: string): Promise<[number, unknown]> {
-  const reply = await fetch(`${url}/plants`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-    body
-  })
+  const reply = await postOverHttp(url, TOKEN, body)
   return [reply.status, await reply.json()]
 }
 

@@ -4,7 +4,7 @@ import { request } from 'node:https'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { freePort } from '../plants/postgres-test-schemas.js'
+import { freePort } from '../helpers.js'
 import { run, startServer } from '../e2e/server-process.js'
 import { docBlock } from './blocks.js'
 

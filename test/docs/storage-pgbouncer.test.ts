@@ -1,22 +1,26 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startServer } from '../e2e/server-process.js'
 import { findPgBouncer, runAs } from '../plants/pgbouncer.js'
-import { freePort } from '../plants/postgres-test-schemas.js'
+import { freePort, postOverHttp } from '../helpers.js'
 import { docBlock } from './blocks.js'
+import { usePostgresRole } from './postgres-role.js'
 
 // docs/storage.md's pgbouncer.ini as written, with only what a shared test machine needs changed: the
 // server's address, a database and a port of this run, its files in a folder of its own. The service
-// then serves through it as a role with a password. Skips with the reason without TEST_DATABASE_URL or
-// pgbouncer; REQUIRE_PGBOUNCER=1 (CI) makes that a failure.
+// then serves through it as docs/production.md's role. Skips with the reason without TEST_DATABASE_URL,
+// psql or pgbouncer; REQUIRE_PGBOUNCER=1 (CI) makes that a failure.
 const adminUrl = process.env.TEST_DATABASE_URL
 const binary = findPgBouncer()
-const unavailable = adminUrl === undefined ? 'TEST_DATABASE_URL is not set' : binary === undefined ? 'pgbouncer is not installed' : undefined
+const unavailable = adminUrl === undefined
+  ? 'TEST_DATABASE_URL is not set'
+  : spawnSync('psql', ['--version']).status !== 0
+    ? 'psql is not installed'
+    : binary === undefined ? 'pgbouncer is not installed' : undefined
 const TOKEN = 'pgbouncer-docs-token'
 
 if (unavailable !== undefined && process.env.REQUIRE_PGBOUNCER === '1') {
@@ -25,24 +29,15 @@ if (unavailable !== undefined && process.env.REQUIRE_PGBOUNCER === '1') {
   })
 }
 
-const psql = (sql: string): string => {
-  const ran = spawnSync('psql', [adminUrl ?? '', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-c', sql], { encoding: 'utf8', timeout: 30000 })
-  return ran.stderr
-}
-
 describe.skipIf(unavailable !== undefined)(unavailable === undefined
   ? 'docs/storage.md: PgBouncer as configured there'
   : `docs/storage.md's PgBouncer skipped: ${unavailable}`, () => {
-  const suffix = randomBytes(4).toString('hex')
-  const role = `plant_store_bouncer_${suffix}`
-  const database = `plants_bouncer_${suffix}`
+  const { role, database } = usePostgresRole(adminUrl ?? '')
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-docs-pgbouncer-'))
   let bouncer: ChildProcess | undefined
   let port = 0
 
   beforeAll(async () => {
-    expect(psql(`CREATE ROLE ${role} LOGIN PASSWORD 'change-me'`)).toBe('')
-    expect(psql(`CREATE DATABASE ${database} OWNER ${role}`)).toBe('')
     const server = new URL(adminUrl ?? '')
     port = await freePort()
     const ini = docBlock('docs/storage.md', 'pgbouncer-ini')
@@ -64,8 +59,6 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined
       bouncer.kill('SIGTERM')
       await exited
     }
-    psql(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
-    psql(`DROP ROLE IF EXISTS ${role}`)
     rmSync(dir, { recursive: true, force: true })
   })
 
@@ -86,16 +79,8 @@ describe.skipIf(unavailable !== undefined)(unavailable === undefined
     }
     const server = await startServer({ API_TOKENS: TOKEN, DATABASE_URL: url })
     try {
-      let ready = 0
-      for (const started = Date.now(); ready !== 200 && Date.now() - started < 15000; await new Promise((resolve) => setTimeout(resolve, 100))) {
-        ready = (await fetch(`${server.url}/readyz`)).status
-      }
-      expect(ready).toBe(200)
-      const reply = await fetch(`${server.url}/plants`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-        body: '{"id":1,"name":"Monstera"}'
-      })
+      await vi.waitFor(async () => expect((await fetch(`${server.url}/readyz`)).status).toBe(200), { timeout: 15000, interval: 100 })
+      const reply = await postOverHttp(server.url, TOKEN, '{"id":1,"name":"Monstera"}')
       expect([reply.status, await reply.json()]).toEqual([200, { name: 'Monstera' }])
     } finally {
       server.child.kill('SIGTERM')

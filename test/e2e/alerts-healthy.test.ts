@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import {
   alertsOf, nameOf, noPrometheus, requirePrometheus, rules, sampleExpressions, seen, sleep, startScraped, steadyTraffic, unhealthyRules,
-  usePrometheus, waitFor
+  usePrometheus, waitForQuery
 } from './alerts-prometheus.js'
 
 // The healthy minute of the shipped alerts in a real Prometheus (test/e2e/alerts-prometheus.ts):
@@ -18,7 +18,7 @@ describe.skipIf(noPrometheus !== undefined)('the shipped alerts, in a real Prome
     // is not what this scenario is about (PlantStoreShedding has a scenario of its own).
     const server = await startScraped('healthy', { MAX_EVENT_LOOP_DELAY_MS: '2000' })
     const statuses = steadyTraffic(server.url, 50, 1)
-    await waitFor('job_route_code:plant_store_http_requests:rate5m{namespace="healthy", http_route="/plants", http_response_status_code="200"} > 0',
+    await waitForQuery('job_route_code:plant_store_http_requests:rate5m{namespace="healthy", http_route="/plants", http_response_status_code="200"} > 0',
       (result) => result.length === 1, 30000)
     const deadline = Date.now() + 60000
     while (Date.now() < deadline) {

@@ -105,8 +105,11 @@ export async function query (promql: string): Promise<Sample[]> {
   return body.data.result
 }
 
-/** Polls `promql` until `done` holds for its result; fails after `timeoutMs` with the last result. */
-export async function waitFor (promql: string, done: (result: Sample[]) => boolean, timeoutMs: number): Promise<Sample[]> {
+/**
+ * Polls `promql` until `done` holds for its result; fails after `timeoutMs` with the last result (helpers.ts's
+ * `until` would fail without it), every 500 ms: Prometheus evaluates once a second.
+ */
+export async function waitForQuery (promql: string, done: (result: Sample[]) => boolean, timeoutMs: number): Promise<Sample[]> {
   const deadline = Date.now() + timeoutMs
   let last: Sample[] = []
   for (;;) {
@@ -131,7 +134,8 @@ export async function alertsOf (namespace: string): Promise<string[]> {
 
 /** Waits until each of `names` is pending (or firing) for `namespace`; then its expression, queried, returns series. */
 export async function waitForAlerts (namespace: string, names: string[], timeoutMs: number): Promise<void> {
-  await waitFor(`ALERTS{namespace="${namespace}"}`, (result) => names.every((name) => result.some((sample) => sample.metric.alertname === name)), timeoutMs)
+  const pending = (result: Sample[]): boolean => names.every((name) => result.some((sample) => sample.metric.alertname === name))
+  await waitForQuery(`ALERTS{namespace="${namespace}"}`, pending, timeoutMs)
   await sampleExpressions()
   for (const name of names) expect([...seen], `the expression of ${name}, queried`).toContain(name)
 }
@@ -158,7 +162,7 @@ export async function startScraped (namespace: string, env: Record<string, strin
   const server = await startServer({ ...(env.API_TOKENS_FILE === undefined ? { API_TOKENS: TOKEN } : {}), METRICS_PORT: '0', ...env })
   const line = await server.waitForLine((text) => text.includes('Metrics listening at'))
   scrape(namespace, new URL((JSON.parse(line) as { url: string }).url).host)
-  await waitFor(`up{namespace="${namespace}"} == 1`, (result) => result.length === 1, 30000)
+  await waitForQuery(`up{namespace="${namespace}"} == 1`, (result) => result.length === 1, 30000)
   return server
 }
 

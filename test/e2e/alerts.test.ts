@@ -6,7 +6,7 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 import { findPostgresBinaries, startStandbyPair } from '../plants/postgres-standby.js'
 import {
   alertsOf, nameOf, noPrometheus, post, query, requirePrometheus, rules, scrape, seen, sleep, startScraped, steadyTraffic, TOKEN,
-  unhealthyRules, usePrometheus, waitFor, waitForAlerts
+  unhealthyRules, usePrometheus, waitForQuery, waitForAlerts
 } from './alerts-prometheus.js'
 import { SERVER } from './server-process.js'
 import { freePort } from '../helpers.js'
@@ -43,7 +43,7 @@ describe.skipIf(noPrometheus !== undefined)('the shipped alerts, in a real Prome
     onTestFinished(() => pair.destroy())
     const server = await startScraped('store-down', { DATABASE_URL: pair.primary.url, DATABASE_STATEMENT_TIMEOUT_MS: '1000' })
     steadyTraffic(server.url, 50, 1)
-    await waitFor('job_route_code:plant_store_http_requests:rate5m{namespace="store-down", http_route="/plants", ' +
+    await waitForQuery('job_route_code:plant_store_http_requests:rate5m{namespace="store-down", http_route="/plants", ' +
       'http_response_status_code="200"} > 0', (result) => result.length === 1, 30000)
     expect(await alertsOf('store-down')).toEqual([])
 

@@ -4,8 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium } from 'playwright-core'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { startServer } from './server-process.js'
-import { E2E_TOKEN } from './storage-process.js'
+import { E2E_TOKEN, startServer } from './server-process.js'
 
 // The /docs page in Debian's Chromium (apt-get install chromium), driven by playwright-core: no
 // browser is downloaded. CHROMIUM_PATH points elsewhere; REQUIRE_CHROMIUM=1 (CI) makes a missing
@@ -26,7 +25,7 @@ if (!found) {
 
 describe.skipIf(!found)(found ? 'the /docs page in Chromium' : `the /docs page in Chromium (skipped: no Chromium at ${CHROMIUM})`, () => {
   it('authorizes with a token, sends the offered example plant, shows the 200, and never calls another host', { timeout: 90000 }, async () => {
-    const server = await startServer({ API_TOKENS: E2E_TOKEN })
+    const server = await startServer({})
     const userDataDir = await mkdtemp(join(tmpdir(), 'plant-store-chromium-'))
     onTestFinished(() => rm(userDataDir, { recursive: true, force: true }))
     const context = await chromium.launchPersistentContext(userDataDir, {

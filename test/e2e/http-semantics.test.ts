@@ -1,9 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
-import { run, SERVER, startServer } from './server-process.js'
+import { E2E_TOKEN, run, SERVER, startServer } from './server-process.js'
 import { postOverHttp } from '../helpers.js'
-import { E2E_TOKEN } from './storage-process.js'
 
 const MiB = 2 ** 20
 
@@ -19,7 +18,7 @@ if (!hasProc) console.warn('skipping the gzip bomb memory test: it reads the ser
 
 describe('a gzip bomb against the built server', () => {
   it.skipIf(!hasProc)('answers 413 and the server\'s peak memory does not grow by the decoded size (100 MiB of zeros in 100 kB)', async () => {
-    const server = await startServer({ API_TOKENS: E2E_TOKEN, BODY_LIMIT: '131072' })
+    const server = await startServer({ BODY_LIMIT: '131072' })
     const pid = server.child.pid as number
     const post = (body: Buffer) => postOverHttp(server.url, E2E_TOKEN, body, { 'content-encoding': 'gzip' })
     // Warm up the gzip path, so that what is measured is the bomb alone.
@@ -40,7 +39,7 @@ describe('a gzip bomb against the built server', () => {
 describe('CORS in the built server', () => {
   it('with CORS_ORIGINS set, answers a real preflight and then the POST for the listed origin', async () => {
     const origin = 'http://localhost:5173'
-    const server = await startServer({ API_TOKENS: E2E_TOKEN, CORS_ORIGINS: `${origin}, https://app.example.com` })
+    const server = await startServer({ CORS_ORIGINS: `${origin}, https://app.example.com` })
     const pre = await fetch(`${server.url}/plants`, {
       method: 'OPTIONS',
       headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' }

@@ -1,7 +1,6 @@
 import { Agent, request } from 'node:http'
 import { describe, expect, it } from 'vitest'
-import { startServer } from './server-process.js'
-import { E2E_TOKEN } from './storage-process.js'
+import { E2E_TOKEN, startServer } from './server-process.js'
 
 // The built server's stdout (pino.destination, asynchronous, wired in src/main.ts) as a real pipe that
 // fills up: what only a process can show. A reader that falls behind for long: slow-log-reader.test.ts.
@@ -26,7 +25,7 @@ async function createPlants (port: number, count: number): Promise<number[]> {
 
 describe('the log destination of the built server', () => {
   it('writes every line once, the last one before the graceful exit included, into a pipe that fills up and is read late', async () => {
-    const server = await startServer({ API_TOKENS: E2E_TOKEN })
+    const server = await startServer({})
     const stdout = server.child.stdout
     if (stdout === null) throw new Error('no stdout pipe')
     // Not read while 3,000 access lines (about 750 kB) are written: the pipe takes 64 KiB, the rest waits.

@@ -2,15 +2,14 @@ import { randomUUID } from 'node:crypto'
 import createClient from 'openapi-fetch'
 import { describe, expect, it } from 'vitest'
 import type { paths } from '../../openapi/plant-store.js'
-import { startServer } from './server-process.js'
-import { E2E_TOKEN } from './storage-process.js'
+import { E2E_TOKEN, startServer } from './server-process.js'
 
 // A client as a client developer writes it: openapi-fetch typed by openapi/plant-store.d.ts (the types
 // openapi-typescript generates from openapi/openapi.json), against the built server over real HTTP.
 const BIG_ID_MESSAGE = 'a plant with id 9007199254740993 already exists with another name or tag'
 
 async function client (options: { token?: string, bodySerializer?: (body: unknown) => string } = {}) {
-  const server = await startServer({ API_TOKENS: E2E_TOKEN })
+  const server = await startServer({})
   const { token = E2E_TOKEN, ...rest } = options
   return createClient<paths>({ baseUrl: server.url, headers: { authorization: `Bearer ${token}` }, ...rest })
 }

@@ -8,9 +8,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { docBlock } from '../docs/blocks.js'
 import { createTestSchemas, type TestSchemas } from '../plants/postgres-test-schemas.js'
-import { run, type RunningProcess } from './server-process.js'
-import { E2E_TOKEN, postPlant, startServer } from './storage-process.js'
-import type { ServerProcess } from './server-process.js'
+import { E2E_TOKEN, run, startServer, type RunningProcess, type ServerProcess } from './server-process.js'
+import { postPlant } from './storage-process.js'
 import { freePort, until } from '../helpers.js'
 
 // Rollouts as users run them: three built servers (`node dist/server.js`) with the image's shutdown

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createSqlitePlantRepository } from '../../src/plants/sqlite-plant-repository.js'
 import { docBlock } from '../docs/blocks.js'
 import { postgresTargets, requiredButMissing, type TestSchemas } from '../plants/postgres-test-schemas.js'
-import { get, postPlant, runServerToExit, startServer } from './storage-process.js'
+import { startServer } from './server-process.js'
+import { get, postPlant, runServerToExit } from './storage-process.js'
 
 // docs/production.md, "Upgrading and rolling back": what a release does on a schema a later release extended.
 
@@ -90,7 +91,7 @@ describe.skipIf(direct?.skip !== undefined)('rolling back on PostgreSQL (built s
     const message = 'schema version 3 needs a release that knows version 3 or later; this one knows 2'
     await vi.waitFor(async () => {
       expect((await get(server.url, '/readyz')).status).toBe(503)
-      expect(server.stdout.some((line) => line.includes(message))).toBe(true)
+      expect(server.stdout).toContainEqual(expect.stringContaining(message))
     }, { timeout: 10000, interval: 100 })
     expect((await postPlant(server.url, 1n, 'fern')).status).toBe(503)
   })

@@ -4,6 +4,8 @@ import { onTestFinished } from 'vitest'
 
 /** The built entry point, as `npm start` and the Docker image run it. */
 export const SERVER = fileURLToPath(new URL('../../dist/server.js', import.meta.url))
+/** The token of a server startServer starts when `env` names no token of its own. */
+export const E2E_TOKEN = 'storage-e2e-token'
 
 export interface Exit {
   code: number | null
@@ -78,10 +80,10 @@ export function run (command: string, args: string[], env: NodeJS.ProcessEnv, op
 }
 
 /**
- * Starts the built server on a free port (PORT=0) and resolves once it listens. `args` replaces the
- * script (e.g. the Dockerfile's `dist/server.js`, relative to `cwd`). No shedding on event-loop delay
- * unless `env` asks for it: on a loaded machine (CI running several suites at once) the loop lags by
- * hundreds of ms, and a 503 there is the machine's, not the code's.
+ * Starts the built server on a free port (PORT=0) and resolves once it listens, with E2E_TOKEN unless `env`
+ * sets API_TOKENS or API_TOKENS_FILE. `args` replaces the script (e.g. the Dockerfile's `dist/server.js`,
+ * relative to `cwd`). No shedding on event-loop delay unless `env` asks for it: on a loaded machine (CI
+ * running several suites at once) the loop lags by hundreds of ms, and a 503 there is the machine's, not the code's.
  */
 export async function startServer (env: NodeJS.ProcessEnv, { args = [SERVER], ...options }: {
   args?: string[],
@@ -89,7 +91,8 @@ export async function startServer (env: NodeJS.ProcessEnv, { args = [SERVER], ..
   uid?: number,
   gid?: number
 } = {}): Promise<ServerProcess> {
-  const proc = run(process.execPath, args, { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', MAX_EVENT_LOOP_DELAY_MS: '0', ...env }, options)
+  const token = env.API_TOKENS === undefined && env.API_TOKENS_FILE === undefined ? { API_TOKENS: E2E_TOKEN } : {}
+  const proc = run(process.execPath, args, { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', MAX_EVENT_LOOP_DELAY_MS: '0', ...token, ...env }, options)
   const listening = await Promise.race([
     proc.waitForLine((line) => line.includes('Server listening at http://'), 15000),
     proc.exited.then(({ code, signal }) => { throw new Error(`server exited (${code ?? signal}) before listening: ${proc.stderr()}`) })

@@ -1,12 +1,11 @@
 import { Agent, request } from 'node:http'
 import { connect } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { run, SERVER, startServer } from './server-process.js'
-import { E2E_TOKEN } from './storage-process.js'
+import { E2E_TOKEN, run, SERVER, startServer } from './server-process.js'
 
 describe('the built server as a process', () => {
   it('answers POST /plants over real HTTP and logs one JSON line for it', async () => {
-    const server = await startServer({ API_TOKENS: E2E_TOKEN })
+    const server = await startServer({})
     const res = await fetch(`${server.url}/plants`, {
       method: 'POST',
       headers: { authorization: `Bearer ${E2E_TOKEN}`, 'content-type': 'application/json' },
@@ -32,7 +31,7 @@ describe('the built server as a process', () => {
   })
 
   it('on SIGTERM finishes the request in flight with Connection: close, and exits 0', async () => {
-    const server = await startServer({ API_TOKENS: E2E_TOKEN })
+    const server = await startServer({})
     // A POST whose body has not fully arrived when the signal comes.
     const body = '{"id":1,"name":"fern"}'
     const socket = connect(server.port, '127.0.0.1')
@@ -55,7 +54,7 @@ describe('the built server as a process', () => {
   })
 
   it('exits 0 promptly on SIGINT even with an idle keep-alive connection open', async () => {
-    const server = await startServer({ API_TOKENS: E2E_TOKEN })
+    const server = await startServer({})
     const agent = new Agent({ keepAlive: true })
     await new Promise((resolve) => request(`${server.url}/livez`, { agent }, (res) => res.resume().on('end', resolve)).end())
     const started = Date.now()

@@ -1,8 +1,8 @@
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { findPgBouncer, startPgBouncer } from '../plants/pgbouncer.js'
 import { findPostgresBinaries, startStandbyPair, type Node, type StandbyPair } from '../plants/postgres-standby.js'
-import type { ServerProcess } from './server-process.js'
-import { get, postPlant, startServer } from './storage-process.js'
+import { startServer, type ServerProcess } from './server-process.js'
+import { get, postPlant } from './storage-process.js'
 
 // The built server against a primary and its synchronous standby that the tests build themselves
 // (docs/storage.md, High availability), under concurrent creates: a failover through a repointed PgBouncer,

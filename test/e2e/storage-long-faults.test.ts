@@ -5,8 +5,8 @@ import { promisify } from 'node:util'
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { findPgBouncer, startPgBouncer } from '../plants/pgbouncer.js'
 import { findPostgresBinaries, startStandbyPair, type StandbyPair } from '../plants/postgres-standby.js'
-import type { ServerProcess } from './server-process.js'
-import { get, postPlant, startServer } from './storage-process.js'
+import { startServer, type ServerProcess } from './server-process.js'
+import { get, postPlant } from './storage-process.js'
 
 // Faults that last as long as they do in production: the synchronous standby gone for two
 // minutes under creates that do not stop, and the primary turned read-only, directly and through

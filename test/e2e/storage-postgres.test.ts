@@ -1,7 +1,8 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest'
 import { createSwitchableProxy, postgresTargets, requiredButMissing, type PostgresTarget, type TestSchemas } from '../plants/postgres-test-schemas.js'
-import { createUntilKilled, get, mapConcurrently, postPlant, runServerToExit, startServer } from './storage-process.js'
+import { startServer } from './server-process.js'
+import { createUntilKilled, get, mapConcurrently, postPlant, runServerToExit } from './storage-process.js'
 import { freePort } from '../helpers.js'
 
 for (const message of requiredButMissing()) {

@@ -1,12 +1,5 @@
-import { run, SERVER, startServer as startBuiltServer, type ServerProcess } from './server-process.js'
+import { E2E_TOKEN, run, SERVER, type ServerProcess } from './server-process.js'
 import { postOverHttp } from '../helpers.js'
-
-export const E2E_TOKEN = 'storage-e2e-token'
-
-/** Starts the built server with the e2e token (and any other settings). */
-export function startServer (env: Record<string, string>): Promise<ServerProcess> {
-  return startBuiltServer({ API_TOKENS: E2E_TOKEN, ...env })
-}
 
 /** Runs the built server until it exits by itself (a start that must fail). */
 export async function runServerToExit (env: Record<string, string>): Promise<{ code: number | null, stderr: string }> {

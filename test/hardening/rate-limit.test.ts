@@ -98,7 +98,7 @@ describe('per-token rate limit, per process', () => {
     for (let id = 1; id <= 3; id++) {
       expect((await postPlant(app, { id, name: 'fern' })).statusCode).toBe(200)
     }
-    expect(lines.some((line) => line.includes('rate limit store (Redis)'))).toBe(true)
+    expect(lines).toContainEqual(expect.stringContaining('rate limit store (Redis)'))
   })
 })
 

@@ -15,7 +15,10 @@ interface Outcome {
   reusedSocket?: boolean
 }
 
-/** One keep-alive POST; resolves when it has a full reply or an error, never rejects. */
+/**
+ * One keep-alive POST; resolves when it has a full reply or an error, never rejects. node:http, not helpers.ts's
+ * fetch: the test owns the Agent and reads whether a failed request went out on a reused socket.
+ */
 function post (agent: Agent, port: number, id: number, runTag: string): Promise<Outcome> {
   const outcome: Outcome = { requestId: `${runTag}-${id}`, sentAt: Date.now() }
   const payload = JSON.stringify({ id, name: `plant ${id}` })

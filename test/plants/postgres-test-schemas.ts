@@ -3,9 +3,6 @@ import pg from 'pg'
 import { freePort } from '../helpers.js'
 import { findPgBouncer, startPgBouncer, type PgBouncer } from './pgbouncer.js'
 
-// Where the tests of test/docs, test/bench and test/plants have long found it.
-export { freePort }
-
 /** The connection string with `search_path` set to one schema, the way a user would pick one. */
 export function withSchema (url: string, schema: string): string {
   const parsed = new URL(url)

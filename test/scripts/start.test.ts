@@ -88,7 +88,7 @@ describe('scripts/start.mjs (what `npm start` runs)', () => {
       expect((await fetch(`${url}/livez`)).status).toBe(200)
       second.child.kill('SIGTERM')
       expect(await second.exited).toEqual({ code: 0, signal: null })
-      expect(second.stdout.some((line) => line.includes('"signal":"SIGTERM"'))).toBe(true)
+      expect(second.stdout).toContainEqual(expect.stringContaining('"signal":"SIGTERM"'))
 
       // Through npm, as the README starts it: npm passes SIGTERM on to its script's process, which
       // is the service itself (`exec` in package.json: no shell left between them to swallow it).
