@@ -1,7 +1,9 @@
 import { watchFile } from 'node:fs'
 import type { FastifyBaseLogger } from 'fastify'
-import type { TokenSet } from '../plugins/auth.js'
-import { readTokensFile } from './tokens.js'
+import { readTokensFile, type TokenEntry } from './tokens.js'
+
+// What a reload needs of the accepted set (plugins/auth.ts's TokenSet), so that config/ imports nothing from plugins/.
+type TokenSet = { replace: (entries: readonly TokenEntry[]) => void, retain: (listed: readonly TokenEntry[]) => number }
 
 /**
  * Reads the tokens file again and swaps the accepted set; true when taken. A file with a bad line adds nothing, so that
