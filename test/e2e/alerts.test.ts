@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { findPostgresBinaries, startStandbyPair } from '../plants/postgres-standby.js'
 import {
-  alertsOf, nameOf, noPrometheus, post, query, requirePrometheus, rules, scrape, seen, sleep, startScraped, steadyTraffic, TOKEN,
+  alertsOf, nameOf, noPrometheus, post, requirePrometheus, rules, scrape, seen, sleep, startScraped, steadyTraffic, TOKEN,
   unhealthyRules, usePrometheus, waitForQuery, waitForAlerts
 } from './alerts-prometheus.js'
 import { SERVER } from './server-process.js'
@@ -57,7 +57,9 @@ describe.skipIf(noPrometheus !== undefined)('the shipped alerts, in a real Prome
     const server = await startScraped('filling', { MAX_PLANTS: '100' })
     for (let id = 1; id <= 95; id++) expect(await post(server.url, id)).toBe(200)
     await waitForAlerts('filling', ['PlantStoreMemoryStoreFilling'], 30000)
-    const fill = await query('instance_bound:plant_store_memory_fill:ratio{namespace="filling"}')
+    // The alert may go pending on a scrape taken before the 95th create (at 0.91, say): wait for the one after it.
+    const fill = await waitForQuery('instance_bound:plant_store_memory_fill:ratio{namespace="filling"}',
+      (result) => result.some((sample) => Number(sample.value[1]) >= 0.95), 30000)
     expect(Object.fromEntries(fill.map((sample) => [sample.metric.bound, Number(sample.value[1])]))).toEqual({ MAX_PLANTS: 0.95 })
     expect(await alertsOf('filling')).toEqual(['PlantStoreMemoryStoreFilling'])
 
