@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest'
 import { docBlocks, parseDocBlocks } from './blocks.js'
 import { docBlockCalls, unnamedRunnableBlocks, unrunBlocks } from './doc-checks.js'
 
-// Every recipe a user would paste is code: a block of README.md, docs/ or deploy/ in any language
+// Every recipe a user would paste is code: a block of a README, docs/ or deploy/ in any language
 // (sh, sql, yaml, ini, haproxy, ts…) names itself (```sh name) and some test runs it, found by a call
 // of docBlock with the page and the name as literal strings; an output or a reply is a `text` or `json`
 // block, and part of a larger file is named `excerpt`. A new recipe without a test fails here.
@@ -28,11 +28,12 @@ function filesUnder (dir: string, suffix: string): string[] {
   return found
 }
 
-const pages = ['README.md', ...filesUnder('docs', '.md'), ...filesUnder('deploy', '.md')]
+const pages = ['README.md', ...['bench', 'client', 'openapi', 'src'].map((dir) => `${dir}/README.md`),
+  ...filesUnder('docs', '.md'), ...filesUnder('deploy', '.md')]
 const sources = [...filesUnder('test', '.ts'), ...filesUnder('client', '.ts')]
 const calls = new Set(sources.flatMap((source) => docBlockCalls(readFileSync(join(root, source), 'utf8'))))
 
-describe('the recipes of README.md, docs/ and deploy/', () => {
+describe('the recipes of the READMEs, docs/ and deploy/', () => {
   it('name every block but an output or a reply (`text`, `json`)', () => {
     expect(pages.flatMap((page) => unnamedRunnableBlocks(page, docBlocks(join(root, page))))).toEqual([])
   })
