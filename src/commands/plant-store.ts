@@ -46,24 +46,25 @@ async function replay (store: BulkStore, from: string | undefined, limit: number
     const time = left >= 0 && left < Infinity ? `, ${Math.round(left)} s left` : ''
     process.stderr.write(`\r${count.read} plants, ${Math.round(count.read / seconds)}/s${time}   `)
   }, 1000)
-  const batch: Array<{ line: number, row?: Row, refused?: string }> = []
+  // One object a line, its plant or why it was refused: a batch outlives a young-generation collection or two.
+  const batch: Array<Row & { line: number, refused?: never } | { line: number, refused: string, id?: never }> = []
   async function settle (entries: typeof batch): Promise<void> {
-    const rows = entries.flatMap((entry) => entry.row ?? [])
+    const rows = entries.filter((entry) => entry.refused === undefined)
     const added = write ? await store.insert(rows) : 0
     count.new += added
     // Each line against what is stored now: its id stored before, or by an earlier line of the batch, holds the
     // same or another plant. The plants just stored are counted as same below, so they are taken off.
     const stored = added === rows.length ? [] : await store.stored(rows)
     if (stored.length > 0) count.same -= added
-    for (const { line, row, refused } of entries) {
-      if (row !== undefined && stored.length === 0) continue
-      const now = row && stored.shift()
-      const kind = row === undefined ? 'refused' : kindOf(row, now)
+    for (const entry of entries) {
+      if (entry.refused === undefined && stored.length === 0) continue
+      const now = entry.refused === undefined ? stored.shift() : undefined
+      const kind = entry.refused === undefined ? kindOf(entry, now) : 'refused'
       count[kind]++
       // import tells every refused line and conflict; verify, the first ten differences (each counted before).
       if (kind === 'same' || !(write || count.new + count.other + count.refused <= 10)) continue
-      const message = refused ?? `id ${row?.id} is ${now ? `stored as ${lineOf(now)}` : 'not stored'}`
-      process.stderr.write(`line ${line}: ${message}\n`)
+      const message = entry.refused ?? `id ${entry.id} is ${now ? `stored as ${lineOf(now)}` : 'not stored'}`
+      process.stderr.write(`line ${entry.line}: ${message}\n`)
     }
   }
   // A line read as POST /plants reads a body (BODY_LIMIT, strict UTF-8, exact int64 ids, the same validation); a
@@ -77,7 +78,7 @@ async function replay (store: BulkStore, from: string | undefined, limit: number
       if (body.length > limit) throw new Error('Request body is too large')
       const { value, error } = validate(parseBody(body, undefined, limit)) as { value?: NewPlant, error?: Error }
       if (value === undefined) throw error
-      batch.push({ line, row: { id: value.id, name: value.name, tag: value.tag ?? null } })
+      batch.push({ line, id: value.id, name: value.name, tag: value.tag ?? null })
     } catch (error) {
       batch.push({ line, refused: (error as Error).message })
     }
