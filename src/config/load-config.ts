@@ -27,7 +27,7 @@ export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
     throw new ConfigError('HEADERS_TIMEOUT_MS must not be larger than REQUEST_TIMEOUT_MS')
   }
   const plantsHeld = Math.floor(limit / LIMIT_BYTES_PER_PLANT)
-  if (values.MAX_PLANTS !== undefined && values.MAX_PLANTS > plantsHeld) {
+  if ((values.MAX_PLANTS ?? 0) > plantsHeld) {
     throw new ConfigError(`MAX_PLANTS (${values.MAX_PLANTS}) is more than the memory limit ` +
       `(${Math.round(limit / 2 ** 20)} MiB) holds: at most ${plantsHeld}, one plant per 8 KiB of it`)
   }
@@ -61,7 +61,7 @@ export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
 function parseCorsOrigins (text: string): string[] | undefined {
   const origins = [...new Set(text.split(',').map((origin) => origin.trim()).filter((origin) => origin !== ''))]
   if (origins.join() === '*') return origins
-  const bad = origins.findIndex((origin) => !/^https?:\/\/[^*]+$/.test(origin) || URL.parse(origin)?.origin !== origin)
+  const bad = origins.findIndex((origin) => !/https?:\/\/[^*]+$/.test(origin) || URL.parse(origin)?.origin !== origin)
   if (bad === -1) return origins.length > 0 ? origins : undefined
   throw new ConfigError(`CORS_ORIGINS: origin ${bad + 1} (${origins[bad]}) is not http(s)://host[:port] as a browser ` +
     'sends it (lower-case host, no path, no default port), nor * alone for any origin')

@@ -16,6 +16,6 @@ export function memoryLimit (constrained = process.constrainedMemory(), machine 
  */
 export function residentAnonymousBytes (status = '/proc/self/status'): number {
   // Not Linux: the whole RSS.
-  const kB = /^RssAnon:\s+(\d+) kB$/m.exec(existsSync(status) ? readFileSync(status, 'latin1') : '')?.[1]
+  const kB = /^RssAnon:\s+(\d+) kB$/m.exec(existsSync(status) ? String(readFileSync(status)) : '')?.[1]
   return kB === undefined ? process.memoryUsage.rss() : Number(kB) * 1024
 }

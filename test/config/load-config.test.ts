@@ -30,6 +30,8 @@ describe('loadConfig', () => {
     const in96MiB = { memoryLimit: () => 96 * MiB }
     expect(() => loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '1000000' }, in96MiB))
       .toThrow(new ConfigError('MAX_PLANTS (1000000) is more than the memory limit (96 MiB) holds: at most 12288, one plant per 8 KiB of it'))
+    // Named so in a stack trace: the one line printed before exit 1 is the message alone.
+    expect(() => loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '1000000' }, in96MiB)).toThrow(expect.objectContaining({ name: 'ConfigError' }))
     expect(() => loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '12289' }, in96MiB))
       .toThrow(/^MAX_PLANTS \(12289\) is more than the memory limit \(96 MiB\) holds: at most 12288,/)
     expect(() => loadConfig({ API_TOKENS: 'max-plants-token', MAX_PLANTS: '5000000' }, { memoryLimit: () => 8192 * MiB }))

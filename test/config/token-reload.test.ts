@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import fs, { mkdtempSync, rmSync, unwatchFile, writeFileSync } from 'node:fs'
+import { syncBuiltinESMExports } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import pino from 'pino'
-import { describe, expect, it, onTestFinished } from 'vitest'
+import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { readTokensFile } from '../../src/config/tokens.js'
 import { createTokenSet } from '../../src/plugins/auth.js'
-import { reloadTokens } from '../../src/config/token-reload.js'
+import { reloadTokens, watchTokens } from '../../src/config/token-reload.js'
 
 const sha256 = (token: string) => createHash('sha256').update(token).digest('hex')
 
@@ -25,15 +26,16 @@ function setUp (text: string) {
   }))
   const tokens = createTokenSet(readTokensFile(file).entries)
   const reloads: boolean[] = []
-  return { file, lines, tokens, reloads, reload: () => { reloads.push(reloadTokens(file, tokens, log)) } }
+  return { file, lines, log, tokens, reloads, reload: () => { reloads.push(reloadTokens(file, tokens, log)) } }
 }
 
 describe('reloadTokens', () => {
   it('takes named and hashed entries from the file, and tells of the reload taken', () => {
-    const { file, tokens, reloads, reload } = setUp('old-token-0123456789\n')
+    const { file, lines, tokens, reloads, reload } = setUp('old-token-0123456789\n')
     writeFileSync(file, `ci:ci-token-1-0123456789\nbilling:sha256:${sha256('billing-secret-1')}\n`)
     reload()
     expect(reloads).toEqual([true])
+    expect(lines.map((line) => JSON.parse(line) as unknown)).toMatchObject([{ level: 30, msg: 'tokens reloaded', tokens: 2 }])
     expect(['old-token-0123456789', 'ci-token-1-0123456789', 'billing-secret-1'].map((token) => tokens.identify(token)?.name))
       .toEqual([undefined, 'ci', 'billing'])
   })
@@ -102,5 +104,34 @@ describe('reloadTokens', () => {
     expect(reloads).toEqual([false, false])
     expect(tokens.identify('ci-token-1-0123456789')?.name).toBe('ci')
     expect(lines.map((line) => JSON.parse(line) as { revoked: number })).toMatchObject([{ revoked: 0 }, { revoked: 0 }])
+  })
+})
+
+describe('watchTokens', () => {
+  it('reloads on SIGHUP and watches the file every 2 s, telling whether each reload was taken (a change itself: test/hardening/token-rotation.test.ts)', () => {
+    const { file, log, tokens } = setUp('ci:ci-token-1-0123456789\n')
+    const taken: boolean[] = []
+    const others = process.listeners('SIGHUP')
+    // The poll itself: every 2 s, by path, and never what keeps the process alive.
+    const watchFile = vi.spyOn(fs, 'watchFile')
+    syncBuiltinESMExports()
+    onTestFinished(() => {
+      watchFile.mockRestore()
+      syncBuiltinESMExports()
+    })
+    watchTokens(file, tokens, log, (one) => { taken.push(one) })
+    expect(watchFile.mock.calls.map(([path, options]) => [path, options])).toEqual([[file, { interval: 2000, persistent: false }]])
+    // Its own listener, called as a SIGHUP would: emitting one would call every other listener of this process too.
+    const [onSighup, ...more] = process.listeners('SIGHUP').filter((listener) => !others.includes(listener))
+    onTestFinished(() => {
+      if (onSighup !== undefined) process.off('SIGHUP', onSighup)
+      unwatchFile(file)
+    })
+    expect([typeof onSighup, more]).toEqual(['function', []])
+    writeFileSync(file, 'shop:shop-token-1-0123456789\n')
+    onSighup?.('SIGHUP')
+    writeFileSync(file, '')
+    onSighup?.('SIGHUP')
+    expect([taken, tokens.identify('shop-token-1-0123456789')?.name]).toEqual([[true, false], 'shop'])
   })
 })

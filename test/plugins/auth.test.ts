@@ -150,6 +150,17 @@ describe('auth refusals and failures (app)', () => {
     expect([res.statusCode, res.body]).toEqual([200, 'ok'])
   })
 
+  it('gives each request of its scope a client, null before the token is read, so that every request has one shape', async () => {
+    const app = Fastify()
+    onTestFinished(() => app.close())
+    const before: unknown[] = []
+    app.addHook('onRequest', async (request) => { before.push(request.client) })
+    await app.register(auth, { tokens: createTokenSet([{ name: 'ci', token: TOKEN }]) })
+    app.get('/guarded', async (request) => request.client?.name)
+    const res = await app.inject({ method: 'GET', url: '/guarded', headers: { authorization: `Bearer ${TOKEN}` } })
+    expect([res.statusCode, res.body, before]).toEqual([200, 'ci', [null]])
+  })
+
   it('leaves a refused token to the access line: no error-level line, no line of @fastify/bearer-auth\'s own, never the token', async () => {
     const logLines: string[] = []
     const app = await buildTestApp({ logLines })

@@ -1,7 +1,7 @@
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib'
 import fc from 'fast-check'
 import { Value } from '@sinclair/typebox/value'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { JSON_AUTH, buildTestApp, postPlant } from '../helpers.js'
 import type { App } from '../../src/app.js'
 import { parseBody } from '../../src/plugins/json-body.js'
@@ -244,6 +244,13 @@ describe('parseBody: JSON with exact int64 ids', () => {
     for (const literal of ['9223372036854775808', '-9223372036854775809', '12345678901234567890123', '9'.repeat(16000)]) {
       expect(Value.Check(NewPlant, parse(`{"id":${literal},"name":"fern"}`)), literal.slice(0, 30)).toBe(false)
     }
+  })
+
+  it('never turns an integer literal beyond 2^63 into a bigint to refuse it: BigInt takes 165 ms for a million digits', () => {
+    const bigInt = vi.spyOn(globalThis, 'BigInt')
+    onTestFinished(() => { bigInt.mockRestore() })
+    expect(Value.Check(NewPlant, parse(`{"id":${'9'.repeat(100_000)},"name":"fern"}`))).toBe(false)
+    expect(bigInt.mock.calls.map(([literal]) => String(literal).length).filter((length) => length > 20)).toEqual([])
   })
 
   it('parses like JSON.parse when no id is involved', () => {
