@@ -61,6 +61,7 @@ export function loadConfig (env: NodeJS.ProcessEnv, system = { memoryLimit }) {
 function parseCorsOrigins (text: string): string[] | undefined {
   const origins = [...new Set(text.split(',').map((origin) => origin.trim()).filter((origin) => origin !== ''))]
   if (origins.join() === '*') return origins
+  // No ^ needed: a text that is its own origin (the URL check) starts with its scheme.
   const bad = origins.findIndex((origin) => !/https?:\/\/[^*]+$/.test(origin) || URL.parse(origin)?.origin !== origin)
   if (bad === -1) return origins.length > 0 ? origins : undefined
   throw new ConfigError(`CORS_ORIGINS: origin ${bad + 1} (${origins[bad]}) is not http(s)://host[:port] as a browser ` +
