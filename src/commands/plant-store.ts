@@ -1,6 +1,6 @@
-#!/usr/bin/env -S node --max-semi-space-size=4 --max-old-space-size=64
-// V8 lets its heap grow far past what a command holds (a page or two, PAGE): 4 MiB semi-spaces and a 64 MiB old
-// generation make it collect first, so that moving plants of 1 MB stays under 160 MB of RSS.
+#!/usr/bin/env -S node --max-semi-space-size=16 --max-old-space-size=64
+// V8 lets its heap grow far past what a command holds (a page or two, PAGE): a 64 MiB old generation makes it collect
+// first (1 MB plants move in under 160 MB of RSS); 16 MiB semi-spaces halve an import's time in young collections.
 import { createReadStream, createWriteStream, readFileSync, statSync } from 'node:fs'
 import { pipeline } from 'node:stream/promises'
 import { parseArgs } from 'node:util'
@@ -9,7 +9,7 @@ import { parseBody } from '../plugins/json-body.js'
 import { NewPlant } from '../schemas.js'
 import { createRepository } from '../storage.js'
 import { validatorCompiler } from '../validation.js'
-import { kindOf, lineOf, PAGE, writeWhole, type BulkStore, type Row } from './store.js'
+import { kindOf, lineOf, PAGE, plainLine, writeWhole, type BulkStore, type Row } from './store.js'
 
 const USAGE = 'usage: plant-store export [--to FILE|-] | import [--from FILE|-] | verify --from FILE|- | backup FILE\n'
 const FORMS = /^(?:export(?: --to)?|import(?: --from)?|verify --from|backup FILE)$/
@@ -67,8 +67,7 @@ async function replay (store: BulkStore, from: string | undefined, limit: number
       process.stderr.write(`line ${entry.line}: ${message}\n`)
     }
   }
-  // A line read as POST /plants reads a body (BODY_LIMIT, strict UTF-8, exact int64 ids, the same validation); a
-  // refused line is told with the API's message.
+  // A line read as a POST /plants body is (BODY_LIMIT, strict UTF-8, exact ids, the schema), refused in its words.
   let [rest, line, settled, pending] = [Buffer.alloc(0), 0, 0, Promise.resolve()]
   function check (text: Buffer, line: number): void {
     const body = text.at(-1) === 13 ? text.subarray(0, -1) : text
@@ -76,7 +75,8 @@ async function replay (store: BulkStore, from: string | undefined, limit: number
     count.read++
     try {
       if (body.length > limit) throw new Error('Request body is too large')
-      const { value, error } = validate(parseBody(body, undefined, limit)) as { value?: NewPlant, error?: Error }
+      const plant = plainLine(body.toString()) ?? parseBody(body, undefined, limit)
+      const { value, error } = validate(plant) as { value?: NewPlant, error?: Error }
       if (value === undefined) throw error
       batch.push({ line, id: value.id, name: value.name, tag: value.tag ?? null })
     } catch (error) {

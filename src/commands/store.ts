@@ -1,6 +1,7 @@
 import { renameSync, rmSync } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { dirname } from 'node:path'
+import type { NewPlant } from '../schemas.js'
 
 /** A plant as the commands move it: the id exact (as the store or the parser gives it), no tag as null. */
 export interface Row { id: number | bigint | string, name: string, tag: string | null }
@@ -24,6 +25,18 @@ export const PAGE = { rows: 10000, bytes: 1 << 20 }
 /** A plant's line in an export (without its newline). */
 export const lineOf = ({ id, name, tag }: Row): string =>
   `{"id":${id},"name":${JSON.stringify(name)}${tag === null ? '' : `,"tag":${JSON.stringify(tag)}`}}`
+
+// An export line (lineOf) whose name and tag hold no quote, backslash, control character or U+FFFD (a bad byte):
+// read by this pattern at a third of the JSON parser's cost, then checked by the schema. Others go to the parser.
+const PLAIN_LINE = /^\{"id":(-?[1-9]\d{0,18}|0),"name":"([^"\\\p{Cc}\uFFFD]*)"(?:,"tag":"([^"\\\p{Cc}\uFFFD]*)")?\}$/u
+
+/** The plant of an export line as parseBody gives it (an id a number while safe, else a bigint), or undefined. */
+export function plainLine (text: string): NewPlant | undefined {
+  const [, digits = '', name, tag] = PLAIN_LINE.exec(text) ?? []
+  if (name === undefined) return undefined
+  const id = Number.isSafeInteger(Number(digits)) ? Number(digits) : BigInt(digits)
+  return tag === undefined ? { id, name } : { id, name, tag }
+}
 
 /** Rows as a JSON array of their export lines, for a store to read in one statement: ids exact, a missing tag NULL. */
 export const json = (rows: Row[]): string => `[${rows.map(lineOf).join(',')}]`
