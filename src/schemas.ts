@@ -5,6 +5,7 @@ export const INT64_MAX = 2n ** 63n - 1n
 
 /** A number when it is a safe integer, else a bigint: the body parser's one form, so 5 and 5n never both occur. */
 export type PlantId = number | bigint
+export const plantId = (id: bigint): PlantId => Number.isSafeInteger(Number(id)) ? Number(id) : id
 
 TypeRegistry.Set('Int64', (_schema: unknown, value: unknown) =>
   Number.isSafeInteger(value) || (typeof value === 'bigint' && value >= INT64_MIN && value <= INT64_MAX))

@@ -1,7 +1,7 @@
 import { renameSync, rmSync } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { dirname } from 'node:path'
-import type { NewPlant } from '../schemas.js'
+import { plantId, type NewPlant } from '../schemas.js'
 
 /** A plant as the commands move it: the id exact (as the store or the parser gives it), no tag as null. */
 export interface Row { id: number | bigint | string, name: string, tag: string | null }
@@ -30,11 +30,11 @@ export const lineOf = ({ id, name, tag }: Row): string =>
 // read by this pattern at a third of the JSON parser's cost, then checked by the schema. Others go to the parser.
 const PLAIN_LINE = /^\{"id":(-?[1-9]\d{0,18}|0),"name":"([^"\\\p{Cc}\uFFFD]*)"(?:,"tag":"([^"\\\p{Cc}\uFFFD]*)")?\}$/u
 
-/** The plant of an export line as parseBody gives it (an id a number while safe, else a bigint), or undefined. */
+/** The plant of an export line as parseBody gives it (the id in plantId's form), or undefined. */
 export function plainLine (text: string): NewPlant | undefined {
   const [, digits = '', name, tag] = PLAIN_LINE.exec(text) ?? []
   if (name === undefined) return undefined
-  const id = Number.isSafeInteger(Number(digits)) ? Number(digits) : BigInt(digits)
+  const id = plantId(BigInt(digits))
   return tag === undefined ? { id, name } : { id, name, tag }
 }
 

@@ -4,7 +4,7 @@ import { errorCodes } from 'fastify'
 import fp from 'fastify-plugin'
 import secureJson from 'secure-json-parse'
 import { InvalidBodyError, UnsupportedEncodingError } from '../errors.js'
-import type { PlantId } from '../schemas.js'
+import { plantId } from '../schemas.js'
 
 // RFC 9110 §8.4.1: `deflate` is the zlib format, `x-gzip` is gzip.
 const DECODERS = new Map([['gzip', gunzipSync], ['x-gzip', gunzipSync], ['deflate', inflateSync],
@@ -53,9 +53,6 @@ function exactId (key: string, value: unknown, { source }: { source?: string } =
   const id = digits * 10n ** BigInt(Math.max(shift, 0)) / down
   return digits % down === 0n ? plantId(id) : Number.NaN
 }
-
-/** An id as the body parser gives it (schemas.ts): a number while safe, else a bigint, which the schema bounds. */
-const plantId = (id: bigint): PlantId => Number.isSafeInteger(Number(id)) ? Number(id) : id
 
 /** A body's JSON value, exact int64 ids; strict UTF-8 (RFC 8259 §8.1): toString's U+FFFD for a bad byte is 400. */
 export function parseBody (body: Buffer, coding: string | undefined, limit: number): unknown {
