@@ -154,7 +154,7 @@ describe('clientErrorHandler: malformed HTTP', () => {
     const socket = { writable: true, end: (data: string) => { written.push(data) } } as unknown as Socket
     clientErrorHandler(parseError('HPE_INVALID_METHOD'), socket)
     const body = '{"error":400,"message":"Bad Request"}'
-    expect(written).toEqual([`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${body.length}\r\n` +
-      `Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`])
+    expect(written).toEqual([`HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${body.length}\r\n` +
+      `cache-control: no-store\r\nx-content-type-options: nosniff\r\nconnection: close\r\n\r\n${body}`])
   })
 })

@@ -31,12 +31,13 @@ function refusal (request: FastifyRequest, reply: FastifyReply) {
   if (expect !== undefined && expect.toLowerCase() !== '100-continue') return new ExpectationFailedError()
 }
 
-/** On every reply, whoever writes it: no caching (replies answer writes) and no content sniffing. */
-const SAFE_HEADERS = { 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' }
+/** On every reply, whoever writes it: no caching (replies answer writes) and no content sniffing. Lowercase, as
+ * Fastify stores names: a name it must lowercase is a new string, looked up in V8's string table at every reply. */
+const SAFE_HEADERS = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' }
 
 /** An onRequest hook: each reply carries its request id and SAFE_HEADERS. */
 function setReplyHeaders (request: FastifyRequest, reply: FastifyReply, done = () => {}): void {
-  reply.headers({ 'x-request-id': request.id, ...SAFE_HEADERS })
+  reply.header('x-request-id', request.id).headers(SAFE_HEADERS)
   done()
 }
 
@@ -103,7 +104,7 @@ export function sendError (error: FastifyError & { headers?: Record<string, stri
 /** An Error record with its headers, for a reply that Fastify does not send (malformed HTTP, metrics). */
 export function errorRecordReply (status: number, message: string) {
   const body = JSON.stringify({ error: status, message })
-  const headers = { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) }
+  const headers = { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) }
   return { body, headers: { ...headers, ...SAFE_HEADERS } }
 }
 
@@ -117,7 +118,7 @@ export function clientErrorHandler (error: Error & { code?: string }, socket: So
   else {
     const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
     const { body, headers } = errorRecordReply(status, String(STATUS_CODES[status]))
-    const fields = Object.entries({ ...headers, Connection: 'close' }).map(([name, value]) => `${name}: ${value}\r\n`)
+    const fields = Object.entries({ ...headers, connection: 'close' }).map(([name, value]) => `${name}: ${value}\r\n`)
     socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${fields.join('')}\r\n${body}`)
   }
 }
