@@ -3,6 +3,7 @@
 --   BENCH_IDS=small      n itself: the caller keeps it below 2^32
 --   BENCH_IDS=snowflake  1234567890 * 10^9 + n: 19 digits, as Twitter-style snowflake ids have (past 2^53)
 --   BENCH_IDS=mixed      small and snowflake by turns, the default
+--   BENCH_IDS=spaced     1234567890 * 10^9 + 1024 * n: 19 digits, each a different double (doubles there are 256 apart)
 -- The fills of `npm run bench:scale`, with no tag:
 --   BENCH_IDS=ascending  n itself
 --   BENCH_IDS=random     uniform from 1 to 2^53 - 1 (LuaJIT's math.random has 52 bits), seeded with BENCH_ID_BASE
@@ -46,6 +47,7 @@ function request()
   sent = sent + 1
   local big = mode == "snowflake" or (mode == "mixed" and sent % 2 == 0)
   local id = big and snowflake(next_id) or string.format("%.0f", next_id)
+  if mode == "spaced" then id = snowflake(next_id * 1024) end
   return wrk.format(nil, nil, nil, '{"id":' .. id .. ',"name":"bench plant","tag":"bench tag"}')
 end
 

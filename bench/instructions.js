@@ -37,7 +37,8 @@ if (args.help) {
   --idle S             seconds without requests at the end, for the time-driven part (default 5; 0: none)
   --processes N        fresh server processes per target, the median of theirs (default 1): V8 optimises
                        some processes worse than others, by up to 15 %
-  --ids ${ID_MIXES.join('|')}  ids below 2^32, of 19 digits, or half of each (default mixed); every body has a tag
+  --ids ${ID_MIXES.join('|')}  ids below 2^32, of 19 digits, half of each (default mixed), or of 19 digits
+                       1,024 apart, a double each; every body has a tag
   --out FILE           the Markdown result (default bench/results/instructions-latest.md; a .json beside it)`)
   process.exit(0)
 }

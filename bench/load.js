@@ -1,6 +1,6 @@
 // The bench's load generator in Node (autocannon), in its own process so that it can be pinned to a
 // CPU like wrk: the same requests as bench/ids.lua, for --seconds S (when wrk is not installed) or
-// for exactly --requests N (bench/instructions.js), with BENCH_IDS small, snowflake or mixed (the
+// for exactly --requests N (bench/instructions.js), with BENCH_IDS small, snowflake, spaced or mixed (the
 // default) or random as there. Prints one `BENCH_RESULT {json}` line in wrk's terms.
 //   node bench/load.js <url> --connections C (--seconds S | --requests N)
 import { parseArgs } from 'node:util'
@@ -19,8 +19,9 @@ function body () {
   if (mode === 'random') return `{"id":${1 + Math.floor(Math.random() * (2 ** 53 - 2))},"name":"bench plant"}`
   const n = ++nextId
   if (mode === 'ascending') return `{"id":${n},"name":"bench plant"}`
-  const big = mode === 'snowflake' || (mode === 'mixed' && ++sent % 2 === 0)
-  return `{"id":${big ? 1234567890n * 10n ** 9n + BigInt(n) : n},"name":"bench plant","tag":"bench tag"}`
+  const big = mode === 'snowflake' || mode === 'spaced' || (mode === 'mixed' && ++sent % 2 === 0)
+  const id = big ? 1234567890n * 10n ** 9n + BigInt(mode === 'spaced' ? n * 1024 : n) : n
+  return `{"id":${id},"name":"bench plant","tag":"bench tag"}`
 }
 
 const result = await autocannon({

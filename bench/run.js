@@ -40,7 +40,8 @@ if (args.help) {
   --pg-connections N   connections to the PostgreSQL store and pgbench's clients (default 16)
   --targets a,b        any of ${TARGETS.join(', ')} (default: all)
   --tool wrk|autocannon  load generator (default: wrk when installed)
-  --ids ${ID_MIXES.join('|')}  ids below 2^32, of 19 digits, or half of each (default mixed); every body has a tag;
+  --ids ${ID_MIXES.join('|')}  ids below 2^32, of 19 digits, half of each (default mixed), or of 19
+                       digits 1,024 apart, a double each; every body has a tag;
                        several, comma-separated, for one cell each
   --no-pin             do not pin the servers to CPU 0 and the load generator to CPU 1
   --placement pinned,unpinned  one cell each (default pinned, or unpinned with --no-pin)

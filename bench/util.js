@@ -163,7 +163,7 @@ export const resultLine = (stdout) => {
 }
 
 /** The id mixes of `npm run bench` and `npm run bench:instructions` (bench/ids.lua says what each sends). */
-export const ID_MIXES = ['small', 'snowflake', 'mixed']
+export const ID_MIXES = ['small', 'snowflake', 'mixed', 'spaced']
 
 /** `--ids` of those commands, or exits with a message naming it. */
 export function idMix (value) {

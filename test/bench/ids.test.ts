@@ -35,7 +35,10 @@ const idsOf = (bodies: string[]) => bodies.map((body) => {
   return (/"id":(\d+)/.exec(body) as RegExpExecArray)[1] as string
 })
 
-/** What each id mix must send: small ids below 2^32, 19-digit ids within int64, every id new, each body with a tag. */
+/**
+ * What each id mix must send: small ids below 2^32, 19-digit ids within int64, every id new, each body with a tag;
+ * `snowflake` ids consecutive, so that neighbours share a double, `spaced` ones a double each.
+ */
 function expectMix (ids: string, sent: string[]) {
   expect(sent.length).toBeGreaterThanOrEqual(100)
   expect(new Set(sent).size).toBe(sent.length)
@@ -43,7 +46,10 @@ function expectMix (ids: string, sent: string[]) {
   const snowflake = sent.filter((id) => id.length === 19 && BigInt(id) < 2n ** 63n)
   expect(small.length + snowflake.length).toBe(sent.length)
   if (ids === 'small') expect(snowflake).toEqual([])
-  if (ids === 'snowflake') expect(small).toEqual([])
+  if (ids === 'snowflake' || ids === 'spaced') expect(small).toEqual([])
+  const doubles = new Set(snowflake.map(Number)).size
+  if (ids === 'snowflake') expect(doubles).toBeLessThan(snowflake.length / 8)
+  if (ids === 'spaced') expect(doubles).toBe(snowflake.length)
   if (ids === 'mixed') expect(Math.abs(small.length - snowflake.length)).toBeLessThanOrEqual(1)
 }
 
@@ -53,8 +59,8 @@ afterEach(async () => {
   open = undefined
 })
 
-describe('the bench\'s requests: --ids small|snowflake|mixed', () => {
-  for (const ids of ['small', 'snowflake', 'mixed']) {
+describe('the bench\'s requests: --ids small|snowflake|mixed|spaced', () => {
+  for (const ids of ['small', 'snowflake', 'mixed', 'spaced']) {
     it(`bench/load.js (autocannon) sends ${ids} ids, each new, each body with a tag`, async () => {
       const { server, url, bodies } = await recorder()
       open = server
@@ -63,7 +69,7 @@ describe('the bench\'s requests: --ids small|snowflake|mixed', () => {
     }, 20000)
   }
 
-  for (const ids of ['small', 'snowflake', 'mixed']) {
+  for (const ids of ['small', 'snowflake', 'mixed', 'spaced']) {
     it.skipIf(!wrk && process.env.REQUIRE_WRK !== '1')(
       `bench/ids.lua (wrk) sends ${ids} ids, each new, each body with a tag${wrk ? '' : ' (skipped: wrk is not installed)'}`, async () => {
         const { server, url, bodies } = await recorder()
@@ -76,7 +82,7 @@ describe('the bench\'s requests: --ids small|snowflake|mixed', () => {
   it('npm run bench and bench:instructions refuse an unknown --ids with status 2 and name the choices', () => {
     for (const script of ['run.js', 'instructions.js']) {
       const result = spawnSync(process.execPath, [`${BENCH}${script}`, '--ids', 'huge'], { encoding: 'utf8', timeout: 20000 })
-      expect([result.status, result.stderr]).toEqual([2, 'bench: --ids must be one of small, snowflake, mixed, got huge\n'])
+      expect([result.status, result.stderr]).toEqual([2, 'bench: --ids must be one of small, snowflake, mixed, spaced, got huge\n'])
     }
   })
 })
