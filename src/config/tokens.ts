@@ -31,8 +31,7 @@ export function readTokens (text: string, source: 'API_TOKENS' | 'API_TOKENS_FIL
       const position = index + 1
       const bad = (reason: string): ConfigError => new ConfigError(`${source} ${unit} ${position}: ${reason}`)
       const colon = item.indexOf(':')
-      const name = item.slice(0, colon)
-      const rest = item.slice(colon + 1)
+      const [name, rest] = [item.slice(0, colon), item.slice(colon + 1)]
       let entry: TokenEntry
       if (colon === -1) entry = { token: item }
       else if (name === 'sha256') throw bad('a hashed entry needs a client name in front: name:sha256:<64 hex digits>')

@@ -6,36 +6,37 @@ export type Pending<Item, Outcome> = PromiseWithResolvers<Outcome> & { item: Ite
 
 /**
  * Group commit for the SQL stores: entries added in one turn of the event loop (setImmediate runs after the poll
- * phase) leave as one batch, one transaction and one fsync or round trip. After close(), StoreUnavailableError.
- * `commit` commits a batch (in arrival order) and settles each entry; a rejection rejects those it left unsettled.
- * A batch holds `maxBatch` entries at most; while `maxInFlight` batches commit, new entries queue and leave together.
+ * phase) leave as one batch of at most `maxBatch`, one transaction and one fsync or round trip; after close(),
+ * StoreUnavailableError. `commit` commits a batch in arrival order and settles each entry, a rejection those left.
+ * One batch at a time, until the youngest running has run `aloneMs` (held by a lock, say): then `maxInFlight` at most.
  */
 export function createGroupCommit<Item, Outcome> (
-  commit: (batch: Array<Pending<Item, Outcome>>) => void | Promise<void>, maxBatch = Infinity, maxInFlight = 1) {
+  commit: (batch: Array<Pending<Item, Outcome>>) => unknown, maxBatch = Infinity, maxInFlight = 1, aloneMs = 0) {
   const queue: Array<Pending<Item, Outcome>> = []
-  const running = new Set<Promise<void>>()
+  const running = new Map<Promise<unknown>, number>()
   let closed = false
   let observer: StoreObserver | undefined
 
   function dispatch (): void {
-    while (queue.length > 0 && running.size < maxInFlight) {
-      const batch = queue.splice(0, maxBatch)
-      observer?.batch(batch.length)
-      const batchDone: Promise<void> = Promise.resolve().then(() => commit(batch)).catch((error: unknown) => {
-        for (const { reject } of batch) reject(error)
-      }).finally(() => {
-        running.delete(batchDone)
-        setImmediate(dispatch)
-      })
-      running.add(batchDone)
-    }
+    const limit = performance.now() - Math.max(...running.values()) < aloneMs ? 1 : maxInFlight
+    if (queue.length === 0 || running.size >= limit) return
+    const batch = queue.splice(0, maxBatch)
+    observer?.batch(batch.length)
+    const batchDone: Promise<unknown> = Promise.resolve().then(() => commit(batch)).catch((error: unknown) => {
+      for (const { reject } of batch) reject(error)
+    }).finally(() => {
+      running.delete(batchDone)
+      setImmediate(dispatch)
+    })
+    running.set(batchDone, performance.now())
+    setTimeout(dispatch, aloneMs).unref()
   }
 
   return {
     add (item: Item): Promise<Outcome> {
       if (closed) return Promise.reject(new StoreUnavailableError())
       const pending = { item, queuedAt: performance.now(), ...Promise.withResolvers<Outcome>() }
-      // A queue that was not empty is already due to leave: at the next turn, or when a batch in flight ends.
+      // A queue that was not empty is already due to leave: at the next turn, or when a batch in flight ends or ages.
       if (queue.push(pending) === 1) setImmediate(dispatch)
       return pending.promise
     },
@@ -45,7 +46,7 @@ export function createGroupCommit<Item, Outcome> (
       closed = true
       while (queue.length > 0 || running.size > 0) {
         dispatch()
-        await Promise.allSettled([...running])
+        await Promise.allSettled([...running.keys()])
       }
     }
   }

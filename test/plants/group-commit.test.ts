@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { StoreUnavailableError } from '../../src/errors.js'
 import { createGroupCommit, type Pending } from '../../src/sql/group-commit.js'
 
@@ -39,6 +39,47 @@ describe('group commit (shared by the SQLite and PostgreSQL stores)', () => {
     expect(sizes).toEqual([2, 2, 2, 2, 1])
   })
 
+  it('with aloneMs, commits one batch at a time until the youngest running has run aloneMs, then up to maxInFlight',
+    async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'performance'] })
+      onTestFinished(() => { vi.useRealTimers() })
+      const started: number[][] = []
+      const done = new Map<number, () => void>()
+      const group = createGroupCommit<number, number>((batch) => new Promise<void>((resolve) => {
+        started.push(batch.map(({ item }) => item))
+        done.set(batch[0]?.item as number, () => {
+          for (const pending of batch) pending.resolve(pending.item)
+          resolve()
+        })
+      }), Infinity, 3, 100)
+      const turn = () => new Promise((resolve) => { setImmediate(resolve) })
+      const added = [group.add(1)]
+      await turn()
+      expect(started).toEqual([[1]])
+      added.push(group.add(2))
+      await turn()
+      await vi.advanceTimersByTimeAsync(99)
+      expect(started).toEqual([[1]])
+      await vi.advanceTimersByTimeAsync(1)
+      expect(started).toEqual([[1], [2]])
+      // [1] has run 100 ms, [2] none: the youngest decides.
+      added.push(group.add(3))
+      await turn()
+      expect(started).toEqual([[1], [2]])
+      await vi.advanceTimersByTimeAsync(100)
+      expect(started).toEqual([[1], [2], [3]])
+      added.push(group.add(4), group.add(5))
+      await vi.advanceTimersByTimeAsync(100)
+      await turn()
+      expect(started).toEqual([[1], [2], [3]])
+      done.get(1)?.()
+      await turn()
+      await turn()
+      expect(started).toEqual([[1], [2], [3], [4, 5]])
+      for (const item of [2, 3, 4]) done.get(item)?.()
+      expect(await Promise.all(added)).toEqual([1, 2, 3, 4, 5])
+    })
+
   it('rejects the entries a failed commit left unsettled with its error, keeps those it settled, and commits the next batch', async () => {
     const failure = new Error('the disk is gone')
     let calls = 0
@@ -59,7 +100,7 @@ describe('group commit (shared by the SQLite and PostgreSQL stores)', () => {
     expect(await group.add(3)).toBe(3)
   })
 
-  it('on close, commits what is queued, waits for it, and refuses what comes after', async () => {
+  it('on close, commits what is queued, waits for it and for a batch that has left, and refuses what comes after', async () => {
     const committed: number[] = []
     const group = createGroupCommit<number, number>(async (batch) => {
       await new Promise((resolve) => setTimeout(resolve, 10))
@@ -72,6 +113,17 @@ describe('group commit (shared by the SQLite and PostgreSQL stores)', () => {
     await group.close()
     expect(committed).toEqual([1, 2])
     expect(await Promise.all(before)).toEqual([1, 2])
+    // A batch that has already left, the queue empty: close still waits for its commit.
+    const other = createGroupCommit<number, number>(async (batch) => {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      for (const pending of batch) pending.resolve(pending.item)
+      committed.push(-1)
+    })
+    const leaving = other.add(4)
+    await new Promise((resolve) => { setImmediate(resolve) })
+    await other.close()
+    expect(committed).toEqual([1, 2, -1])
+    expect(await leaving).toBe(4)
     await expect(group.add(3)).rejects.toBeInstanceOf(StoreUnavailableError)
   })
 })
