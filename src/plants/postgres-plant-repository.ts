@@ -126,7 +126,7 @@ export function createPostgresPlantRepository (url: string,
   const notReady = (now: number): Error => new WritesFailingError(
     String(Math.round(now - (writesFailing?.since ?? writeStarts[0] ?? now))), { cause: writesFailing?.error })
 
-  // One batch of 1000 at most at a time, then up to 4 once one has run 100 ms: docs/storage.md says why.
+  // One batch of 1000 at most at a time, then up to 4 once one has run 100 ms: docs/performance.md says why.
   const batches = createGroupCommit(run, 1000, Math.min(4, max), 100)
 
   /** Inserts a batch as if its inserts ran one after another in arrival order. */
