@@ -9,9 +9,9 @@ const RUN = fileURLToPath(new URL('../../bench/run.js', import.meta.url))
 const LOGS = fileURLToPath(new URL('../../bench/results/logs/', import.meta.url))
 
 interface Row { rps: number, p99: number, startMs: number, errors: number }
-interface Round { requests: number, logLines: number }
+interface Round { requests: number, logLines: number, droppedLines: number }
 interface GcRound { scavengesPerK: number, pauseMs: number }
-interface CellRound { requests: number, logLines: number, waitUs: number | null, gc: GcRound }
+interface CellRound { requests: number, logLines: number, droppedLines: number, waitUs: number | null, gc: GcRound }
 
 /** A tiny `npm run bench` (autocannon, so that it needs no wrk): one table, the checks, each server's log in a file. */
 describe('bench/run.js', () => {
@@ -45,6 +45,7 @@ describe('bench/run.js', () => {
       for (const name of ['peer', 'memory']) {
         const [round] = rounds[name] as [Round]
         expect(round.logLines).toBeGreaterThanOrEqual(round.requests)
+        expect(round.droppedLines).toBe(0)
         expect(readFileSync(join(LOGS, `${name}.log`), 'utf8').split('\n').length).toBeGreaterThan(round.requests)
       }
       expect(readFileSync(out, 'utf8')).toContain('| service req/s vs peer | ≥ 1.0× |')
@@ -78,6 +79,7 @@ describe('bench/run.js', () => {
           const [round] = cell.rounds[name] as [CellRound]
           // The log's JSON lines are counted apart from V8's GC lines in the same stdout.
           expect(round.logLines).toBeGreaterThanOrEqual(round.requests)
+          expect(round.droppedLines).toBe(0)
           expect(round.waitUs).toBeGreaterThanOrEqual(0)
           // 1 MiB semi-spaces (NODE_OPTIONS reached the server) fill every few dozen requests: the default's take hundreds.
           expect(round.gc.scavengesPerK).toBeGreaterThan(8)
