@@ -8,28 +8,30 @@ export type Pending<Item, Outcome> = PromiseWithResolvers<Outcome> & { item: Ite
  * Group commit for the SQL stores: entries added in one turn of the event loop (setImmediate runs after the poll
  * phase) leave as one batch of at most `maxBatch`, one transaction and one fsync or round trip; after close(),
  * StoreUnavailableError. `commit` commits a batch in arrival order and settles each entry, a rejection those left.
- * One batch at a time, until the youngest running has run `aloneMs` (held by a lock, say): then `maxInFlight` at most.
+ * One at a time until the youngest running has run `aloneMs` by its timer (held by a lock, say), then `maxInFlight`.
  */
 export function createGroupCommit<Item, Outcome> (
   commit: (batch: Array<Pending<Item, Outcome>>) => unknown, maxBatch = Infinity, maxInFlight = 1, aloneMs = 0) {
   const queue: Array<Pending<Item, Outcome>> = []
-  const running = new Map<Promise<unknown>, number>()
+  const running = new Set<Promise<unknown>>()
+  const young = new Set<Promise<unknown>>()
   let closed = false
   let observer: StoreObserver | undefined
 
   function dispatch (): void {
-    const limit = performance.now() - Math.max(...running.values()) < aloneMs ? 1 : maxInFlight
-    if (queue.length === 0 || running.size >= limit) return
+    if (queue.length === 0 || running.size >= (young.size > 0 ? 1 : maxInFlight)) return
     const batch = queue.splice(0, maxBatch)
     observer?.batch(batch.length)
     const batchDone: Promise<unknown> = Promise.resolve().then(() => commit(batch)).catch((error: unknown) => {
       for (const { reject } of batch) reject(error)
     }).finally(() => {
       running.delete(batchDone)
+      young.delete(batchDone)
       setImmediate(dispatch)
     })
-    running.set(batchDone, performance.now())
-    setTimeout(dispatch, aloneMs).unref()
+    running.add(batchDone)
+    young.add(batchDone)
+    setTimeout(() => { young.delete(batchDone); dispatch() }, aloneMs).unref()
   }
 
   return {
@@ -46,7 +48,7 @@ export function createGroupCommit<Item, Outcome> (
       closed = true
       while (queue.length > 0 || running.size > 0) {
         dispatch()
-        await Promise.allSettled([...running.keys()])
+        await Promise.allSettled([...running])
       }
     }
   }

@@ -39,46 +39,77 @@ describe('group commit (shared by the SQLite and PostgreSQL stores)', () => {
     expect(sizes).toEqual([2, 2, 2, 2, 1])
   })
 
-  it('with aloneMs, commits one batch at a time until the youngest running has run aloneMs, then up to maxInFlight',
-    async () => {
-      vi.useFakeTimers({ toFake: ['setTimeout', 'performance'] })
-      onTestFinished(() => { vi.useRealTimers() })
-      const started: number[][] = []
-      const done = new Map<number, () => void>()
-      const group = createGroupCommit<number, number>((batch) => new Promise<void>((resolve) => {
-        started.push(batch.map(({ item }) => item))
-        done.set(batch[0]?.item as number, () => {
-          for (const pending of batch) pending.resolve(pending.item)
-          resolve()
-        })
-      }), Infinity, 3, 100)
-      const turn = () => new Promise((resolve) => { setImmediate(resolve) })
-      const added = [group.add(1)]
-      await turn()
-      expect(started).toEqual([[1]])
-      added.push(group.add(2))
-      await turn()
-      await vi.advanceTimersByTimeAsync(99)
-      expect(started).toEqual([[1]])
-      await vi.advanceTimersByTimeAsync(1)
-      expect(started).toEqual([[1], [2]])
-      // [1] has run 100 ms, [2] none: the youngest decides.
-      added.push(group.add(3))
-      await turn()
-      expect(started).toEqual([[1], [2]])
-      await vi.advanceTimersByTimeAsync(100)
-      expect(started).toEqual([[1], [2], [3]])
-      added.push(group.add(4), group.add(5))
-      await vi.advanceTimersByTimeAsync(100)
-      await turn()
-      expect(started).toEqual([[1], [2], [3]])
-      done.get(1)?.()
-      await turn()
-      await turn()
-      expect(started).toEqual([[1], [2], [3], [4, 5]])
-      for (const item of [2, 3, 4]) done.get(item)?.()
-      expect(await Promise.all(added)).toEqual([1, 2, 3, 4, 5])
-    })
+  it('with aloneMs, commits one batch at a time until the youngest running has run aloneMs by its timer, then up to ' +
+    'maxInFlight', async () => {
+    // performance.now() stays real, so it has not moved when a timer fires: the batch's own timer decides, as it must
+    // when a timer fires before performance.now() has moved aloneMs.
+    vi.useFakeTimers({ toFake: ['setTimeout'] })
+    onTestFinished(() => { vi.useRealTimers() })
+    const started: number[][] = []
+    const done = new Map<number, () => void>()
+    const group = createGroupCommit<number, number>((batch) => new Promise<void>((resolve) => {
+      started.push(batch.map(({ item }) => item))
+      done.set(batch[0]?.item as number, () => {
+        for (const pending of batch) pending.resolve(pending.item)
+        resolve()
+      })
+    }), Infinity, 3, 100)
+    const turn = () => new Promise((resolve) => { setImmediate(resolve) })
+    const added = [group.add(1)]
+    await turn()
+    expect(started).toEqual([[1]])
+    added.push(group.add(2))
+    await turn()
+    await vi.advanceTimersByTimeAsync(99)
+    expect(started).toEqual([[1]])
+    await vi.advanceTimersByTimeAsync(1)
+    expect(started).toEqual([[1], [2]])
+    // [1] has run 100 ms, [2] none: the youngest decides.
+    added.push(group.add(3))
+    await turn()
+    expect(started).toEqual([[1], [2]])
+    await vi.advanceTimersByTimeAsync(100)
+    expect(started).toEqual([[1], [2], [3]])
+    added.push(group.add(4), group.add(5))
+    await vi.advanceTimersByTimeAsync(100)
+    await turn()
+    expect(started).toEqual([[1], [2], [3]])
+    done.get(1)?.()
+    await turn()
+    await turn()
+    expect(started).toEqual([[1], [2], [3], [4, 5]])
+    for (const item of [2, 3, 4]) done.get(item)?.()
+    expect(await Promise.all(added)).toEqual([1, 2, 3, 4, 5])
+  })
+
+  it('with aloneMs, lets a batch that ended young hold no other back', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout'] })
+    onTestFinished(() => { vi.useRealTimers() })
+    const started: number[] = []
+    const done = new Map<number, () => void>()
+    const group = createGroupCommit<number, number>((batch) => new Promise<void>((resolve) => {
+      started.push(batch[0]?.item as number)
+      done.set(batch[0]?.item as number, () => {
+        for (const pending of batch) pending.resolve(pending.item)
+        resolve()
+      })
+    }), Infinity, 3, 100)
+    const turn = () => new Promise((resolve) => { setImmediate(resolve) })
+    const held = group.add(1)
+    await turn()
+    await vi.advanceTimersByTimeAsync(100)
+    // [1] is held (by a lock, say) and has run 100 ms: [2] starts beside it and ends at once, young.
+    const quick = group.add(2)
+    await turn()
+    done.get(2)?.()
+    expect(await quick).toBe(2)
+    const next = group.add(3)
+    await turn()
+    await turn()
+    expect(started).toEqual([1, 2, 3])
+    for (const item of [1, 3]) done.get(item)?.()
+    expect(await Promise.all([held, next])).toEqual([1, 3])
+  })
 
   it('rejects the entries a failed commit left unsettled with its error, keeps those it settled, and commits the next batch', async () => {
     const failure = new Error('the disk is gone')
