@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import type { Server } from 'node:http'
 import { createServer, type AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
@@ -119,4 +120,16 @@ export async function listening (target: App | Server): Promise<number> {
   if ('inject' in target) await target.listen({ port: 0, host: '127.0.0.1' })
   else await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve))
   return (('inject' in target ? target.server : target).address() as AddressInfo).port
+}
+
+/** The image's ENV (the Dockerfile's runtime stage), quotes taken off: what its container starts with. */
+export function imageEnv (): Record<string, string> {
+  const dockerfile = readFileSync(new URL('../Dockerfile', import.meta.url), 'utf8').replace(/\\\n/g, ' ')
+  const env: Record<string, string> = {}
+  for (const line of dockerfile.slice(dockerfile.lastIndexOf('FROM ')).split('\n').filter((text) => text.startsWith('ENV '))) {
+    for (const [, name, value] of line.slice(4).matchAll(/([A-Z_][A-Z0-9_]*)=("[^"]*"|\S*)/g)) {
+      env[name as string] = (value as string).replace(/^"(.*)"$/, '$1')
+    }
+  }
+  return env
 }

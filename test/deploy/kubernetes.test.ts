@@ -11,7 +11,7 @@ import { parseAllDocuments } from 'yaml'
 import { afterAll, describe, expect, it } from 'vitest'
 import { LIMIT_BYTES_PER_PLANT, loadConfig, type Config } from '../../src/config/load-config.js'
 import { docBlock } from '../docs/blocks.js'
-import { TOKEN } from '../helpers.js'
+import { imageEnv, TOKEN } from '../helpers.js'
 
 // The manifests under deploy/kubernetes/ (and its monitoring/ folder), checked offline: against the Kubernetes API schemas
 // (kubernetes-models: JSON schemas of the Kubernetes OpenAPI document, validated in process), then
@@ -45,17 +45,6 @@ const monitor = only('ServiceMonitor', ServiceMonitor)
 const rule = only('PrometheusRule', PrometheusRule)
 const pod = deployment.spec?.template.spec
 const container = pod?.containers.find((candidate) => candidate.name === 'plant-store') as IContainer
-
-/** The image's ENV (Dockerfile, runtime stage): what a pod starts with before the Deployment's env. */
-function imageEnv (): Record<string, string> {
-  const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ')
-  const runtime = dockerfile.slice(dockerfile.lastIndexOf('FROM '))
-  const env: Record<string, string> = {}
-  for (const line of runtime.split('\n').filter((text) => text.startsWith('ENV '))) {
-    for (const [, name, value] of line.slice(4).matchAll(/([A-Z_][A-Z0-9_]*)=(\S*)/g)) env[name as string] = value as string
-  }
-  return env
-}
 
 const scratch = mkdtempSync(join(tmpdir(), 'plant-store-k8s-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { Agent, request } from 'node:http'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -10,7 +10,7 @@ import { docBlock } from '../docs/blocks.js'
 import { createTestSchemas, type TestSchemas } from '../plants/postgres-test-schemas.js'
 import { E2E_TOKEN, run, startServer, type RunningProcess, type ServerProcess } from './server-process.js'
 import { postPlant } from './storage-process.js'
-import { freePort, until } from '../helpers.js'
+import { freePort, imageEnv, until } from '../helpers.js'
 
 // Rollouts as users run them: three built servers (`node dist/server.js`) with the image's shutdown
 // settings on one PostgreSQL database behind a real HAProxy (Debian's, started here as a child process
@@ -49,14 +49,10 @@ const REPLICAS = 3
 const BACKEND = docBlock('docs/operating.md', 'rollout-haproxy').split('\n')
   .map((line) => line.replace(/\s*#.*$/, '')).filter((line) => line.trim() !== '')
 
-/** The Dockerfile's ENV value of `name` (the runtime stage's): the shutdown settings the image runs with. */
-function imageSetting (name: string): string {
-  const dockerfile = readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8')
-  const value = new RegExp(`\\b${name}=(\\d+)`).exec(dockerfile.slice(dockerfile.lastIndexOf('FROM ')))?.[1]
-  if (value === undefined) throw new Error(`the Dockerfile sets no ${name}`)
-  return value
-}
-const SHUTDOWN = { SHUTDOWN_DELAY_MS: imageSetting('SHUTDOWN_DELAY_MS'), SHUTDOWN_TIMEOUT_MS: imageSetting('SHUTDOWN_TIMEOUT_MS') }
+/** The shutdown settings the image runs with (the Dockerfile's ENV). */
+const { SHUTDOWN_DELAY_MS, SHUTDOWN_TIMEOUT_MS } = imageEnv()
+if (SHUTDOWN_DELAY_MS === undefined || SHUTDOWN_TIMEOUT_MS === undefined) throw new Error('the Dockerfile sets no shutdown settings')
+const SHUTDOWN = { SHUTDOWN_DELAY_MS, SHUTDOWN_TIMEOUT_MS }
 
 type Mode = 'http' | 'tcp'
 
