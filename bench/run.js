@@ -11,6 +11,8 @@ import {
 } from './util.js'
 
 const TARGETS = ['baseline-fastify', 'peer', 'memory', 'sqlite', 'postgres', 'pgbench']
+// Only when named: the service on its memory store without METRICS_PORT, what its metrics cost beside `memory`.
+const NO_METRICS = 'memory-no-metrics'
 const { values: args } = parseArgs({
   options: {
     duration: { type: 'string' },
@@ -38,7 +40,7 @@ if (args.help) {
   --starts N           starts per server and round, timed to the first 2xx of POST /plants (default 3)
   --connections N      connections to the HTTP servers (default 50)
   --pg-connections N   connections to the PostgreSQL store and pgbench's clients (default 16)
-  --targets a,b        any of ${TARGETS.join(', ')} (default: all)
+  --targets a,b        any of ${TARGETS.join(', ')} (default: all), or ${NO_METRICS}
   --tool wrk|autocannon  load generator (default: wrk when installed)
   --ids ${ID_MIXES.join('|')}  ids below 2^32, of 19 digits, half of each (default mixed), or of 19
                        digits 1,024 apart, a double each; every body has a tag;
@@ -72,7 +74,7 @@ const cells = args.ids.split(',').map((ids) => idMix(ids.trim())).flatMap((ids) 
 }))
 const targets = args.targets.split(',').map((t) => t.trim()).filter(Boolean)
 for (const t of targets) {
-  if (!TARGETS.includes(t)) { console.error(`bench: unknown target ${t}; targets: ${TARGETS.join(', ')}`); process.exit(2) }
+  if (!TARGETS.includes(t) && t !== NO_METRICS) { console.error(`bench: unknown target ${t}; targets: ${TARGETS.join(', ')}`); process.exit(2) }
 }
 const tool = args.tool ?? (has('wrk', ['--version']) ? 'wrk' : 'autocannon')
 if (tool !== 'wrk' && tool !== 'autocannon') { console.error('bench: --tool must be wrk or autocannon'); process.exit(2) }
@@ -100,6 +102,11 @@ async function measureServer (name, round, { ids, pinned }) {
   if (name === 'postgres') {
     db = await freshDatabase(`service_${round}`)
     env = serviceEnv({ DATABASE_URL: db.url })
+    script = SERVERS.memory.script
+  }
+  if (name === NO_METRICS) {
+    env = serviceEnv()
+    delete env.METRICS_PORT
     script = SERVERS.memory.script
   }
   if (name === 'sqlite') {
@@ -207,7 +214,7 @@ const check = (measure, target, value, pass, detail = '') => ({
 })
 
 /** What each store's req/s is paired with in the rounds' table: the peer, the memory store, pgbench. */
-const BASIS = { memory: 'peer', sqlite: 'memory', postgres: 'pgbench' }
+const BASIS = { memory: 'peer', sqlite: 'memory', postgres: 'pgbench', [NO_METRICS]: 'memory' }
 
 /** Medians over the rounds, the checks, and the rows of the table, for one cell. */
 function summarise (cell) {
@@ -279,7 +286,7 @@ function summarise (cell) {
 const header = ['target', 'req/s', 'p50 ms', 'p99 ms', '× peer', 'CPU µs/req', 'waited µs/req',
   ...options.traceGc ? ['GCs/kreq', 'GC ms/kreq', 'longest GC ms'] : [], 'RSS MB', 'start ms', 'errors']
 const roundHeader = ['round', 'target', 'req/s', 'p99 ms', 'CPU µs/req', 'waited µs/req',
-  ...options.traceGc ? ['GC ms/kreq', 'longest GC ms'] : [], '× peer (memory, pgbench)']
+  ...options.traceGc ? ['GC ms/kreq', 'longest GC ms'] : [], '× peer, memory or pgbench']
 const results = cells.map((cell) => ({ cell, ...summarise(cell) }))
 const checks = results.flatMap((r) => r.checks)
 

@@ -55,6 +55,27 @@ describe('bench/run.js', () => {
     }
   }, 60000)
 
+  it('runs memory-no-metrics only when named: the service without METRICS_PORT beside the one with it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bench-test-'))
+    try {
+      const out = join(dir, 'bench.md')
+      const result = spawnSync(process.execPath, [
+        RUN, '--targets', 'memory,memory-no-metrics', '--tool', 'autocannon', '--rounds', '1', '--duration', '1',
+        '--warmup', '0', '--starts', '1', '--out', out
+      ], { encoding: 'utf8', timeout: 50000 })
+      expect(result.status, result.stderr + result.stdout).toBe(0)
+      const { summary } = JSON.parse(readFileSync(out.replace(/\.md$/, '.json'), 'utf8')) as { summary: Record<string, Row> }
+      expect(Object.keys(summary)).toEqual(['memory', 'memory-no-metrics'])
+      expect(summary['memory-no-metrics']?.rps).toBeGreaterThan(0)
+      expect(readFileSync(join(LOGS, 'memory.log'), 'utf8')).toContain('Metrics listening at')
+      const log = readFileSync(join(LOGS, 'memory-no-metrics.log'), 'utf8')
+      expect(log).toContain('"route":"/plants"')
+      expect(log).not.toContain('Metrics listening at')
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 60000)
+
   it('runs a matrix of id mixes with NODE_OPTIONS and --trace-gc: a table and checks per cell, every round listed, GC pauses per 1,000 requests', () => {
     const dir = mkdtempSync(join(tmpdir(), 'bench-test-'))
     try {
@@ -88,7 +109,7 @@ describe('bench/run.js', () => {
       }
       const md = readFileSync(out, 'utf8')
       expect(md).toContain('## snowflake ids, unpinned')
-      expect(md).toContain('| round | target | req/s | p99 ms | CPU µs/req | waited µs/req | GC ms/kreq | longest GC ms | × peer (memory, pgbench) |')
+      expect(md).toContain('| round | target | req/s | p99 ms | CPU µs/req | waited µs/req | GC ms/kreq | longest GC ms | × peer, memory or pgbench |')
       expect(md).toContain('NODE_OPTIONS `--max-semi-space-size=1`, node --trace-gc')
     } finally {
       rmSync(dir, { recursive: true, force: true })
