@@ -74,7 +74,7 @@ const cells = args.ids.split(',').map((ids) => idMix(ids.trim())).flatMap((ids) 
 }))
 const targets = args.targets.split(',').map((t) => t.trim()).filter(Boolean)
 for (const t of targets) {
-  if (!TARGETS.includes(t) && t !== NO_METRICS) { console.error(`bench: unknown target ${t}; targets: ${TARGETS.join(', ')}`); process.exit(2) }
+  if (!TARGETS.includes(t) && t !== NO_METRICS) { console.error(`bench: unknown target ${t}; targets: ${[...TARGETS, NO_METRICS].join(', ')}`); process.exit(2) }
 }
 const tool = args.tool ?? (has('wrk', ['--version']) ? 'wrk' : 'autocannon')
 if (tool !== 'wrk' && tool !== 'autocannon') { console.error('bench: --tool must be wrk or autocannon'); process.exit(2) }
